@@ -1,0 +1,1 @@
+"""HTTP layer: firmware routes, /v1 memory routes, error middleware."""

@@ -1,0 +1,56 @@
+"""The frozen firmware routes: /chat/text, /chat/audio, /context/sensors, /health."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from lobug import errors, keys
+from lobug.api.bodies import read_json_object, read_limited
+from lobug.chat.service import clean_id
+
+routes = web.RouteTableDef()
+
+
+@routes.post("/chat/text")
+async def chat_text(request: web.Request) -> web.Response:
+    app = request.app
+    body = await read_json_object(request, app[keys.CONFIG].server.max_json_bytes)
+    if "text" not in body:
+        raise errors.invalid_request("'text' is required", field="text")
+    result = await app[keys.CHAT].turn(
+        body["text"], device_id=body.get("device_id") or "default", session_id=body.get("session_id")
+    )
+    return web.json_response(result.body())
+
+
+@routes.post("/chat/audio")
+async def chat_audio(request: web.Request) -> web.Response:
+    app = request.app
+    speech, chat = app[keys.SPEECH], app[keys.CHAT]
+    device_id = clean_id(request.query.get("device_id"), "device_id") or "default"
+    session_id = clean_id(request.query.get("session_id"), "session_id")
+    body = await read_limited(request, speech.config.max_audio_bytes, "audio body")
+    transcript = await speech.transcribe_body(
+        body, request.headers.get("Content-Type"), request.headers.get("X-Sample-Rate")
+    )
+    text = transcript.text.strip()
+    if not text:
+        result = await chat.ignore("", device_id=device_id, session_id=session_id)
+    else:
+        result = await chat.turn(text, device_id=device_id, session_id=session_id)
+    return web.json_response({"transcript": text, **result.body()})
+
+
+@routes.post("/context/sensors")
+async def context_sensors(request: web.Request) -> web.Response:
+    app = request.app
+    sensors = app[keys.SENSORS]
+    body = await read_json_object(request, sensors.config.max_bytes + 1024)
+    device_id = clean_id(body.pop("device_id", None), "device_id") or "default"
+    await sensors.store(device_id, body)
+    return web.json_response({"status": "ok"})
+
+
+@routes.get("/health")
+async def health(request: web.Request) -> web.Response:
+    return web.json_response(await request.app[keys.HEALTH].check())

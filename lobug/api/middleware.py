@@ -1,0 +1,81 @@
+"""The one error middleware (every error body is built here) and the request log."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from lobug.errors import ApiError
+from lobug.storage.sqlite import StorageFull
+
+log = logging.getLogger("lobug.access")
+errlog = logging.getLogger("lobug.api")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_HTTP_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "invalid_request",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "unprocessable",
+    503: "unavailable",
+}
+
+
+def error_response(error: ApiError) -> web.Response:
+    return web.json_response(error.body(), status=error.status)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc)
+    except StorageFull as exc:
+        errlog.error("storage full while handling %s %s: %s", request.method, request.path, exc)
+        return error_response(
+            ApiError(
+                503,
+                "storage_full",
+                "the disk holding the database is full; free space and retry. "
+                "Nothing already accepted was lost.",
+            )
+        )
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "invalid_request" if exc.status < 500 else "internal")
+        message = exc.text or exc.reason
+        if exc.status == 404:
+            message = f"no route for {request.method} {request.path}"
+        elif exc.status == 405:
+            message = f"{request.method} is not allowed on {request.path}"
+        elif exc.status == 413:
+            message = f"request body is too large; the limit is {request.app._client_max_size} bytes"
+        return error_response(ApiError(exc.status, code, message))
+    except Exception:
+        errlog.exception("unhandled error in %s %s", request.method, request.path)
+        return error_response(ApiError(500, "internal", "internal error; see the daemon log"))
+
+
+@web.middleware
+async def access_log_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Method, path, status and latency; never bodies, tokens or user text."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    finally:
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        log.info("%s %s %d %.1fms", request.method, request.path, status, elapsed_ms)

@@ -1,0 +1,150 @@
+"""create_app(config): the aiohttp application with every resource as a cleanup_ctx lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from lobug import keys
+from lobug.api import device
+from lobug.api.middleware import access_log_middleware, error_middleware
+from lobug.chat.prompt import load_personality
+from lobug.chat.sensors import SensorService
+from lobug.chat.service import ChatService
+from lobug.chat.working_memory import WorkingMemory
+from lobug.config import Config
+from lobug.health import HealthService
+from lobug.llm.ollama_chat import OllamaChat
+from lobug.speech.service import SpeechService
+from lobug.speech.transcriber import Transcriber
+from lobug.speech.whisper import WhisperTranscriber
+from lobug.storage.database import Database
+from lobug.storage.migrations import migrate
+from lobug.workers.runner import JobRunner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Seams for tests and benchmarks: swap the transcriber, the clock."""
+
+    transcriber: Transcriber | None = None
+    clock: Callable[[], float] = time.time
+
+
+def create_app(config: Config, overrides: Overrides | None = None) -> web.Application:
+    overrides = overrides or Overrides()
+    max_body = max(config.speech.max_audio_bytes, config.server.max_json_bytes) + 64 * 1024
+    app = web.Application(
+        middlewares=[access_log_middleware, error_middleware], client_max_size=max_body
+    )
+    app[keys.CONFIG] = config
+    app.add_routes(device.routes)
+    app.cleanup_ctx.append(_database(config))
+    app.cleanup_ctx.append(_llm(config))
+    app.cleanup_ctx.append(_speech(config, overrides))
+    app.cleanup_ctx.append(_services(config, overrides))
+    app.cleanup_ctx.append(_workers(config, overrides))
+    return app
+
+
+def make_database(config: Config) -> Database:
+    return Database(
+        config.storage.db_path,
+        busy_timeout_ms=config.storage.busy_timeout_ms,
+        readers=config.storage.read_connections,
+    )
+
+
+def open_database(config: Config) -> Database:
+    """Open and migrate synchronously (the CLI uses this)."""
+    db = make_database(config)
+    db.open_sync()
+    migrate(db.writer)
+    return db
+
+
+def _database(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        db = make_database(config)
+        await db.open()
+        applied = await db.write_raw(migrate)
+        if applied:
+            log.info("database %s migrated: %s", db.path, ", ".join(applied))
+        app[keys.DB] = db
+        yield
+        await db.close()
+
+    return ctx
+
+
+def _llm(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        llm = OllamaChat(config.ollama)
+        app[keys.LLM] = llm
+        yield
+        await llm.close()
+
+    return ctx
+
+
+def _speech(
+    config: Config, overrides: Overrides
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        models_dir = config.speech.download_root or config.storage.data_dir / "models"
+        transcriber = overrides.transcriber or WhisperTranscriber(config.speech, models_dir)
+        speech = SpeechService(transcriber, config.speech)
+        app[keys.SPEECH] = speech
+        # Loading Whisper takes seconds on a Pi: do it in the background so text turns work
+        # at once; /chat/audio answers 503 until the model is ready.
+        task = asyncio.create_task(speech.load()) if config.speech.load_at_start else None
+        yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return ctx
+
+
+def _services(
+    config: Config, overrides: Overrides
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        db, llm = app[keys.DB], app[keys.LLM]
+        sensors = SensorService(db, config.sensors, overrides.clock)
+        app[keys.SENSORS] = sensors
+        app[keys.CHAT] = ChatService(
+            db=db,
+            llm=llm,
+            working_memory=WorkingMemory(db, config.chat.working_memory_size),
+            sensors=sensors,
+            config=config.chat,
+            personality=load_personality(config.chat.personality_file),
+            clock=overrides.clock,
+        )
+        app[keys.HEALTH] = HealthService(db=db, llm=llm, speech=app[keys.SPEECH])
+        yield
+
+    return ctx
+
+
+def _workers(
+    config: Config, overrides: Overrides
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        runner = JobRunner(app[keys.DB], config.workers, overrides.clock)
+        app[keys.RUNNER] = runner
+        await runner.start()
+        yield
+        await runner.stop()
+
+    return ctx

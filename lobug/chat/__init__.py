@@ -1,0 +1,1 @@
+"""Conversation: sessions, working memory, sensors, prompt assembly and the turn itself."""

@@ -1,0 +1,48 @@
+"""The seam between a chat turn and long-term memory (the memory service implements it)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from lobug.chat.turns import TurnRecord
+
+
+class MemoryHooks(Protocol):
+    async def prompt_sections(self, *, user_id: str, session_id: str, text: str) -> list[str]:
+        """Rendered prompt sections ([Long-term memory], delta, [Relevant memories]).
+
+        Must never raise: a retrieval failure costs the reply its memories, not the reply.
+        """
+        ...
+
+    def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
+        """Inside the transaction that commits a user turn (enqueue its embedding)."""
+        ...
+
+    def on_exchange(
+        self, conn: Any, user: TurnRecord, assistant: TurnRecord | None, *, now: float
+    ) -> None:
+        """Inside the transaction that commits the reply (enqueue extraction, cascades)."""
+        ...
+
+    def wake(self) -> None:
+        """After a commit that enqueued work: nudge the workers."""
+        ...
+
+
+class NoMemory:
+    """Working memory only: what the daemon does when long-term memory is off."""
+
+    async def prompt_sections(self, *, user_id: str, session_id: str, text: str) -> list[str]:
+        return []
+
+    def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
+        return None
+
+    def on_exchange(
+        self, conn: Any, user: TurnRecord, assistant: TurnRecord | None, *, now: float
+    ) -> None:
+        return None
+
+    def wake(self) -> None:
+        return None

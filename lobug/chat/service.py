@@ -1,0 +1,195 @@
+"""ChatService: one device turn end to end — commit, prompt, one LLM call, commit, respond."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lobug import errors
+from lobug.chat import turns
+from lobug.chat.hooks import MemoryHooks, NoMemory
+from lobug.chat.prompt import build_messages
+from lobug.chat.sensors import SensorService
+from lobug.chat.turns import TurnRecord
+from lobug.chat.working_memory import WorkingMemory
+from lobug.config import ChatConfig
+from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.llm.replies import parse_reply
+from lobug.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+MAX_ID_CHARS = 128
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    response: str
+    action: str
+    session_id: str
+    turn_id: int
+    degraded: bool = False
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "response": self.response,
+            "action": self.action,
+            "session_id": self.session_id,
+            "turn_id": self.turn_id,
+        }
+        if self.degraded:
+            body["degraded"] = True
+        return body
+
+
+class ChatService:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: OllamaChat,
+        working_memory: WorkingMemory,
+        sensors: SensorService,
+        config: ChatConfig,
+        personality: str,
+        clock: Callable[[], float],
+        memory: MemoryHooks | None = None,
+    ) -> None:
+        self.db = db
+        self.llm = llm
+        self.working_memory = working_memory
+        self.sensors = sensors
+        self.config = config
+        self.personality = personality
+        self.clock = clock
+        self.memory: MemoryHooks = memory or NoMemory()
+
+    def clean_text(self, text: Any) -> str:
+        if not isinstance(text, str):
+            raise errors.invalid_request("'text' must be a string", field="text")
+        cleaned = text.strip()
+        if not cleaned:
+            raise errors.invalid_request("'text' is empty", field="text")
+        if len(cleaned) > self.config.max_text_chars:
+            raise errors.payload_too_large(
+                f"'text' is {len(cleaned)} characters; the limit is {self.config.max_text_chars}"
+            )
+        return cleaned
+
+    async def turn(
+        self, text: str, *, device_id: str = "default", session_id: str | None = None
+    ) -> TurnResult:
+        """Handle one user utterance. The user turn is durable before the LLM is called."""
+        text = self.clean_text(text)
+        device_id = clean_id(device_id, "device_id") or "default"
+        session_id = clean_id(session_id, "session_id")
+        user = await self.db.write(self._commit_user_turn, text, device_id, session_id)
+        self.memory.wake()
+        await self.working_memory.append(user)
+
+        sections = await self.memory.prompt_sections(
+            user_id=user.user_id, session_id=user.session_id, text=text
+        )
+        sensor_line = await self.sensors.summary(device_id)
+        history = await self.working_memory.messages(user.session_id)
+        messages = build_messages(self.personality, sections, sensor_line, history)
+        try:
+            raw = await self.llm.chat(messages, json_mode=True)
+        except LLMUnavailable as exc:
+            log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
+            return await self._degraded(user)
+        reply = parse_reply(raw)
+        assistant = await self.db.write(self._commit_reply, user, reply.action, reply.response)
+        self.memory.wake()
+        if reply.action == "IGNORE":
+            self.working_memory.discard(user.session_id, user.id)
+        elif assistant is not None:
+            await self.working_memory.append(assistant)
+        return TurnResult(reply.response, reply.action, user.session_id, user.id)
+
+    async def ignore(self, text: str, *, device_id: str, session_id: str | None) -> TurnResult:
+        """Log an utterance that needs no answer (e.g. silence after VAD) without an LLM call."""
+        device_id = clean_id(device_id, "device_id") or "default"
+        session_id = clean_id(session_id, "session_id")
+        user = await self.db.write(self._commit_user_turn, text, device_id, session_id, "IGNORE")
+        return TurnResult("", "IGNORE", user.session_id, user.id)
+
+    # -- transactions (run on the writer thread) -------------------------------------------------
+    def _commit_user_turn(
+        self, conn: Any, text: str, device_id: str, session_id: str | None, action: str | None = None
+    ) -> TurnRecord:
+        now = self.clock()
+        sid = turns.resolve_session(
+            conn,
+            device_id=device_id,
+            session_id=session_id,
+            now=now,
+            idle_s=self.config.session_idle_minutes * 60,
+        )
+        user = turns.insert_turn(
+            conn, session_id=sid, role="user", text=text, ts=now, device_id=device_id, action=action
+        )
+        if action != "IGNORE":
+            self.memory.on_user_turn(conn, user, now=now)
+        return user
+
+    def _commit_reply(
+        self, conn: Any, user: TurnRecord, action: str, response: str
+    ) -> TurnRecord | None:
+        now = self.clock()
+        turns.set_action(conn, user.id, action)
+        assistant = turns.insert_turn(
+            conn,
+            session_id=user.session_id,
+            role="assistant",
+            text=response,
+            ts=max(now, user.ts),
+            device_id=user.device_id,
+            action=action,
+        )
+        if action != "IGNORE":
+            self.memory.on_exchange(conn, user, assistant, now=now)
+        return assistant
+
+    async def _degraded(self, user: TurnRecord) -> TurnResult:
+        apology = self.config.apology
+
+        def commit(conn: Any) -> None:
+            now = self.clock()
+            turns.set_action(conn, user.id, "RESPOND")
+            turns.insert_turn(
+                conn,
+                session_id=user.session_id,
+                role="assistant",
+                text=apology,
+                ts=max(now, user.ts),
+                device_id=user.device_id,
+                action="RESPOND",
+                degraded=True,
+            )
+            # Memory work for the user's words still happens, later, when the LLM is back.
+            self.memory.on_exchange(conn, user, None, now=now)
+
+        try:
+            await self.db.write(commit)
+            self.memory.wake()
+        except Exception:  # noqa: BLE001 - the user turn is already stored; answer anyway
+            log.exception("could not record the degraded reply for turn %d", user.id)
+        return TurnResult(apology, "RESPOND", user.session_id, user.id, degraded=True)
+
+
+def clean_id(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise errors.invalid_request(f"'{name}' must be a string", field=name)
+    value = value.strip()
+    if not value:
+        return None
+    if len(value) > MAX_ID_CHARS or any(ord(ch) < 32 for ch in value):
+        raise errors.invalid_request(
+            f"'{name}' must be at most {MAX_ID_CHARS} printable characters", field=name
+        )
+    return value

@@ -1,0 +1,132 @@
+"""Turn and session rows: the conversation log every other part reads from."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    id: int
+    session_id: str
+    device_id: str
+    user_id: str
+    role: str
+    text: str
+    ts: float
+    ref: str | None = None
+    action: str | None = None
+    degraded: bool = False
+
+    @classmethod
+    def from_row(cls, row: Any) -> TurnRecord:
+        return cls(
+            id=row["id"],
+            session_id=row["session_id"],
+            device_id=row["device_id"],
+            user_id=row["user_id"],
+            role=row["role"],
+            text=row["text"],
+            ts=row["ts"],
+            ref=row["ref"],
+            action=row["action"],
+            degraded=bool(row["degraded"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "device_id": self.device_id,
+            "role": self.role,
+            "text": self.text,
+            "ts": self.ts,
+            "ref": self.ref,
+            "action": self.action,
+        }
+
+
+def new_session_id() -> str:
+    return "s-" + uuid.uuid4().hex[:16]
+
+
+def resolve_session(
+    conn: Any,
+    *,
+    device_id: str,
+    session_id: str | None,
+    now: float,
+    idle_s: float,
+    user_id: str = "default",
+) -> str:
+    """The given session, or the device's current one, or a new one after an idle gap."""
+    if session_id is None:
+        row = conn.execute(
+            "SELECT id, last_active FROM sessions WHERE device_id = ? ORDER BY last_active DESC"
+            " LIMIT 1",
+            (device_id,),
+        ).fetchone()
+        if row is not None and now - row["last_active"] <= idle_s:
+            session_id = row["id"]
+        else:
+            session_id = new_session_id()
+    conn.execute(
+        "INSERT INTO sessions (id, user_id, device_id, started_at, last_active)"
+        " VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT(id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
+        (session_id, user_id, device_id, now, now),
+    )
+    return session_id
+
+
+def insert_turn(
+    conn: Any,
+    *,
+    session_id: str,
+    role: str,
+    text: str,
+    ts: float,
+    device_id: str = "default",
+    user_id: str = "default",
+    ref: str | None = None,
+    action: str | None = None,
+    degraded: bool = False,
+) -> TurnRecord:
+    cur = conn.execute(
+        "INSERT INTO turns (user_id, session_id, device_id, role, text, ts, ref, action, degraded)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, session_id, device_id, role, text, ts, ref, action, int(degraded)),
+    )
+    return TurnRecord(
+        id=int(cur.lastrowid),
+        session_id=session_id,
+        device_id=device_id,
+        user_id=user_id,
+        role=role,
+        text=text,
+        ts=ts,
+        ref=ref,
+        action=action,
+        degraded=degraded,
+    )
+
+
+def set_action(conn: Any, turn_id: int, action: str) -> None:
+    conn.execute("UPDATE turns SET action = ? WHERE id = ?", (action, turn_id))
+
+
+def recent_context_turns(conn: Any, session_id: str, limit: int) -> list[TurnRecord]:
+    """The newest turns that belong in working memory (no noise, no apologies), oldest first."""
+    rows = conn.execute(
+        "SELECT * FROM turns WHERE session_id = ? AND (action IS NULL OR action != 'IGNORE')"
+        " AND degraded = 0 ORDER BY id DESC LIMIT ?",
+        (session_id, limit),
+    ).fetchall()
+    return [TurnRecord.from_row(r) for r in reversed(rows)]
+
+
+def get_turn(conn: Any, turn_id: int) -> TurnRecord | None:
+    row = conn.execute("SELECT * FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    return None if row is None else TurnRecord.from_row(row)

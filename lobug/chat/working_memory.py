@@ -1,0 +1,61 @@
+"""Working memory: a bounded deque of messages per session, reloaded from `turns` on a miss."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+
+from lobug.chat.turns import TurnRecord, recent_context_turns
+from lobug.storage.database import Database
+
+Message = dict[str, str]
+Entry = tuple[int, Message]  # (turn id, message)
+
+
+class WorkingMemory:
+    """What the LLM sees as the conversation. The database is the truth; this is its cache.
+
+    Sessions are kept in LRU order so a daemon that has served many devices stays bounded.
+    """
+
+    def __init__(self, db: Database, size: int = 20, max_sessions: int = 256) -> None:
+        self.db = db
+        self.size = size
+        self.max_sessions = max_sessions
+        self._sessions: OrderedDict[str, deque[Entry]] = OrderedDict()
+
+    async def messages(self, session_id: str) -> list[Message]:
+        window = self._sessions.get(session_id)
+        if window is None:
+            turns = await self.db.read(recent_context_turns, session_id, self.size)
+            window = self._sessions.get(session_id)  # another request may have loaded it
+            if window is None:
+                window = deque((_message(t) for t in turns), maxlen=self.size)
+                self._remember(session_id, window)
+        self._sessions.move_to_end(session_id)
+        return [message for _, message in window]
+
+    async def append(self, turn: TurnRecord) -> None:
+        window = self._sessions.get(turn.session_id)
+        if window is None:
+            await self.messages(turn.session_id)  # loads history, which already holds `turn`
+            return
+        window.append(_message(turn))
+
+    def discard(self, session_id: str, turn_id: int) -> None:
+        """Take a turn back out (it turned out to be noise); the row stays in the log."""
+        window = self._sessions.get(session_id)
+        if window is not None:
+            kept = [entry for entry in window if entry[0] != turn_id]
+            self._sessions[session_id] = deque(kept, maxlen=self.size)
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+    def _remember(self, session_id: str, window: deque[Entry]) -> None:
+        self._sessions[session_id] = window
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)
+
+
+def _message(turn: TurnRecord) -> Entry:
+    return turn.id, {"role": turn.role, "content": turn.text}

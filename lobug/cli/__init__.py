@@ -1,0 +1,1 @@
+"""The lobug command line."""

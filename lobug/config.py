@@ -1,0 +1,336 @@
+"""Configuration: frozen dataclasses loaded from TOML, then LOBUG_* env vars, then CLI flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "0.0.0.0"  # the device reaches us over the LAN
+    port: int = 8321
+    shutdown_timeout_s: float = 10.0
+    max_json_bytes: int = 64 * 1024
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    data_dir: Path = Path()  # resolved by load_config
+    db_file: str = "lobug.db"
+    busy_timeout_ms: int = 5000
+    read_connections: int = 4
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / self.db_file
+
+
+@dataclass(frozen=True)
+class OllamaConfig:
+    host: str = "http://127.0.0.1:11434"
+    chat_model: str = "llama3.2"
+    timeout_s: float = 30.0
+    health_timeout_s: float = 1.0
+    health_cache_s: float = 5.0
+    temperature: float = 0.7
+    keep_alive: str = "30m"
+
+
+@dataclass(frozen=True)
+class ChatConfig:
+    personality_file: Path | None = None  # None → the bundled personality
+    working_memory_size: int = 20
+    session_idle_minutes: float = 30.0
+    max_text_chars: int = 4000
+    apology: str = "Sorry, I can't think right now. I'll remember what you said."
+
+
+@dataclass(frozen=True)
+class SpeechConfig:
+    model: str = "base.en"  # a faster-whisper size name or a local model directory
+    device: str = "cpu"
+    compute_type: str = "int8"
+    cpu_threads: int = 0  # 0 → faster-whisper picks
+    local_files_only: bool = True  # offline first: never download a model implicitly
+    download_root: Path | None = None  # None → <data_dir>/models
+    language: str | None = None
+    beam_size: int = 1
+    vad: bool = True
+    max_audio_seconds: float = 60.0
+    max_audio_bytes: int = 10 * 1024 * 1024
+    load_at_start: bool = True
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    backend: str = "ollama"  # ollama | local | hashing
+    model: str = "nomic-embed-text"
+    dim: int = 768
+    batch_size: int = 32
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    enabled: bool = True
+    top_k: int = 5
+    min_similarity: float = 0.3
+    duplicate_distance: float = 0.15
+    short_term_threshold: int = 30
+    short_term_keep: int = 10
+    long_term_threshold: int = 20
+    long_term_keep: int = 10
+    extraction_mode: str = "hybrid"  # heuristic | llm | hybrid
+    base_memory_max_words: int = 400
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    concurrency: int = 2
+    max_attempts: int = 6
+    backoff_base_s: float = 2.0
+    backoff_max_s: float = 600.0
+    poll_interval_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class SensorConfig:
+    max_bytes: int = 4096
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    allow_loopback: bool = True
+    device_token: str | None = None  # off by default so existing firmware keeps working
+    device_allowlist: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    ollama: OllamaConfig = field(default_factory=OllamaConfig)
+    chat: ChatConfig = field(default_factory=ChatConfig)
+    speech: SpeechConfig = field(default_factory=SpeechConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    workers: WorkerConfig = field(default_factory=WorkerConfig)
+    sensors: SensorConfig = field(default_factory=SensorConfig)
+    api: ApiConfig = field(default_factory=ApiConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_plain(self)
+
+
+SECTIONS: dict[str, type] = typing.get_type_hints(Config)
+# Well-known variables that do not follow LOBUG_<SECTION>_<KEY>.
+ENV_ALIASES: dict[str, tuple[str, str]] = {
+    "LOBUG_DATA_DIR": ("storage", "data_dir"),
+    "LOBUG_EMBEDDER": ("embedding", "backend"),
+    "LOBUG_LOG_LEVEL": ("log", "level"),
+}
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("embedding", "backend"): ("ollama", "local", "hashing"),
+    ("memory", "extraction_mode"): ("heuristic", "llm", "hybrid"),
+    ("log", "level"): ("DEBUG", "INFO", "WARNING", "ERROR"),
+}
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    """LOBUG_DATA_DIR is handled as an override; then systemd's StateDirectory, then per user."""
+    state = env.get("STATE_DIRECTORY")
+    if state:
+        return Path(state.split(":")[0])
+    xdg = env.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path(env.get("HOME", "~")).expanduser() / ".local" / "share"
+    return base / "lobug"
+
+
+def normalize_ollama_host(host: str) -> str:
+    """Accept what the ollama tools accept: `host`, `host:port`, `:port` or a full URL."""
+    host = host.strip().rstrip("/")
+    scheme = "http"
+    if "://" in host:
+        scheme, _, host = host.partition("://")
+    name, _, port = host.rpartition(":") if ":" in host.split("]")[-1] else (host, "", "")
+    name = name or "127.0.0.1"
+    if name == "0.0.0.0":  # a listen address; clients connect to loopback
+        name = "127.0.0.1"
+    return f"{scheme}://{name}:{port or 11434}"
+
+
+def load_config(
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Merge defaults ← TOML file ← environment ← overrides ("section.key" → value)."""
+    env = os.environ if env is None else env
+    raw: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    if path is not None:
+        _merge_toml(raw, path)
+    _merge_env(raw, env)
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        _put(raw, section, key, value, dotted)
+    if "host" not in raw["ollama"] and env.get("OLLAMA_HOST"):
+        raw["ollama"]["host"] = env["OLLAMA_HOST"]
+    if "host" in raw["ollama"]:
+        raw["ollama"]["host"] = normalize_ollama_host(str(raw["ollama"]["host"]))
+    if "data_dir" not in raw["storage"]:
+        raw["storage"]["data_dir"] = str(default_data_dir(env))
+    sections = {name: _build(SECTIONS[name], raw[name], name) for name in SECTIONS}
+    config = Config(**sections)
+    _validate(config)
+    return config
+
+
+def _merge_toml(raw: dict[str, dict[str, Any]], path: Path) -> None:
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    for section, values in data.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"{section}: unknown config section (known: {', '.join(SECTIONS)})")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{section}: expected a table")
+        for key, value in values.items():
+            _put(raw, section, key, value, f"{section}.{key}")
+
+
+def _merge_env(raw: dict[str, dict[str, Any]], env: Mapping[str, str]) -> None:
+    for name, value in env.items():
+        if not name.startswith("LOBUG_"):
+            continue
+        if name in ENV_ALIASES:
+            section, key = ENV_ALIASES[name]
+            _put(raw, section, key, value, name)
+            continue
+        rest = name[len("LOBUG_") :].lower()
+        for section in SECTIONS:
+            if rest.startswith(section + "_"):
+                key = rest[len(section) + 1 :]
+                if key in _field_names(SECTIONS[section]):
+                    _put(raw, section, key, value, name)
+                break
+
+
+def _put(raw: dict[str, dict[str, Any]], section: str, key: str, value: Any, origin: str) -> None:
+    if section not in SECTIONS:
+        raise ConfigError(f"{origin}: unknown config section {section!r}")
+    if key not in _field_names(SECTIONS[section]):
+        raise ConfigError(f"{origin}: unknown key {section}.{key}")
+    raw[section][key] = value
+
+
+def _field_names(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def _build(cls: type, values: dict[str, Any], section: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs = {key: _coerce(value, hints[key], f"{section}.{key}") for key, value in values.items()}
+    return cls(**kwargs)
+
+
+def _coerce(value: Any, hint: Any, key: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+            return None
+        return _coerce(value, args[0], key)
+    if origin is tuple:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        return tuple(str(i).strip() for i in items if str(i).strip())
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    if hint in (int, float):
+        if isinstance(value, bool):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        try:
+            return hint(value) if hint is float else int(str(value).strip())
+        except (TypeError, ValueError):
+            kind = "an integer" if hint is int else "a number"
+            raise ConfigError(f"{key}: expected {kind}, got {value!r}") from None
+    if hint is Path:
+        return Path(str(value)).expanduser()
+    if hint is str:
+        if not isinstance(value, str | int | float):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return str(value)
+    return value
+
+
+def _validate(config: Config) -> None:
+    for (section, key), allowed in CHOICES.items():
+        value = getattr(getattr(config, section), key)
+        if value not in allowed:
+            raise ConfigError(f"{section}.{key}: must be one of {', '.join(allowed)}, got {value!r}")
+    positive = [
+        ("server.port", config.server.port, 0, 65535),
+        ("chat.working_memory_size", config.chat.working_memory_size, 1, 10_000),
+        ("chat.max_text_chars", config.chat.max_text_chars, 1, 1_000_000),
+        ("embedding.dim", config.embedding.dim, 1, 8192),
+        ("embedding.batch_size", config.embedding.batch_size, 1, 4096),
+        ("memory.top_k", config.memory.top_k, 1, 100),
+        ("workers.concurrency", config.workers.concurrency, 1, 64),
+        ("workers.max_attempts", config.workers.max_attempts, 1, 1000),
+        ("storage.read_connections", config.storage.read_connections, 1, 64),
+    ]
+    for key, value, low, high in positive:
+        if not low <= value <= high:
+            raise ConfigError(f"{key}: must be between {low} and {high}, got {value}")
+    if not 0.0 <= config.memory.min_similarity <= 1.0:
+        raise ConfigError("memory.min_similarity: must be between 0 and 1")
+    if config.memory.short_term_keep >= config.memory.short_term_threshold:
+        raise ConfigError("memory.short_term_keep: must be below memory.short_term_threshold")
+    if config.memory.long_term_keep >= config.memory.long_term_threshold:
+        raise ConfigError("memory.long_term_keep: must be below memory.long_term_threshold")
+    if not config.ollama.host.startswith(("http://", "https://")):
+        raise ConfigError(f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}")
+    for key in ("timeout_s", "health_timeout_s"):
+        if getattr(config.ollama, key) <= 0:
+            raise ConfigError(f"ollama.{key}: must be positive")
+
+
+def _to_plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_to_plain(v) for v in value]
+    return value

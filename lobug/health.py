@@ -1,0 +1,61 @@
+"""HealthService: real checks of the DB, Ollama, speech and the queue for /health and STATUS=."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from lobug import __version__
+from lobug.llm.ollama_chat import OllamaChat
+from lobug.speech.service import SpeechService
+from lobug.storage.database import Database
+from lobug.workers import queue
+
+
+@dataclass
+class HealthService:
+    db: Database
+    llm: OllamaChat
+    speech: SpeechService
+    started: float = field(default_factory=time.monotonic)
+    problems_extra: list[str] = field(default_factory=list)  # e.g. an embedding mismatch
+
+    async def check(self) -> dict[str, Any]:
+        db_ok = await self.db.ping()
+        try:
+            jobs = await self.db.read(queue.counts) if db_ok else {}
+        except Exception:  # noqa: BLE001 - health reports, never raises
+            jobs, db_ok = {}, False
+        ollama = await self.llm.health()
+        problems = list(self.problems_extra)
+        if not db_ok:
+            problems.append("database is not answering")
+        if not ollama.reachable:
+            problems.append(f"Ollama at {self.llm.config.host} is unreachable ({ollama.error})")
+        elif not ollama.has_model(self.llm.config.chat_model):
+            problems.append(
+                f"Ollama has no model {self.llm.config.chat_model!r}; "
+                f"run `ollama pull {self.llm.config.chat_model}`"
+            )
+        if not self.speech.ready:
+            problems.append(f"speech-to-text is not loaded: {self.speech.error}")
+        ollama_ok = ollama.reachable and ollama.has_model(self.llm.config.chat_model)
+        return {
+            "status": "ok" if not problems else "degraded",
+            "version": __version__,
+            "ollama": ollama_ok,
+            "stt": self.speech.ready,
+            "db": db_ok,
+            "queue": {k: int(jobs.get(k, 0)) for k in ("pending", "running", "failed")},
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "problems": problems,
+        }
+
+    async def status_line(self) -> str:
+        report = await self.check()
+        q = report["queue"]
+        return (
+            f"{report['status']}; queue pending={q['pending']} running={q['running']} "
+            f"failed={q['failed']}"
+        )

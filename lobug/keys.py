@@ -1,0 +1,26 @@
+"""Typed application keys: every service the app holds, in one place."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+if TYPE_CHECKING:
+    from lobug.chat.sensors import SensorService
+    from lobug.chat.service import ChatService
+    from lobug.config import Config
+    from lobug.health import HealthService
+    from lobug.llm.ollama_chat import OllamaChat
+    from lobug.speech.service import SpeechService
+    from lobug.storage.database import Database
+    from lobug.workers.runner import JobRunner
+
+CONFIG: web.AppKey[Config] = web.AppKey("config")
+DB: web.AppKey[Database] = web.AppKey("db")
+LLM: web.AppKey[OllamaChat] = web.AppKey("llm")
+SPEECH: web.AppKey[SpeechService] = web.AppKey("speech")
+SENSORS: web.AppKey[SensorService] = web.AppKey("sensors")
+CHAT: web.AppKey[ChatService] = web.AppKey("chat")
+HEALTH: web.AppKey[HealthService] = web.AppKey("health")
+RUNNER: web.AppKey[JobRunner] = web.AppKey("runner")

@@ -1,0 +1,1 @@
+"""Model clients: Ollama chat, embedders, reply parsing."""

@@ -1,0 +1,57 @@
+"""Parsing model output: the RESPOND/IGNORE reply and defensive JSON extraction."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Reply:
+    action: str  # RESPOND | IGNORE
+    response: str
+
+
+def find_json(text: str) -> Any:
+    """The first JSON value in `text`: tolerates code fences, prose around it, trailing text.
+
+    Raises ValueError when there is none.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        candidate = candidate.strip()
+        for start, char in enumerate(candidate):
+            if char not in "[{":
+                continue
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+            except json.JSONDecodeError:
+                continue
+            return value
+    raise ValueError("no JSON value found in the model output")
+
+
+def parse_reply(text: str) -> Reply:
+    """The chat prompt asks for {"action": ..., "response": ...}; plain text means RESPOND."""
+    stripped = text.strip()
+    try:
+        value = find_json(stripped)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        action = str(value.get("action", "RESPOND")).strip().upper()
+        response = value.get("response", value.get("text"))
+        if response is None:  # some other shape: speak its longest string, never raw JSON
+            strings = [v for k, v in value.items() if k != "action" and isinstance(v, str) and v.strip()]
+            response = max(strings, key=len) if strings and action != "IGNORE" else ""
+        if action == "IGNORE" or not isinstance(response, str) or not response.strip():
+            return Reply("IGNORE", "")
+        return Reply("RESPOND", response.strip())
+    if stripped.upper() in ("IGNORE", '"IGNORE"'):
+        return Reply("IGNORE", "")
+    return Reply("RESPOND", stripped)

@@ -1,0 +1,1 @@
+"""Long-term memory: store, retrieval, extraction, reconciliation, cascades and lifecycle."""

@@ -1,0 +1,1 @@
+"""Storage: the SQLite connection helper, migrations, vector tables and the Database service."""

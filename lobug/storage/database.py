@@ -1,0 +1,117 @@
+"""The Database service: one writer thread with BEGIN IMMEDIATE, a pool of reader threads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lobug.storage.sqlite import Capabilities, StorageFull, capabilities, connect, is_storage_full
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Database:
+    """Serialises writes through one connection on one thread; reads use their own connections.
+
+    SQLite allows one writer at a time anyway; funnelling writes through a single thread keeps
+    `database is locked` out of our own process and keeps the event loop free.
+    """
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, readers: int = 4) -> None:
+        self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-db-writer")
+        self._reader_pool = ThreadPoolExecutor(readers, thread_name_prefix="lobug-db-reader")
+        self._local = threading.local()
+        self._writer: Any = None
+        self._readers: list[Any] = []
+        self._readers_lock = threading.Lock()
+        self.caps: Capabilities | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def open_sync(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+        self.caps = capabilities(self._writer)
+
+    async def open(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._writer_pool, self.open_sync)
+
+    def close_sync(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        if self._writer is not None:
+            try:
+                self._writer.execute("PRAGMA optimize")
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
+            self._writer.close()
+            self._writer = None
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._writer_pool, self.close_sync)
+        self._writer_pool.shutdown(wait=True)
+        self._reader_pool.shutdown(wait=True)
+
+    # -- sync API (for the CLI, migrations and code already on a DB thread) --------------------
+    @property
+    def writer(self) -> Any:
+        if self._writer is None:
+            raise RuntimeError("database is not open")
+        return self._writer
+
+    def write_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run fn(conn, *args) in one IMMEDIATE transaction (call from the writer thread or CLI)."""
+        conn = self.writer
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn, *args)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if is_storage_full(exc):
+                raise StorageFull(str(exc)) from exc
+            raise
+        return result
+
+    def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return fn(conn, *args)
+
+    # -- async API ------------------------------------------------------------------------------
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer_pool, self.write_sync, fn, *args)
+
+    async def write_raw(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run fn(writer_conn) on the writer thread without a wrapping transaction."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer_pool, fn, self.writer, *args)
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._reader_pool, self.read_sync, fn, *args)
+
+    async def ping(self) -> bool:
+        try:
+            return bool(await self.read(lambda c: c.execute("SELECT 1").fetchone()[0] == 1))
+        except Exception:  # noqa: BLE001 - health reports, never raises
+            log.exception("database ping failed")
+            return False

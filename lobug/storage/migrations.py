@@ -1,0 +1,296 @@
+"""Named, append-only schema migrations, each applied in a transaction with its record.
+
+Never edit a migration that has shipped: add a new one. Vector tables are not here because
+their dimension follows the configured embedder; see `lobug.storage.vectors`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+M001_CORE = """
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE sessions (
+  id          TEXT PRIMARY KEY,
+  user_id     TEXT NOT NULL DEFAULT 'default',
+  device_id   TEXT NOT NULL,
+  started_at  REAL NOT NULL,
+  last_active REAL NOT NULL
+);
+CREATE INDEX idx_sessions_device ON sessions(device_id, last_active DESC);
+
+CREATE TABLE turns (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id     TEXT NOT NULL DEFAULT 'default',
+  session_id  TEXT NOT NULL,
+  device_id   TEXT NOT NULL DEFAULT 'default',
+  role        TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+  text        TEXT NOT NULL,
+  ts          REAL NOT NULL,
+  ref         TEXT,
+  action      TEXT CHECK (action IS NULL OR action IN ('RESPOND', 'IGNORE')),
+  degraded    INTEGER NOT NULL DEFAULT 0,
+  summarized  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX idx_turns_session ON turns(session_id, id);
+CREATE INDEX idx_turns_user_ts ON turns(user_id, ts);
+CREATE INDEX idx_turns_unsummarized ON turns(user_id, summarized, id);
+
+CREATE TABLE memories (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id         TEXT NOT NULL DEFAULT 'default',
+  kind            TEXT NOT NULL DEFAULT 'fact'
+                  CHECK (kind IN ('fact', 'summary', 'reflection', 'insight', 'procedural')),
+  content         TEXT NOT NULL,
+  category        TEXT,
+  layer           TEXT NOT NULL DEFAULT 'mid' CHECK (layer IN ('mid', 'long')),
+  store           TEXT NOT NULL DEFAULT 'private' CHECK (store IN ('private', 'shared', 'social')),
+  importance      REAL NOT NULL DEFAULT 0.5,
+  confidence      REAL NOT NULL DEFAULT 1.0,
+  decay_rate      REAL NOT NULL DEFAULT 0.1,
+  hits            INTEGER NOT NULL DEFAULT 0,
+  mention_count   INTEGER NOT NULL DEFAULT 1,
+  last_accessed   REAL,
+  created_at      REAL NOT NULL,
+  updated_at      REAL NOT NULL,
+  status          TEXT NOT NULL DEFAULT 'active'
+                  CHECK (status IN ('active', 'archived', 'soft_deleted')),
+  valid_from      REAL,
+  valid_until     REAL,
+  purge_at        REAL,
+  pinned          INTEGER NOT NULL DEFAULT 0,
+  supersedes      INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+  tags            TEXT NOT NULL DEFAULT '[]',
+  pii             TEXT NOT NULL DEFAULT '[]',
+  rules           TEXT NOT NULL DEFAULT '[]',
+  hash            TEXT,
+  session_id      TEXT,
+  source_from     INTEGER,
+  source_to       INTEGER,
+  incorporated    INTEGER NOT NULL DEFAULT 0,
+  attributes      TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX idx_memories_user_status ON memories(user_id, status, kind);
+CREATE INDEX idx_memories_hash ON memories(user_id, hash);
+CREATE INDEX idx_memories_summary ON memories(user_id, kind, incorporated, id);
+CREATE INDEX idx_memories_updated ON memories(user_id, updated_at);
+
+CREATE TABLE memory_sources (
+  memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+  turn_id   INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+  reason    TEXT NOT NULL DEFAULT 'extracted',
+  PRIMARY KEY (memory_id, turn_id, reason)
+);
+CREATE INDEX idx_memory_sources_turn ON memory_sources(turn_id);
+
+CREATE TABLE base_memory (
+  user_id    TEXT PRIMARY KEY,
+  content    TEXT NOT NULL DEFAULT '',
+  updated_at REAL NOT NULL
+);
+
+CREATE TABLE entities (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id        TEXT NOT NULL DEFAULT 'default',
+  canonical_name TEXT NOT NULL,
+  type           TEXT NOT NULL,
+  aliases        TEXT NOT NULL DEFAULT '[]',
+  summary        TEXT,
+  mention_count  INTEGER NOT NULL DEFAULT 1,
+  store          TEXT NOT NULL DEFAULT 'private',
+  created_at     REAL NOT NULL,
+  last_mentioned REAL NOT NULL,
+  UNIQUE (user_id, canonical_name, type)
+);
+
+CREATE TABLE memory_entities (
+  memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+  entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  PRIMARY KEY (memory_id, entity_id)
+);
+CREATE INDEX idx_memory_entities_entity ON memory_entities(entity_id);
+
+CREATE TABLE relations (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id       TEXT NOT NULL DEFAULT 'default',
+  from_id       INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+  to_id         INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+  relation_type TEXT NOT NULL DEFAULT 'related_to',
+  strength      REAL NOT NULL,
+  created_at    REAL NOT NULL,
+  UNIQUE (from_id, to_id, relation_type)
+);
+CREATE INDEX idx_relations_to ON relations(to_id);
+
+CREATE TABLE history (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id   TEXT NOT NULL DEFAULT 'default',
+  memory_id INTEGER,
+  event     TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'MERGE', 'DELETE', 'SOFT_DELETE',
+                                            'RESTORE', 'PURGE', 'LINK', 'TTL', 'ARCHIVE',
+                                            'PROMOTE', 'DEMOTE', 'DECAY', 'HIT')),
+  old_value TEXT,
+  new_value TEXT,
+  actor     TEXT NOT NULL DEFAULT 'system',
+  meta      TEXT NOT NULL DEFAULT '{}',
+  ts        REAL NOT NULL
+);
+CREATE INDEX idx_history_memory ON history(memory_id, ts DESC);
+
+CREATE TABLE revisions (
+  session_id TEXT PRIMARY KEY,
+  rev        INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE change_log (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id    TEXT NOT NULL DEFAULT 'default',
+  session_id TEXT NOT NULL,
+  rev        INTEGER NOT NULL,
+  memory_id  INTEGER,
+  event      TEXT NOT NULL,
+  meta       TEXT NOT NULL DEFAULT '{}',
+  ts         REAL NOT NULL
+);
+CREATE INDEX idx_change_log_session ON change_log(session_id, rev DESC);
+
+CREATE TABLE jobs (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind         TEXT NOT NULL,
+  payload      TEXT NOT NULL DEFAULT '{}',
+  state        TEXT NOT NULL DEFAULT 'pending'
+               CHECK (state IN ('pending', 'running', 'done', 'failed')),
+  attempts     INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL DEFAULT 6,
+  run_after    REAL NOT NULL,
+  last_error   TEXT,
+  dedupe_key   TEXT,
+  created_at   REAL NOT NULL,
+  updated_at   REAL NOT NULL
+);
+CREATE INDEX idx_jobs_ready ON jobs(state, run_after);
+CREATE UNIQUE INDEX idx_jobs_dedupe ON jobs(dedupe_key)
+  WHERE dedupe_key IS NOT NULL AND state IN ('pending', 'running');
+
+CREATE TABLE sensor_state (
+  device_id  TEXT PRIMARY KEY,
+  state      TEXT NOT NULL,
+  updated_at REAL NOT NULL
+);
+
+CREATE TABLE periodic_runs (
+  name     TEXT PRIMARY KEY,
+  last_run REAL NOT NULL
+);
+"""
+
+M002_FTS = """
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+  content, content='memories', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER trg_memories_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER trg_memories_ad AFTER DELETE ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER trg_memories_au AFTER UPDATE OF content ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+  INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+END;
+
+CREATE VIRTUAL TABLE turns_fts USING fts5(
+  text, content='turns', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER trg_turns_ai AFTER INSERT ON turns BEGIN
+  INSERT INTO turns_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER trg_turns_ad AFTER DELETE ON turns BEGIN
+  INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER trg_turns_au AFTER UPDATE OF text ON turns BEGIN
+  INSERT INTO turns_fts(turns_fts, rowid, text) VALUES ('delete', old.id, old.text);
+  INSERT INTO turns_fts(rowid, text) VALUES (new.id, new.text);
+END;
+"""
+
+
+def _sql(script: str) -> Callable[[Any], None]:
+    def apply(conn: Any) -> None:
+        # executescript would COMMIT our transaction; run statement by statement instead.
+        for statement in _split(script):
+            conn.execute(statement)
+
+    return apply
+
+
+def _fts(conn: Any) -> None:
+    options = {row[0] for row in conn.execute("PRAGMA compile_options")}
+    if "ENABLE_FTS5" not in options:
+        # Without FTS5 searches fall back to LIKE (seed 000); the tables are simply absent.
+        log.warning("this SQLite has no FTS5; full-text search falls back to LIKE")
+        return
+    _sql(M002_FTS)(conn)
+
+
+MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
+    ("m001_core_tables", _sql(M001_CORE)),
+    ("m002_fts", _fts),
+]
+
+
+def _split(script: str) -> list[str]:
+    """Split on ';' at statement ends, keeping trigger bodies (BEGIN … END;) whole."""
+    statements, current = [], []
+    for line in script.splitlines():
+        current.append(line)
+        text = "\n".join(current).strip()
+        if text.endswith(";") and (not _opens_trigger(text) or text.upper().endswith("END;")):
+            statements.append(text)
+            current = []
+    tail = "\n".join(current).strip()
+    if tail:
+        statements.append(tail)
+    return statements
+
+
+def _opens_trigger(text: str) -> bool:
+    return text.upper().startswith("CREATE TRIGGER")
+
+
+def applied(conn: Any) -> list[str]:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    return [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
+
+
+def migrate(conn: Any) -> list[str]:
+    """Apply every pending migration; returns the names applied now."""
+    done = set(applied(conn))
+    now_applied = []
+    for name, apply in MIGRATIONS:
+        if name in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            apply(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, time.time())
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        log.info("applied migration %s", name)
+        now_applied.append(name)
+    return now_applied

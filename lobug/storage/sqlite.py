@@ -1,0 +1,96 @@
+"""SQLite driver selection and the one `connect()` helper (pragmas, sqlite-vec, capabilities)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def _driver() -> ModuleType:
+    # pysqlite3 bundles a recent SQLite with FTS5 and extension loading; many Python builds'
+    # stdlib sqlite3 cannot load extensions, so it is only the fallback.
+    try:
+        import pysqlite3.dbapi2 as driver  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - depends on the install
+        import sqlite3 as driver
+    return driver
+
+
+sqlite3 = _driver()
+Connection = Any  # the driver's Connection type (pysqlite3 or stdlib)
+Error = sqlite3.Error
+OperationalError = sqlite3.OperationalError
+IntegrityError = sqlite3.IntegrityError
+DatabaseError = sqlite3.DatabaseError
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    sqlite_version: str
+    fts5: bool
+    vec: bool
+    vec_version: str | None
+    driver: str
+
+
+class StorageFull(Exception):
+    """The disk (or the database's page budget) is full."""
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.Error) and ("database or disk is full" in text or "disk i/o" in text)
+
+
+def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = False) -> Any:
+    """Open a connection with our pragmas and sqlite-vec loaded (when it can be)."""
+    if readonly:
+        conn = sqlite3.connect(
+            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+        )
+    else:
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+    # NORMAL is durable across application crashes in WAL mode; only an OS crash or power cut
+    # can lose the last transactions, and the Pi's SD card thanks us for fewer fsyncs.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    _load_vec(conn)
+    return conn
+
+
+def _load_vec(conn: Any) -> bool:
+    try:
+        import sqlite_vec  # type: ignore[import-untyped]
+
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        return True
+    except (ImportError, AttributeError, sqlite3.Error) as exc:
+        log.warning("sqlite-vec could not be loaded (%s); vector search is off", exc)
+        return False
+
+
+def capabilities(conn: Any) -> Capabilities:
+    options = {row[0] for row in conn.execute("PRAGMA compile_options")}
+    try:
+        vec_version = conn.execute("SELECT vec_version()").fetchone()[0]
+    except sqlite3.Error:
+        vec_version = None
+    return Capabilities(
+        sqlite_version=sqlite3.sqlite_version,
+        fts5="ENABLE_FTS5" in options,
+        vec=vec_version is not None,
+        vec_version=vec_version,
+        driver=sqlite3.__name__,
+    )

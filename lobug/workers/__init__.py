@@ -1,0 +1,1 @@
+"""Background work: the durable job queue, its workers and the periodic scheduler."""

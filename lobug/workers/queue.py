@@ -1,0 +1,177 @@
+"""The durable job queue: rows in `jobs`, enqueued in the same transaction as their data."""
+
+from __future__ import annotations
+
+import json
+import sqlite3 as _stdlib_sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from lobug.storage.sqlite import IntegrityError
+
+JOB_STATES = ("pending", "running", "done", "failed")
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    state: str
+    attempts: int
+    max_attempts: int
+    run_after: float
+    last_error: str | None
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Any) -> Job:
+        return cls(
+            id=row["id"],
+            kind=row["kind"],
+            payload=json.loads(row["payload"]),
+            state=row["state"],
+            attempts=row["attempts"],
+            max_attempts=row["max_attempts"],
+            run_after=row["run_after"],
+            last_error=row["last_error"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def enqueue(
+    conn: Any,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    now: float,
+    run_after: float | None = None,
+    dedupe_key: str | None = None,
+    max_attempts: int = 6,
+) -> int:
+    """Add a job; with a dedupe_key, an equal pending/running job is reused instead."""
+    if dedupe_key is not None:
+        row = conn.execute(
+            "SELECT id FROM jobs WHERE dedupe_key = ? AND state IN ('pending', 'running')",
+            (dedupe_key,),
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+    try:
+        cur = conn.execute(
+            "INSERT INTO jobs (kind, payload, state, attempts, max_attempts, run_after, dedupe_key,"
+            " created_at, updated_at) VALUES (?, ?, 'pending', 0, ?, ?, ?, ?, ?)",
+            (kind, json.dumps(payload), max_attempts, run_after or now, dedupe_key, now, now),
+        )
+    except (IntegrityError, _stdlib_sqlite3.IntegrityError):  # raced dedupe (same writer: rare)
+        row = conn.execute("SELECT id FROM jobs WHERE dedupe_key = ?", (dedupe_key,)).fetchone()
+        return int(row[0])
+    return int(cur.lastrowid)
+
+
+def claim(conn: Any, *, now: float, kinds: Iterable[str] | None = None) -> Job | None:
+    """Take the oldest ready job and mark it running (call inside a write transaction)."""
+    sql = "SELECT * FROM jobs WHERE state = 'pending' AND run_after <= ?"
+    params: list[Any] = [now]
+    if kinds is not None:
+        kinds = list(kinds)
+        sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+        params += kinds
+    row = conn.execute(sql + " ORDER BY run_after, id LIMIT 1", params).fetchone()
+    if row is None:
+        return None
+    conn.execute(
+        "UPDATE jobs SET state = 'running', attempts = attempts + 1, updated_at = ? WHERE id = ?",
+        (now, row["id"]),
+    )
+    return Job.from_row(conn.execute("SELECT * FROM jobs WHERE id = ?", (row["id"],)).fetchone())
+
+
+def complete(conn: Any, job_id: int, *, now: float) -> None:
+    conn.execute(
+        "UPDATE jobs SET state = 'done', last_error = NULL, updated_at = ? WHERE id = ?",
+        (now, job_id),
+    )
+
+
+def fail(
+    conn: Any, job: Job, error: str, *, now: float, retry_in: float | None, permanent: bool = False
+) -> str:
+    """Record a failure: back to pending after `retry_in`, or `failed` when out of attempts."""
+    if permanent or retry_in is None or job.attempts >= job.max_attempts:
+        conn.execute(
+            "UPDATE jobs SET state = 'failed', last_error = ?, updated_at = ? WHERE id = ?",
+            (error[:2000], now, job.id),
+        )
+        return "failed"
+    conn.execute(
+        "UPDATE jobs SET state = 'pending', last_error = ?, run_after = ?, updated_at = ?"
+        " WHERE id = ?",
+        (error[:2000], now + retry_in, now, job.id),
+    )
+    return "pending"
+
+
+def defer(conn: Any, job: Job, reason: str, *, now: float, retry_in: float) -> None:
+    """Put a job back without spending an attempt (a dependency is not ready yet)."""
+    conn.execute(
+        "UPDATE jobs SET state = 'pending', attempts = attempts - 1, last_error = ?, run_after = ?,"
+        " updated_at = ? WHERE id = ?",
+        (reason[:2000], now + retry_in, now, job.id),
+    )
+
+
+def recover(conn: Any, *, now: float) -> int:
+    """Jobs left `running` by a process that died are made ready again (handlers are idempotent)."""
+    cur = conn.execute(
+        "UPDATE jobs SET state = 'pending', run_after = ?, updated_at = ? WHERE state = 'running'",
+        (now, now),
+    )
+    return int(cur.rowcount)
+
+
+def counts(conn: Any) -> dict[str, int]:
+    """Counts of the live states (done jobs pile up until purged; counting them is not needed)."""
+    return {
+        state: conn.execute("SELECT COUNT(*) FROM jobs WHERE state = ?", (state,)).fetchone()[0]
+        for state in ("pending", "running", "failed")
+    }
+
+
+def list_jobs(conn: Any, *, state: str | None = None, limit: int = 50) -> list[Job]:
+    sql, params = "SELECT * FROM jobs", []
+    if state:
+        sql += " WHERE state = ?"
+        params.append(state)
+    rows = conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*params, limit]).fetchall()
+    return [Job.from_row(r) for r in rows]
+
+
+def retry(conn: Any, *, now: float, job_ids: Iterable[int] | None = None) -> int:
+    """Give failed jobs (all, or the given ones) a fresh set of attempts."""
+    sql = (
+        "UPDATE jobs SET state = 'pending', attempts = 0, run_after = ?, updated_at = ?"
+        " WHERE state = 'failed'"
+    )
+    params: list[Any] = [now, now]
+    if job_ids is not None:
+        ids = list(job_ids)
+        sql += f" AND id IN ({','.join('?' * len(ids))})"
+        params += ids
+    return int(conn.execute(sql, params).rowcount)
+
+
+def purge(conn: Any, *, states: Iterable[str] = ("done",), older_than: float | None = None) -> int:
+    states = list(states)
+    sql = f"DELETE FROM jobs WHERE state IN ({','.join('?' * len(states))})"
+    params: list[Any] = list(states)
+    if older_than is not None:
+        sql += " AND updated_at < ?"
+        params.append(older_than)
+    return int(conn.execute(sql, params).rowcount)

@@ -1,0 +1,171 @@
+"""Asyncio workers that drain the job queue with bounded concurrency, retries and backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from lobug.config import WorkerConfig
+from lobug.storage.database import Database
+from lobug.workers import queue
+from lobug.workers.queue import Job
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Job], Awaitable[None]]
+
+
+class RetryLater(Exception):
+    """A dependency is down (LLM, embedder): try again after the backoff."""
+
+
+class PermanentFailure(Exception):
+    """Retrying cannot help (bad payload): mark the job failed with this error."""
+
+
+class NotReady(Exception):
+    """The job waits on something else; requeue without spending an attempt."""
+
+    def __init__(self, reason: str, retry_in: float = 2.0) -> None:
+        super().__init__(reason)
+        self.retry_in = retry_in
+
+
+class JobRunner:
+    """Claims ready jobs one at a time per worker and runs their handler.
+
+    Handlers must be idempotent: a job that was running when the process died runs again.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        config: WorkerConfig,
+        clock: Callable[[], float],
+        handlers: dict[str, Handler] | None = None,
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.clock = clock
+        self.handlers: dict[str, Handler] = dict(handlers or {})
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self.processed = 0
+        self.failures = 0
+
+    def register(self, kind: str, handler: Handler) -> None:
+        self.handlers[kind] = handler
+
+    def wake(self) -> None:
+        """Called after an enqueue so an idle worker picks the job up at once."""
+        self._wake.set()
+
+    async def start(self) -> None:
+        recovered = await self.db.write(lambda c: queue.recover(c, now=self.clock()))
+        if recovered:
+            log.info("re-queued %d job(s) left running by the previous process", recovered)
+        self._stopping = False
+        self._tasks = [
+            asyncio.create_task(self._worker(i), name=f"lobug-worker-{i}")
+            for i in range(self.config.concurrency)
+        ]
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Let running jobs finish for a moment, then cancel what is left.
+
+        A job cancelled mid-run stays `running` in the DB and is recovered at the next start.
+        """
+        self._stopping = True
+        self._wake.set()
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=grace_s)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def run_until_idle(self, timeout: float = 60.0) -> int:
+        """Drain every ready job in this task (CLI import, tests); returns how many ran."""
+        ran = 0
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            job = await self._claim()
+            if job is None:
+                return ran
+            await self._run(job)
+            ran += 1
+        return ran
+
+    async def _claim(self) -> Job | None:
+        kinds = list(self.handlers)
+        return await self.db.write(lambda c: queue.claim(c, now=self.clock(), kinds=kinds))
+
+    async def _worker(self, index: int) -> None:
+        while not self._stopping:
+            try:
+                job = await self._claim()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the DB may be briefly unavailable (disk full)
+                log.exception("worker %d could not claim a job", index)
+                job = None
+            if job is None:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self.config.poll_interval_s)
+                except TimeoutError:
+                    pass
+                continue
+            await self._run(job)
+
+    async def _run(self, job: Job) -> None:
+        handler = self.handlers[job.kind]
+        try:
+            await handler(job)
+        except asyncio.CancelledError:
+            raise
+        except NotReady as exc:
+            await self.db.write(
+                lambda c: queue.defer(c, job, str(exc), now=self.clock(), retry_in=exc.retry_in)
+            )
+            return
+        except PermanentFailure as exc:
+            await self._record_failure(job, f"{type(exc).__name__}: {exc}", permanent=True)
+            return
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded, none is lost
+            if not isinstance(exc, RetryLater):
+                log.exception("job %s #%d raised", job.kind, job.id)
+            await self._record_failure(job, f"{type(exc).__name__}: {exc}", permanent=False)
+            return
+        await self.db.write(lambda c: queue.complete(c, job.id, now=self.clock()))
+        self.processed += 1
+
+    async def _record_failure(self, job: Job, error: str, *, permanent: bool) -> None:
+        self.failures += 1
+        delay = self.backoff(job.attempts)
+        state = await self.db.write(
+            lambda c: queue.fail(c, job, error, now=self.clock(), retry_in=delay, permanent=permanent)
+        )
+        level = logging.ERROR if state == "failed" else logging.WARNING
+        log.log(
+            level,
+            "job %s #%d attempt %d/%d failed (%s); %s",
+            job.kind,
+            job.id,
+            job.attempts,
+            job.max_attempts,
+            error,
+            "gave up: marked failed" if state == "failed" else f"retrying in {delay:.1f}s",
+        )
+
+    def backoff(self, attempts: int) -> float:
+        base = self.config.backoff_base_s * (2 ** max(0, attempts - 1))
+        # Jitter keeps retries of many jobs from hitting a recovering Ollama all at once.
+        return float(min(self.config.backoff_max_s, base * random.uniform(0.8, 1.2)))
+
+    def stats(self) -> dict[str, Any]:
+        return {"processed": self.processed, "failures": self.failures, "workers": len(self._tasks)}

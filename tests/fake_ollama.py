@@ -1,0 +1,196 @@
+"""A protocol-faithful fake Ollama server: same REST shapes and error bodies, with fault switches.
+
+Run it standalone for benchmarks and smoke tests: `python tests/fake_ollama.py --port 11500`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+ChatScript = Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class FakeOllamaState:
+    """Switches a test flips; every request is recorded in `requests`."""
+
+    models: list[str] = field(
+        default_factory=lambda: ["llama3.2:latest", "nomic-embed-text:latest", "all-minilm:latest"]
+    )
+    mode: str = "ok"  # ok | down (500) | slow | malformed | reset | empty
+    delay_s: float = 0.0
+    reply: str | None = None  # fixed content for chat; None → a JSON RESPOND echo
+    script: ChatScript | None = None  # content from the request (extraction, summaries…)
+    embed_dim: int = 768
+    fail_next: int = 0  # the next N requests answer 500, then normal service resumes
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def chat_calls(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"] == "/api/chat"]
+
+
+def fake_embedding(text: str, dim: int) -> list[float]:
+    """Deterministic bag-of-words vector: texts sharing words are close, as with a real model."""
+    vec = [0.0] * dim
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        index = int.from_bytes(digest[:4], "little") % dim
+        vec[index] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+def _model_known(state: FakeOllamaState, name: str) -> bool:
+    wanted = name if ":" in name else f"{name}:latest"
+    return wanted in state.models
+
+
+def _default_reply(body: dict[str, Any]) -> str:
+    last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
+    return json.dumps({"action": "RESPOND", "response": f"You said: {last.get('content', '')}"})
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+
+
+def build_app(state: FakeOllamaState) -> web.Application:
+    async def faults(request: web.Request) -> web.StreamResponse | None:
+        state.requests.append({"path": request.path, "body": await _body(request)})
+        if state.fail_next > 0:
+            state.fail_next -= 1
+            return web.json_response({"error": "fake transient failure"}, status=500)
+        if state.mode == "down":
+            return web.json_response({"error": "fake ollama is down"}, status=500)
+        if state.mode == "reset":
+            assert request.transport is not None
+            request.transport.abort()  # the client sees a connection reset
+            raise asyncio.CancelledError
+        if state.mode == "slow" or state.delay_s:
+            await asyncio.sleep(state.delay_s or 30.0)
+        return None
+
+    async def version(request: web.Request) -> web.StreamResponse:
+        return await faults(request) or web.json_response({"version": "0.12.0"})
+
+    async def tags(request: web.Request) -> web.StreamResponse:
+        if (early := await faults(request)) is not None:
+            return early
+        models = [
+            {
+                "name": m,
+                "model": m,
+                "modified_at": _now(),
+                "size": 1000,
+                "digest": hashlib.sha256(m.encode()).hexdigest(),
+                "details": {"format": "gguf", "family": "llama", "parameter_size": "3B"},
+            }
+            for m in state.models
+        ]
+        return web.json_response({"models": models})
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        if (early := await faults(request)) is not None:
+            return early
+        body = state.requests[-1]["body"]
+        if not isinstance(body, dict):
+            return web.json_response({"error": "invalid JSON body"}, status=400)
+        model = body.get("model", "")
+        if not _model_known(state, model):
+            return web.json_response(
+                {"error": f"model '{model}' not found, try pulling it first"}, status=404
+            )
+        if state.mode == "malformed":
+            return web.Response(text='{"model": "x", "message": {"role": ', content_type="application/json")
+        content = (
+            state.script(body)
+            if state.script
+            else state.reply
+            if state.reply is not None
+            else _default_reply(body)
+        )
+        if state.mode == "empty":
+            content = ""
+        base = {"model": model, "created_at": _now()}
+        if body.get("stream", True):
+            return await _stream_chat(request, base, content)
+        return web.json_response(
+            {
+                **base,
+                "message": {"role": "assistant", "content": content},
+                "done": True,
+                "done_reason": "stop",
+                "total_duration": 1000,
+                "eval_count": max(1, len(content) // 4),
+            }
+        )
+
+    async def embed(request: web.Request) -> web.StreamResponse:
+        if (early := await faults(request)) is not None:
+            return early
+        body = state.requests[-1]["body"]
+        model = body.get("model", "") if isinstance(body, dict) else ""
+        if not _model_known(state, model):
+            return web.json_response(
+                {"error": f"model '{model}' not found, try pulling it first"}, status=404
+            )
+        texts = body.get("input", "")
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        vectors = [fake_embedding(t, state.embed_dim) for t in texts]
+        return web.json_response({"model": model, "embeddings": vectors, "total_duration": 1000})
+
+    app = web.Application()
+    app.router.add_get("/api/version", version)
+    app.router.add_get("/api/tags", tags)
+    app.router.add_post("/api/chat", chat)
+    app.router.add_post("/api/embed", embed)
+    return app
+
+
+async def _body(request: web.Request) -> Any:
+    if request.method != "POST":
+        return None
+    try:
+        return await request.json()
+    except json.JSONDecodeError:
+        return None
+
+
+async def _stream_chat(request: web.Request, base: dict[str, Any], content: str) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+    await response.prepare(request)
+    words = content.split(" ") if content else [""]
+    for i, word in enumerate(words):
+        piece = word if i == len(words) - 1 else word + " "
+        chunk = {**base, "message": {"role": "assistant", "content": piece}, "done": False}
+        await response.write((json.dumps(chunk) + "\n").encode())
+    final = {**base, "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}
+    await response.write((json.dumps(final) + "\n").encode())
+    await response.write_eof()
+    return response
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=11500)
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--embed-dim", type=int, default=768)
+    args = parser.parse_args()
+    state = FakeOllamaState(delay_s=args.delay, embed_dim=args.embed_dim)
+    web.run_app(build_app(state), host=args.host, port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
