@@ -29,7 +29,8 @@ async def chat_audio(request: web.Request) -> web.Response:
     speech, chat = app[keys.SPEECH], app[keys.CHAT]
     device_id = clean_id(request.query.get("device_id"), "device_id") or "default"
     session_id = clean_id(request.query.get("session_id"), "session_id")
-    body = await read_limited(request, speech.config.max_audio_bytes, "audio body")
+    limit = app[keys.CONFIG].speech.max_audio_bytes
+    body = await read_limited(request, limit, "audio body")
     transcript = await speech.transcribe_body(
         body, request.headers.get("Content-Type"), request.headers.get("X-Sample-Rate")
     )
@@ -45,7 +46,7 @@ async def chat_audio(request: web.Request) -> web.Response:
 async def context_sensors(request: web.Request) -> web.Response:
     app = request.app
     sensors = app[keys.SENSORS]
-    body = await read_json_object(request, sensors.config.max_bytes + 1024)
+    body = await read_json_object(request, app[keys.CONFIG].sensors.max_bytes + 1024)
     device_id = clean_id(body.pop("device_id", None), "device_id") or "default"
     await sensors.store(device_id, body)
     return web.json_response({"status": "ok"})

