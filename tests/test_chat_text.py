@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from contract import assert_error, assert_valid
+from dbutil import query
 
 from lobug import keys
 
 
-def rows(client: Any, sql: str, *params: Any) -> list[sqlite3.Row]:
-    conn = sqlite3.connect(client.app[keys.CONFIG].storage.db_path)
-    conn.row_factory = sqlite3.Row
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+def rows(client: Any, sql: str, *params: Any) -> list[Any]:
+    return query(client.app[keys.CONFIG].storage.db_path, sql, *params)
 
 
 async def post_text(client: Any, payload: Any, status: int = 200) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import pytest
 from contract import assert_valid
 from daemon_proc import Daemon
+from dbutil import query
 from fake_ollama import FakeOllamaState
 
 
@@ -28,11 +28,7 @@ async def daemons(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> AsyncI
 
 
 def turn_texts(data_dir: Path) -> list[str]:
-    conn = sqlite3.connect(data_dir / "lobug.db")
-    try:
-        return [r[0] for r in conn.execute("SELECT text FROM turns ORDER BY id")]
-    finally:
-        conn.close()
+    return [r[0] for r in query(data_dir / "lobug.db", "SELECT text FROM turns ORDER BY id")]
 
 
 async def test_serve_sigterm_restart_keeps_turns_and_working_memory(
