@@ -21,6 +21,7 @@ from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
 from lobug.llm.ollama_chat import OllamaChat
+from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.speech.transcriber import Transcriber
 from lobug.speech.whisper import WhisperTranscriber
@@ -47,6 +48,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     )
     app[keys.CONFIG] = config
     app.add_routes(device.routes)
+    app.cleanup_ctx.append(_loop_monitor)
     app.cleanup_ctx.append(_database(config))
     app.cleanup_ctx.append(_llm(config))
     app.cleanup_ctx.append(_speech(config, overrides))
@@ -60,6 +62,7 @@ def make_database(config: Config) -> Database:
         config.storage.db_path,
         busy_timeout_ms=config.storage.busy_timeout_ms,
         readers=config.storage.read_connections,
+        max_page_count=config.storage.max_page_count,
     )
 
 
@@ -69,6 +72,16 @@ def open_database(config: Config) -> Database:
     db.open_sync()
     migrate(db.writer)
     return db
+
+
+async def _loop_monitor(app: web.Application) -> AsyncIterator[None]:
+    monitor = LoopLagMonitor()
+    app[keys.LOOP] = monitor
+    task = asyncio.create_task(monitor.run())
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def _database(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
@@ -131,7 +144,9 @@ def _services(
             personality=load_personality(config.chat.personality_file),
             clock=overrides.clock,
         )
-        app[keys.HEALTH] = HealthService(db=db, llm=llm, speech=app[keys.SPEECH])
+        app[keys.HEALTH] = HealthService(
+            db=db, llm=llm, speech=app[keys.SPEECH], loop=app[keys.LOOP]
+        )
         yield
 
     return ctx

@@ -31,6 +31,7 @@ class StorageConfig:
     db_file: str = "lobug.db"
     busy_timeout_ms: int = 5000
     read_connections: int = 4
+    max_page_count: int = 0  # 0 = unlimited; a page budget (4 KiB pages) for small SD cards
 
     @property
     def db_path(self) -> Path:
@@ -298,7 +299,9 @@ def _validate(config: Config) -> None:
     for (section, key), allowed in CHOICES.items():
         value = getattr(getattr(config, section), key)
         if value not in allowed:
-            raise ConfigError(f"{section}.{key}: must be one of {', '.join(allowed)}, got {value!r}")
+            raise ConfigError(
+                f"{section}.{key}: must be one of {', '.join(allowed)}, got {value!r}"
+            )
     positive = [
         ("server.port", config.server.port, 0, 65535),
         ("chat.working_memory_size", config.chat.working_memory_size, 1, 10_000),
@@ -309,6 +312,8 @@ def _validate(config: Config) -> None:
         ("workers.concurrency", config.workers.concurrency, 1, 64),
         ("workers.max_attempts", config.workers.max_attempts, 1, 1000),
         ("storage.read_connections", config.storage.read_connections, 1, 64),
+        ("storage.max_page_count", config.storage.max_page_count, 0, 2**32 - 2),
+        ("storage.busy_timeout_ms", config.storage.busy_timeout_ms, 0, 3_600_000),
     ]
     for key, value, low, high in positive:
         if not low <= value <= high:
@@ -320,7 +325,9 @@ def _validate(config: Config) -> None:
     if config.memory.long_term_keep >= config.memory.long_term_threshold:
         raise ConfigError("memory.long_term_keep: must be below memory.long_term_threshold")
     if not config.ollama.host.startswith(("http://", "https://")):
-        raise ConfigError(f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}")
+        raise ConfigError(
+            f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}"
+        )
     for key in ("timeout_s", "health_timeout_s"):
         if getattr(config.ollama, key) <= 0:
             raise ConfigError(f"ollama.{key}: must be positive")

@@ -8,6 +8,7 @@ from typing import Any
 
 from lobug import __version__
 from lobug.llm.ollama_chat import OllamaChat
+from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.storage.database import Database
 from lobug.workers import queue
@@ -18,6 +19,7 @@ class HealthService:
     db: Database
     llm: OllamaChat
     speech: SpeechService
+    loop: LoopLagMonitor | None = None
     started: float = field(default_factory=time.monotonic)
     problems_extra: list[str] = field(default_factory=list)  # e.g. an embedding mismatch
 
@@ -50,6 +52,8 @@ class HealthService:
             "queue": {k: int(jobs.get(k, 0)) for k in ("pending", "running", "failed")},
             "uptime_s": round(time.monotonic() - self.started, 1),
             "problems": problems,
+            # recent = since the previous /health read
+            "loop": self.loop.snapshot(reset_window=True) if self.loop else {},
         }
 
     async def status_line(self) -> str:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from lobug.config import Config
     from lobug.health import HealthService
     from lobug.llm.ollama_chat import OllamaChat
+    from lobug.service.looplag import LoopLagMonitor
     from lobug.speech.service import SpeechService
     from lobug.storage.database import Database
     from lobug.workers.runner import JobRunner
@@ -24,3 +25,4 @@ SENSORS: web.AppKey[SensorService] = web.AppKey("sensors")
 CHAT: web.AppKey[ChatService] = web.AppKey("chat")
 HEALTH: web.AppKey[HealthService] = web.AppKey("health")
 RUNNER: web.AppKey[JobRunner] = web.AppKey("runner")
+LOOP: web.AppKey[LoopLagMonitor] = web.AppKey("loop")

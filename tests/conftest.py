@@ -78,14 +78,19 @@ def transcriber() -> FakeTranscriber:
 
 @pytest.fixture
 def make_client(
-    aiohttp_client: Any, make_config: Callable[..., Config], transcriber: FakeTranscriber, clock: Clock
+    aiohttp_client: Any,
+    make_config: Callable[..., Config],
+    transcriber: FakeTranscriber,
+    clock: Clock,
 ) -> Callable[..., Any]:
     async def factory(config: Config | None = None, **overrides: Any) -> TestClient:
         app = create_app(
             config or make_config(**overrides), Overrides(transcriber=transcriber, clock=clock)
         )
         client: TestClient = await aiohttp_client(TestServer(app))
-        await client.app[keys.SPEECH].load()  # the app loads in the background; tests want it ready now
+        await client.app[
+            keys.SPEECH
+        ].load()  # the app loads in the background; tests want it ready now
         return client
 
     return factory

@@ -56,7 +56,12 @@ class Daemon:
         }
         self.env.pop("NOTIFY_SOCKET", None)
         if fake_stt:
-            self.argv = [sys.executable, str(TESTS / "run_daemon.py"), "--stt-delay", str(stt_delay)]
+            self.argv = [
+                sys.executable,
+                str(TESTS / "run_daemon.py"),
+                "--stt-delay",
+                str(stt_delay),
+            ]
         else:
             self.argv = [sys.executable, "-m", "lobug"]
         self.argv += [*(extra_args or [])]

@@ -112,7 +112,9 @@ def build_app(state: FakeOllamaState) -> web.Application:
                 {"error": f"model '{model}' not found, try pulling it first"}, status=404
             )
         if state.mode == "malformed":
-            return web.Response(text='{"model": "x", "message": {"role": ', content_type="application/json")
+            return web.Response(
+                text='{"model": "x", "message": {"role": ', content_type="application/json"
+            )
         content = (
             state.script(body)
             if state.script
@@ -167,7 +169,9 @@ async def _body(request: web.Request) -> Any:
         return None
 
 
-async def _stream_chat(request: web.Request, base: dict[str, Any], content: str) -> web.StreamResponse:
+async def _stream_chat(
+    request: web.Request, base: dict[str, Any], content: str
+) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     words = content.split(" ") if content else [""]
@@ -175,7 +179,12 @@ async def _stream_chat(request: web.Request, base: dict[str, Any], content: str)
         piece = word if i == len(words) - 1 else word + " "
         chunk = {**base, "message": {"role": "assistant", "content": piece}, "done": False}
         await response.write((json.dumps(chunk) + "\n").encode())
-    final = {**base, "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop"}
+    final = {
+        **base,
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+    }
     await response.write((json.dumps(final) + "\n").encode())
     await response.write_eof()
     return response

@@ -20,6 +20,7 @@ from lobug.app import Overrides  # noqa: E402
 from lobug.cli.main import overrides_from_args  # noqa: E402
 from lobug.cli.serve import serve  # noqa: E402
 from lobug.config import load_config  # noqa: E402
+from lobug.ops.lock import DataDirLocked  # noqa: E402
 from lobug.service.logs import setup_logging  # noqa: E402
 
 
@@ -36,7 +37,11 @@ def main() -> None:
     config = load_config(args.config, overrides=overrides_from_args(args))
     setup_logging(config.log.level)
     transcriber = FakeTranscriber(args.stt_text, delay_s=args.stt_delay)
-    asyncio.run(serve(config, Overrides(transcriber=transcriber)))
+    try:
+        asyncio.run(serve(config, Overrides(transcriber=transcriber)))
+    except DataDirLocked as exc:  # the same exit as `lobug serve`
+        print(f"lobug: refusing to start: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,9 @@ def test_toml_then_env_then_flags(tmp_path: Path) -> None:
         ("", {"LOBUG_API_ALLOW_LOOPBACK": "maybe"}, "api.allow_loopback: expected true or false"),
     ],
 )
-def test_bad_config_names_the_key(tmp_path: Path, toml: str, env: dict[str, str], needle: str) -> None:
+def test_bad_config_names_the_key(
+    tmp_path: Path, toml: str, env: dict[str, str], needle: str
+) -> None:
     path = tmp_path / "c.toml"
     path.write_text(toml)
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
@@ -73,7 +75,9 @@ def test_cli_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
     path.write_text("[server]\nport = 'abc'\n")
     proc = subprocess.run(
         [sys.executable, "-m", "lobug", "--config", str(path), "config", "show"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
@@ -85,7 +89,10 @@ def test_cli_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
 def test_cli_config_show_prints_effective_config(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "lobug", "--data-dir", str(tmp_path), "config", "show"],
-        capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "LOBUG_SERVER_PORT": "9999"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "LOBUG_SERVER_PORT": "9999"},
     )
     assert proc.returncode == 0, proc.stderr
     import json

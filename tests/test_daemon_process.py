@@ -14,7 +14,9 @@ from fake_ollama import FakeOllamaState
 
 
 @pytest.fixture
-async def daemons(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> AsyncIterator[Callable[..., Daemon]]:
+async def daemons(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str]
+) -> AsyncIterator[Callable[..., Daemon]]:
     started: list[Daemon] = []
 
     def factory(**kwargs: Any) -> Daemon:
@@ -42,10 +44,14 @@ async def test_serve_sigterm_restart_keeps_turns_and_working_memory(
     assert health["db"] is True and health["ollama"] is True
     # No Whisper weights on a test machine: stt is false and the status says degraded.
     assert health["stt"] is False and health["status"] == "degraded"
-    status, body = await daemon.request("POST", "/chat/text", json={"text": "my cat is Tom", "session_id": "s-keep"})
+    status, body = await daemon.request(
+        "POST", "/chat/text", json={"text": "my cat is Tom", "session_id": "s-keep"}
+    )
     assert status == 200
     assert_valid("chat_text.response", body)
-    status, body = await daemon.request("POST", "/context/sensors", json={"orientation": "face_up", "battery": 80})
+    status, body = await daemon.request(
+        "POST", "/context/sensors", json={"orientation": "face_up", "battery": 80}
+    )
     assert (status, body) == (200, {"status": "ok"})
     status, body = await daemon.request(
         "POST", "/chat/audio", data=b"RIFF", headers={"Content-Type": "audio/wav"}
@@ -56,13 +62,20 @@ async def test_serve_sigterm_restart_keeps_turns_and_working_memory(
     assert turn_texts(tmp_path / "data") == ["my cat is Tom", "You said: my cat is Tom"]
 
     again = await daemons(fake_stt=False).start()
-    status, body = await again.request("POST", "/chat/text", json={"text": "what is my cat called", "session_id": "s-keep"})
+    status, body = await again.request(
+        "POST", "/chat/text", json={"text": "what is my cat called", "session_id": "s-keep"}
+    )
     assert status == 200
     messages = state.chat_calls()[-1]["body"]["messages"]
     assert [m["content"] for m in messages[1:]] == [
-        "my cat is Tom", "You said: my cat is Tom", "what is my cat called",
+        "my cat is Tom",
+        "You said: my cat is Tom",
+        "what is my cat called",
     ]
-    assert "[Current physical state: Device orientation: face_up, battery 80%]" in messages[0]["content"]
+    assert (
+        "[Current physical state: Device orientation: face_up, battery 80%]"
+        in messages[0]["content"]
+    )
     assert await again.terminate() == 0
 
 
@@ -83,12 +96,16 @@ async def test_kill9_loses_no_committed_turn(
     assert await again.terminate() == 0
 
 
-async def test_fake_stt_launcher_serves_audio(daemons: Callable[..., Daemon], tmp_path: Path) -> None:
+async def test_fake_stt_launcher_serves_audio(
+    daemons: Callable[..., Daemon], tmp_path: Path
+) -> None:
     from audio_fixtures import tone_wav
 
     daemon = await daemons().start()
     wav = tone_wav(tmp_path / "t.wav", 1.0).read_bytes()
-    status, body = await daemon.request("POST", "/chat/audio?device_id=desk", data=wav, headers={"Content-Type": "audio/wav"})
+    status, body = await daemon.request(
+        "POST", "/chat/audio?device_id=desk", data=wav, headers={"Content-Type": "audio/wav"}
+    )
     assert status == 200, body
     assert_valid("chat_audio.response", body)
     assert body["transcript"] == "what's the weather like"

@@ -20,8 +20,14 @@ def db_rows(client: Any, sql: str) -> list[tuple[Any, ...]]:
 
 async def test_sensors_stored_and_summarised_into_next_prompt(client: Any, ollama: Any) -> None:
     state, _ = ollama
-    payload = {"orientation": "face_up", "battery": 80, "accel": [0, 0, 1], "charging": False,
-               "custom": {"lux": 12}, "device_id": "desk"}
+    payload = {
+        "orientation": "face_up",
+        "battery": 80,
+        "accel": [0, 0, 1],
+        "charging": False,
+        "custom": {"lux": 12},
+        "device_id": "desk",
+    }
     assert_valid("context_sensors.request", payload)
     resp = await client.post("/context/sensors", json=payload)
     body = await resp.json()
@@ -78,8 +84,9 @@ async def test_health_counts_the_queue(client: Any) -> None:
 async def test_audio_wav_turn(client: Any, transcriber: Any, tmp_path: Path, ollama: Any) -> None:
     state, _ = ollama
     wav = speak_wav("what's the weather like", tmp_path / "q.wav", rate=16000).read_bytes()
-    resp = await client.post("/chat/audio?device_id=desk&session_id=s-a", data=wav,
-                             headers={"Content-Type": "audio/wav"})
+    resp = await client.post(
+        "/chat/audio?device_id=desk&session_id=s-a", data=wav, headers={"Content-Type": "audio/wav"}
+    )
     body = await resp.json()
     assert resp.status == 200, body
     assert_valid("chat_audio.response", body)
@@ -87,12 +94,18 @@ async def test_audio_wav_turn(client: Any, transcriber: Any, tmp_path: Path, oll
     assert body["session_id"] == "s-a"
     assert transcriber.last_audio is not None and 0.5 < transcriber.last_audio.size / 16000 < 5
     assert state.chat_calls()[-1]["body"]["messages"][-1]["content"] == "what's the weather like"
-    assert db_rows(client, "SELECT role, text FROM turns ORDER BY id")[0] == ("user", "what's the weather like")
+    assert db_rows(client, "SELECT role, text FROM turns ORDER BY id")[0] == (
+        "user",
+        "what's the weather like",
+    )
 
 
 async def test_audio_raw_pcm_and_silence(client: Any, transcriber: Any, tmp_path: Path) -> None:
-    resp = await client.post("/chat/audio", data=raw_pcm(1.0, rate=8000),
-                             headers={"Content-Type": "application/octet-stream", "X-Sample-Rate": "8000"})
+    resp = await client.post(
+        "/chat/audio",
+        data=raw_pcm(1.0, rate=8000),
+        headers={"Content-Type": "application/octet-stream", "X-Sample-Rate": "8000"},
+    )
     body = await resp.json()
     assert resp.status == 200, body
     assert transcriber.last_audio is not None and abs(transcriber.last_audio.size - 16000) < 200
@@ -106,24 +119,45 @@ async def test_audio_raw_pcm_and_silence(client: Any, transcriber: Any, tmp_path
     assert db_rows(client, "SELECT action FROM turns WHERE text = ''") == [("IGNORE",)]
 
 
-async def test_audio_no_speech_transcript_is_ignore(client: Any, transcriber: Any, tmp_path: Path) -> None:
+async def test_audio_no_speech_transcript_is_ignore(
+    client: Any, transcriber: Any, tmp_path: Path
+) -> None:
     transcriber.text = "   "
     wav = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
-    body = await (await client.post("/chat/audio", data=wav, headers={"Content-Type": "audio/wav"})).json()
+    body = await (
+        await client.post("/chat/audio", data=wav, headers={"Content-Type": "audio/wav"})
+    ).json()
     assert body["action"] == "IGNORE" and body["transcript"] == ""
 
 
 async def test_audio_errors(make_client: Any, tmp_path: Path) -> None:
-    client = await make_client(**{"speech.max_audio_bytes": 64 * 1024, "speech.max_audio_seconds": 2.0})
+    client = await make_client(
+        **{"speech.max_audio_bytes": 64 * 1024, "speech.max_audio_seconds": 2.0}
+    )
     big = tone_wav(tmp_path / "big.wav", 3.0).read_bytes()  # 96 KB > 64 KiB
     cases: list[tuple[bytes, dict[str, str], int, str]] = [
         (big, {"Content-Type": "audio/wav"}, 413, "payload_too_large"),
         (b"", {"Content-Type": "audio/wav"}, 400, "invalid_request"),
         (b"RIFF\x00\x00\x00\x00WAVEjunkjunk", {"Content-Type": "audio/wav"}, 422, "unprocessable"),
         (b"hello", {"Content-Type": "text/plain"}, 415, "unsupported_media_type"),
-        (raw_pcm(0.1), {"Content-Type": "application/octet-stream", "X-Sample-Rate": "abc"}, 400, "invalid_request"),
-        (raw_pcm(0.1) + b"\x00", {"Content-Type": "application/octet-stream"}, 422, "unprocessable"),
-        (raw_pcm(2.5, rate=8000), {"Content-Type": "application/octet-stream", "X-Sample-Rate": "8000"}, 413, "payload_too_large"),
+        (
+            raw_pcm(0.1),
+            {"Content-Type": "application/octet-stream", "X-Sample-Rate": "abc"},
+            400,
+            "invalid_request",
+        ),
+        (
+            raw_pcm(0.1) + b"\x00",
+            {"Content-Type": "application/octet-stream"},
+            422,
+            "unprocessable",
+        ),
+        (
+            raw_pcm(2.5, rate=8000),
+            {"Content-Type": "application/octet-stream", "X-Sample-Rate": "8000"},
+            413,
+            "payload_too_large",
+        ),
     ]
     for data, headers, status, code in cases:
         resp = await client.post("/chat/audio", data=data, headers=headers)
@@ -133,7 +167,9 @@ async def test_audio_errors(make_client: Any, tmp_path: Path) -> None:
     assert db_rows(client, "SELECT COUNT(*) FROM turns") == [(0,)]
 
 
-async def test_audio_unavailable_when_model_missing(make_client: Any, transcriber: Any, tmp_path: Path) -> None:
+async def test_audio_unavailable_when_model_missing(
+    make_client: Any, transcriber: Any, tmp_path: Path
+) -> None:
     transcriber.fail_load = True
     client = await make_client()
     wav = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
@@ -146,7 +182,9 @@ async def test_audio_unavailable_when_model_missing(make_client: Any, transcribe
     assert text.status == 200
 
 
-async def test_transcription_never_stalls_the_loop(client: Any, transcriber: Any, tmp_path: Path) -> None:
+async def test_transcription_never_stalls_the_loop(
+    client: Any, transcriber: Any, tmp_path: Path
+) -> None:
     transcriber.delay_s = 0.5
     wav = tone_wav(tmp_path / "t.wav", 1.0).read_bytes()
     worst = 0.0

@@ -38,7 +38,9 @@ def config(**kw: Any) -> WorkerConfig:
 
 
 async def state_of(db: Database, job_id: int) -> Any:
-    return await db.read(lambda c: c.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
+    return await db.read(
+        lambda c: c.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    )
 
 
 async def test_enqueue_dedupe_and_counts(db: Database) -> None:

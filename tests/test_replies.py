@@ -13,7 +13,10 @@ from lobug.llm.replies import Reply, find_json, parse_reply
         ('{"action": "RESPOND", "response": "Hi!"}', Reply("RESPOND", "Hi!")),
         ('{"action": "ignore", "response": ""}', Reply("IGNORE", "")),
         ('```json\n{"action": "RESPOND", "response": "Fenced."}\n```', Reply("RESPOND", "Fenced.")),
-        ('Sure: {"action": "RESPOND", "response": "Wrapped."} hope that helps', Reply("RESPOND", "Wrapped.")),
+        (
+            'Sure: {"action": "RESPOND", "response": "Wrapped."} hope that helps',
+            Reply("RESPOND", "Wrapped."),
+        ),
         ("Just plain words.", Reply("RESPOND", "Just plain words.")),
         ("IGNORE", Reply("IGNORE", "")),
         ('{"action": "RESPOND", "response": ""}', Reply("IGNORE", "")),

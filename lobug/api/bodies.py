@@ -13,7 +13,7 @@ JSON_TYPES = ("application/json",)
 
 
 async def read_limited(request: web.Request, limit: int, what: str = "request body") -> bytes:
-    """The body, refusing with 413 from Content-Length before reading, or as soon as it overflows."""
+    """The body; 413 from Content-Length before reading, or as soon as it overflows."""
     if request.content_length is not None and request.content_length > limit:
         raise errors.payload_too_large(
             f"{what} is {_size(request.content_length)}; the limit is {_size(limit)}"
@@ -43,7 +43,9 @@ async def read_json_object(request: web.Request, limit: int) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise errors.invalid_json(f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise errors.invalid_json(
+            f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
     except RecursionError:
         raise errors.invalid_json("request body is nested too deeply") from None
     if not isinstance(value, dict):

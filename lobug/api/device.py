@@ -18,7 +18,9 @@ async def chat_text(request: web.Request) -> web.Response:
     if "text" not in body:
         raise errors.invalid_request("'text' is required", field="text")
     result = await app[keys.CHAT].turn(
-        body["text"], device_id=body.get("device_id") or "default", session_id=body.get("session_id")
+        body["text"],
+        device_id=body.get("device_id") or "default",
+        session_id=body.get("session_id"),
     )
     return web.json_response(result.body())
 

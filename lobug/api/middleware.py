@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from lobug.errors import ApiError
-from lobug.storage.sqlite import StorageFull
+from lobug.storage.sqlite import StorageBusy, StorageFull
 
 log = logging.getLogger("lobug.access")
 errlog = logging.getLogger("lobug.api")
@@ -50,6 +50,16 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
                 "Nothing already accepted was lost.",
             )
         )
+    except StorageBusy as exc:
+        errlog.warning("database busy while handling %s %s: %s", request.method, request.path, exc)
+        return error_response(
+            ApiError(
+                503,
+                "unavailable",
+                "the database is busy (another process holds a lock, e.g. a maintenance "
+                "command); retry in a few seconds. Nothing already accepted was lost.",
+            )
+        )
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -60,7 +70,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         elif exc.status == 405:
             message = f"{request.method} is not allowed on {request.path}"
         elif exc.status == 413:
-            message = f"request body is too large; the limit is {request.app._client_max_size} bytes"
+            limit = request.app._client_max_size
+            message = f"request body is too large; the limit is {limit} bytes"
         return error_response(ApiError(exc.status, code, message))
     except Exception:
         errlog.exception("unhandled error in %s %s", request.method, request.path)

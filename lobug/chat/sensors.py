@@ -18,7 +18,7 @@ class SensorService:
         self.db = db
         self.config = config
         self.clock = clock
-        self._latest: dict[str, dict[str, Any]] = {}
+        self._latest: dict[str, dict[str, Any] | None] = {}  # None: known to have no state
 
     async def store(self, device_id: str, state: dict[str, Any]) -> None:
         validate(state)
@@ -46,9 +46,7 @@ class SensorService:
                     "SELECT state FROM sensor_state WHERE device_id = ?", (device_id,)
                 ).fetchone()
             )
-            if row is None:
-                return None
-            self._latest[device_id] = json.loads(row[0])
+            self._latest[device_id] = None if row is None else json.loads(row[0])
         return self._latest[device_id]
 
     async def summary(self, device_id: str) -> str | None:
@@ -58,6 +56,7 @@ class SensorService:
 
 def validate(state: dict[str, Any]) -> None:
     """Known keys must have the documented types; unknown keys are stored as given."""
+
     def bad(key: str, expected: str) -> errors.ApiError:
         return errors.invalid_request(f"'{key}' must be {expected}", field=key)
 
@@ -67,9 +66,7 @@ def validate(state: dict[str, Any]) -> None:
         if key in state:
             value = state[key]
             if not (
-                isinstance(value, list)
-                and len(value) == 3
-                and all(_is_number(v) for v in value)
+                isinstance(value, list) and len(value) == 3 and all(_is_number(v) for v in value)
             ):
                 raise bad(key, "an array of 3 numbers")
     if "battery" in state and not (_is_number(state["battery"]) and 0 <= state["battery"] <= 100):

@@ -118,7 +118,12 @@ class ChatService:
 
     # -- transactions (run on the writer thread) -------------------------------------------------
     def _commit_user_turn(
-        self, conn: Any, text: str, device_id: str, session_id: str | None, action: str | None = None
+        self,
+        conn: Any,
+        text: str,
+        device_id: str,
+        session_id: str | None,
+        action: str | None = None,
     ) -> TurnRecord:
         now = self.clock()
         sid = turns.resolve_session(

@@ -14,7 +14,9 @@ from lobug.storage.migrations import MIGRATIONS, applied, migrate
 def register(sub: Any) -> None:
     db = sub.add_parser("db", help="database maintenance")
     actions = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
-    actions.add_parser("migrate", help="apply pending schema migrations").set_defaults(func=_migrate)
+    actions.add_parser("migrate", help="apply pending schema migrations").set_defaults(
+        func=_migrate
+    )
     actions.add_parser("info", help="schema version and table sizes").set_defaults(func=_info)
 
 
@@ -25,7 +27,9 @@ def _migrate(args: argparse.Namespace, config: Config) -> int:
         done = migrate(db.writer)
     finally:
         db.close_sync()
-    print(f"applied {len(done)} migration(s): {', '.join(done)}" if done else "schema is up to date")
+    print(
+        f"applied {len(done)} migration(s): {', '.join(done)}" if done else "schema is up to date"
+    )
     return 0
 
 
@@ -40,7 +44,9 @@ def _info(args: argparse.Namespace, config: Config) -> int:
             for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             if not r[0].startswith("sqlite_") and not _is_shadow(r[0])
         ]
-        counts = {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in sorted(tables)}
+        counts = {
+            t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in sorted(tables)
+        }
         info = {
             "path": str(db.path),
             "migrations": names,
@@ -56,4 +62,7 @@ def _info(args: argparse.Namespace, config: Config) -> int:
 
 def _is_shadow(name: str) -> bool:
     """FTS5 and vec0 keep their data in shadow tables (`memories_fts_data`, …)."""
-    return any(name.startswith(p + "_") for p in ("memories_fts", "turns_fts", "memory_vectors", "turn_vectors"))
+    return any(
+        name.startswith(p + "_")
+        for p in ("memories_fts", "turns_fts", "memory_vectors", "turn_vectors")
+    )

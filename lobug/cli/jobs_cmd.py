@@ -42,7 +42,10 @@ def _list(args: argparse.Namespace, config: Config) -> int:
     print(" ".join(f"{k}={v}" for k, v in counts.items()))
     for job in jobs:
         error = f"  error: {job.last_error}" if job.last_error else ""
-        print(f"#{job.id:<6} {job.kind:<14} {job.state:<8} attempts={job.attempts}/{job.max_attempts}{error}")
+        print(
+            f"#{job.id:<6} {job.kind:<14} {job.state:<8} "
+            f"attempts={job.attempts}/{job.max_attempts}{error}"
+        )
     return 0
 
 

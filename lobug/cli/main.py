@@ -19,7 +19,7 @@ from lobug.config import Config, ConfigError, load_config
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
 # Each command module exposes `register(subparsers)`; it sets `func(args, config) -> int`.
-COMMAND_MODULES = ("lobug.cli.jobs_cmd", "lobug.cli.db_cmd")
+COMMAND_MODULES = ("lobug.cli.jobs_cmd", "lobug.cli.db_cmd", "lobug.cli.ops_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,8 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace, config: Config) -> int:
     from lobug.cli.serve import serve
+    from lobug.ops.lock import DataDirLocked
 
-    asyncio.run(serve(config))
+    try:
+        asyncio.run(serve(config))
+    except DataDirLocked as exc:
+        # Exit 2 like a config error: retrying cannot help (the unit sets
+        # RestartPreventExitStatus=2 so systemd does not loop on it).
+        print(f"lobug: refusing to start: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 

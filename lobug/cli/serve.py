@@ -12,12 +12,21 @@ from aiohttp import web
 from lobug import keys
 from lobug.app import Overrides, create_app
 from lobug.config import Config
+from lobug.ops.lock import DataDirLock
 from lobug.service.notify import Notifier, watchdog_loop
 
 log = logging.getLogger("lobug")
 
 
 async def serve(config: Config, overrides: Overrides | None = None) -> None:
+    """Run until SIGTERM/SIGINT. Raises DataDirLocked when another daemon owns the data dir."""
+    # Held for the whole lifetime, before the DB is opened or migrated: a second daemon on the
+    # same data dir (or `lobug restore` swapping the file) must not touch it meanwhile.
+    with DataDirLock(config.storage.data_dir):
+        await _serve_locked(config, overrides)
+
+
+async def _serve_locked(config: Config, overrides: Overrides | None) -> None:
     notifier = Notifier.from_env()
     app = create_app(config, overrides)
     runner = web.AppRunner(

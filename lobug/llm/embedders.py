@@ -1,4 +1,4 @@
-"""Embedders behind one interface: Ollama (default), local sentence-transformers, hashing (tests)."""
+"""Embedders behind one interface: Ollama (default), local sentence-transformers, hashing."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import httpx
 import ollama
 
 from lobug.config import EmbeddingConfig
+from lobug.llm.transport import AiohttpTransport
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,9 @@ class OllamaEmbedder:
         self.dim = config.dim
         self.config = config
         self.host = host
-        self.client = ollama.AsyncClient(host=host, timeout=config.timeout_s)
+        self.client = ollama.AsyncClient(
+            host=host, timeout=config.timeout_s, transport=AiohttpTransport()
+        )
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
@@ -81,9 +84,13 @@ class OllamaEmbedder:
                 ) from None
             except ollama.ResponseError as exc:
                 hint = f"; run `ollama pull {self.name}`" if exc.status_code == 404 else ""
-                raise EmbeddingUnavailable(f"Ollama embed answered {exc.status_code}: {exc.error}{hint}") from None
+                raise EmbeddingUnavailable(
+                    f"Ollama embed answered {exc.status_code}: {exc.error}{hint}"
+                ) from None
             except (httpx.HTTPError, OSError, ValueError) as exc:
-                raise EmbeddingUnavailable(f"cannot embed via Ollama at {self.host}: {exc}") from None
+                raise EmbeddingUnavailable(
+                    f"cannot embed via Ollama at {self.host}: {exc}"
+                ) from None
             got = [list(map(float, v)) for v in response.embeddings]
             if len(got) != len(batch) or any(len(v) != self.dim for v in got):
                 size = len(got[0]) if got else 0
@@ -144,8 +151,11 @@ class LocalEmbedder:
     def encode(self, texts: Sequence[str]) -> list[list[float]]:
         model = self.load()
         array = model.encode(
-            list(texts), batch_size=self.config.batch_size, normalize_embeddings=True,
-            show_progress_bar=False, convert_to_numpy=True,
+            list(texts),
+            batch_size=self.config.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
         )
         return [list(map(float, row)) for row in array]
 

@@ -13,6 +13,7 @@ import httpx
 import ollama
 
 from lobug.config import OllamaConfig
+from lobug.llm.transport import AiohttpTransport
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,12 @@ class OllamaChat:
 
     def __init__(self, config: OllamaConfig) -> None:
         self.config = config
-        self.client = ollama.AsyncClient(host=config.host, timeout=config.timeout_s)
-        self._health_client = ollama.AsyncClient(host=config.host, timeout=config.health_timeout_s)
+        self.client = ollama.AsyncClient(
+            host=config.host, timeout=config.timeout_s, transport=AiohttpTransport()
+        )
+        self._health_client = ollama.AsyncClient(
+            host=config.host, timeout=config.health_timeout_s, transport=AiohttpTransport(limit=2)
+        )
         self._health: OllamaHealth | None = None
         self._health_at = 0.0
         self._health_lock = asyncio.Lock()
@@ -77,10 +82,14 @@ class OllamaChat:
             )
         except TimeoutError:
             self._mark_down(f"chat timed out after {timeout:.0f}s")
-            raise LLMUnavailable(f"Ollama did not answer within {timeout:.0f}s", kind="timeout") from None
+            raise LLMUnavailable(
+                f"Ollama did not answer within {timeout:.0f}s", kind="timeout"
+            ) from None
         except ollama.ResponseError as exc:
             kind = "model_missing" if exc.status_code == 404 else "error"
-            raise LLMUnavailable(f"Ollama answered {exc.status_code}: {exc.error}", kind=kind) from None
+            raise LLMUnavailable(
+                f"Ollama answered {exc.status_code}: {exc.error}", kind=kind
+            ) from None
         except (httpx.HTTPError, ConnectionError, OSError) as exc:
             self._mark_down(str(exc))
             raise LLMUnavailable(f"cannot reach Ollama at {self.config.host}: {exc}") from None
@@ -95,10 +104,16 @@ class OllamaChat:
         if not fresh and self._health and now - self._health_at < self.config.health_cache_s:
             return self._health
         async with self._health_lock:
-            if not fresh and self._health and time.monotonic() - self._health_at < self.config.health_cache_s:
+            if (
+                not fresh
+                and self._health
+                and time.monotonic() - self._health_at < self.config.health_cache_s
+            ):
                 return self._health
             try:
-                listed = await asyncio.wait_for(self._health_client.list(), self.config.health_timeout_s)
+                listed = await asyncio.wait_for(
+                    self._health_client.list(), self.config.health_timeout_s
+                )
                 names = tuple(m.model or "" for m in listed.models)
                 health = OllamaHealth(reachable=True, models=names)
             except Exception as exc:  # noqa: BLE001 - health reports, never raises

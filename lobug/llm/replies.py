@@ -47,7 +47,9 @@ def parse_reply(text: str) -> Reply:
         action = str(value.get("action", "RESPOND")).strip().upper()
         response = value.get("response", value.get("text"))
         if response is None:  # some other shape: speak its longest string, never raw JSON
-            strings = [v for k, v in value.items() if k != "action" and isinstance(v, str) and v.strip()]
+            strings = [
+                v for k, v in value.items() if k != "action" and isinstance(v, str) and v.strip()
+            ]
             response = max(strings, key=len) if strings and action != "IGNORE" else ""
         if action == "IGNORE" or not isinstance(response, str) or not response.strip():
             return Reply("IGNORE", "")

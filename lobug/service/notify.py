@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import importlib
+import inspect
 import logging
 import os
 import socket

@@ -10,7 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lobug.storage.sqlite import Capabilities, StorageFull, capabilities, connect, is_storage_full
+from lobug.storage.sqlite import (
+    Capabilities,
+    StorageBusy,
+    StorageFull,
+    capabilities,
+    connect,
+    is_busy,
+    is_storage_full,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -23,9 +31,17 @@ class Database:
     `database is locked` out of our own process and keeps the event loop free.
     """
 
-    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, readers: int = 4) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout_ms: int = 5000,
+        readers: int = 4,
+        max_page_count: int = 0,
+    ) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
+        self.max_page_count = max_page_count
         self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-db-writer")
         self._reader_pool = ThreadPoolExecutor(readers, thread_name_prefix="lobug-db-reader")
         self._local = threading.local()
@@ -38,6 +54,11 @@ class Database:
     def open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+        if self.max_page_count > 0:
+            # A page budget for the file (storage.max_page_count): past it, writes fail with
+            # "database or disk is full" (-> 503 storage_full) long before a small SD card fills
+            # up and takes the OS down with it. Per connection, so only the writer needs it.
+            self._writer.execute(f"PRAGMA max_page_count = {int(self.max_page_count)}")
         self.caps = capabilities(self._writer)
 
     async def open(self) -> None:
@@ -76,13 +97,15 @@ class Database:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn, *args)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # Also after a failed COMMIT (disk full, busy): SQLite may leave the transaction
+                # open, and then every later BEGIN would fail and the writer never recover.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
         except Exception as exc:
-            if is_storage_full(exc):
-                raise StorageFull(str(exc)) from exc
+            _raise_mapped(exc, self.busy_timeout_ms)
             raise
         return result
 
@@ -93,7 +116,11 @@ class Database:
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
-        return fn(conn, *args)
+        try:
+            return fn(conn, *args)
+        except Exception as exc:
+            _raise_mapped(exc, self.busy_timeout_ms)
+            raise
 
     # -- async API ------------------------------------------------------------------------------
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
@@ -115,3 +142,13 @@ class Database:
         except Exception:  # noqa: BLE001 - health reports, never raises
             log.exception("database ping failed")
             return False
+
+
+def _raise_mapped(exc: Exception, busy_timeout_ms: int) -> None:
+    """Turn the two SQLite failures an operator can fix into exceptions the API maps to 503."""
+    if is_storage_full(exc):
+        raise StorageFull(str(exc)) from exc
+    if is_busy(exc):
+        raise StorageBusy(
+            f"{exc}: another connection held a lock for more than {busy_timeout_ms} ms"
+        ) from exc

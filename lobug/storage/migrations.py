@@ -269,7 +269,8 @@ def _opens_trigger(text: str) -> bool:
 
 def applied(conn: Any) -> list[str]:
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS schema_migrations"
+        " (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
     )
     return [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
 
@@ -285,7 +286,8 @@ def migrate(conn: Any) -> list[str]:
         try:
             apply(conn)
             conn.execute(
-                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, time.time())
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+                (name, time.time()),
             )
             conn.execute("COMMIT")
         except BaseException:

@@ -42,9 +42,26 @@ class StorageFull(Exception):
     """The disk (or the database's page budget) is full."""
 
 
+class StorageBusy(Exception):
+    """Another connection held a write lock for longer than busy_timeout."""
+
+
 def is_storage_full(exc: BaseException) -> bool:
     text = str(exc).lower()
-    return isinstance(exc, sqlite3.Error) and ("database or disk is full" in text or "disk i/o" in text)
+    return isinstance(exc, sqlite3.Error) and (
+        "database or disk is full" in text or "disk i/o" in text
+    )
+
+
+def is_busy(exc: BaseException) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: `database is locked` once busy_timeout has run out."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (5, 6):  # SQLITE_BUSY, SQLITE_LOCKED
+        return True
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text
 
 
 def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = False) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 
 from lobug.config import WorkerConfig
 from lobug.storage.database import Database
+from lobug.storage.sqlite import StorageBusy, StorageFull
 from lobug.workers import queue
 from lobug.workers.queue import Job
 
@@ -110,7 +111,10 @@ class JobRunner:
                 job = await self._claim()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - the DB may be briefly unavailable (disk full)
+            except (StorageFull, StorageBusy) as exc:  # the operator's to fix; no traceback
+                log.warning("worker %d could not claim a job: %s", index, exc)
+                job = None
+            except Exception:  # noqa: BLE001 - the DB may be briefly unavailable
                 log.exception("worker %d could not claim a job", index)
                 job = None
             if job is None:
@@ -120,7 +124,30 @@ class JobRunner:
                 except TimeoutError:
                     pass
                 continue
-            await self._run(job)
+            try:
+                await self._run(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the DB refused the job's writes
+                log.warning("worker %d: job %s #%d put back (%s)", index, job.kind, job.id, exc)
+                await self._put_back(job, f"{type(exc).__name__}: {exc}")
+
+    async def _put_back(self, job: Job, reason: str) -> None:
+        """Requeue a job whose outcome could not be written (disk full, DB busy).
+
+        Not the job's fault, so no attempt is spent; retried until the DB takes the write.
+        If we stop first, the job stays `running` and the next start recovers it.
+        """
+        while not self._stopping:
+            try:
+                await self.db.write(
+                    lambda c: queue.defer(
+                        c, job, reason, now=self.clock(), retry_in=self.config.poll_interval_s
+                    )
+                )
+                return
+            except Exception:  # noqa: BLE001 - still full or busy: wait and try again
+                await asyncio.sleep(self.config.poll_interval_s)
 
     async def _run(self, job: Job) -> None:
         handler = self.handlers[job.kind]
@@ -128,9 +155,12 @@ class JobRunner:
             await handler(job)
         except asyncio.CancelledError:
             raise
+        except (StorageFull, StorageBusy):
+            raise  # not the job's fault: the worker puts it back without spending an attempt
         except NotReady as exc:
+            reason, retry_in = str(exc), exc.retry_in
             await self.db.write(
-                lambda c: queue.defer(c, job, str(exc), now=self.clock(), retry_in=exc.retry_in)
+                lambda c: queue.defer(c, job, reason, now=self.clock(), retry_in=retry_in)
             )
             return
         except PermanentFailure as exc:
@@ -148,7 +178,9 @@ class JobRunner:
         self.failures += 1
         delay = self.backoff(job.attempts)
         state = await self.db.write(
-            lambda c: queue.fail(c, job, error, now=self.clock(), retry_in=delay, permanent=permanent)
+            lambda c: queue.fail(
+                c, job, error, now=self.clock(), retry_in=delay, permanent=permanent
+            )
         )
         level = logging.ERROR if state == "failed" else logging.WARNING
         log.log(

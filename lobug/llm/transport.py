@@ -1,0 +1,72 @@
+"""An httpx transport on aiohttp, so `ollama.AsyncClient` skips httpcore's costly pool.
+
+Profiling the turn path showed ~70 % of the daemon's CPU inside httpcore's connection pool
+(O(n²) request assignment, a getpeername() per pooled connection per request, a failed import
+per call). The ollama client stays the API we program against (its request shapes, response
+models and errors); only the bytes travel over aiohttp's connection pool, which the daemon
+already runs on.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+import httpx
+
+_HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
+
+
+class AiohttpTransport(httpx.AsyncBaseTransport):
+    def __init__(self, *, limit: int = 64) -> None:
+        self._limit = limit
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        # Created lazily inside the running loop (a session is bound to its loop).
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._limit),
+                auto_decompress=False,  # httpx decodes by the headers it sees
+                trust_env=False,
+            )
+        return self._session
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeouts = request.extensions.get("timeout", {})
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=timeouts.get("connect"),
+            sock_read=timeouts.get("read"),
+        )
+        headers = [
+            (k, v) for k, v in request.headers.multi_items() if k.lower() not in _HOP_HEADERS
+        ]
+        body = await request.aread()
+        try:
+            async with self._client().request(
+                request.method,
+                str(request.url),
+                headers=headers,
+                data=body or None,
+                timeout=timeout,
+                allow_redirects=False,
+            ) as resp:
+                content = await resp.read()
+                response_headers = list(resp.raw_headers)
+                status = resp.status
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(str(exc) or "timed out", request=request) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from exc
+        except aiohttp.ClientError as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+        return httpx.Response(
+            status_code=status,
+            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response_headers],
+            content=content,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
