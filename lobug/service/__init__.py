@@ -1,0 +1,1 @@
+"""systemd glue: sd_notify readiness/watchdog and journald-aware logging."""
