@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from lobug import keys
-from lobug.api import device
+from lobug.access import AccessControl
+from lobug.api import device, memory_routes
+from lobug.api.auth import auth_middleware
 from lobug.api.middleware import access_log_middleware, error_middleware
 from lobug.chat.prompt import load_personality
 from lobug.chat.sensors import SensorService
@@ -21,6 +23,7 @@ from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
 from lobug.llm.ollama_chat import OllamaChat
+from lobug.memory.service import MemoryService
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.speech.transcriber import Transcriber
@@ -44,14 +47,18 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     overrides = overrides or Overrides()
     max_body = max(config.speech.max_audio_bytes, config.server.max_json_bytes) + 64 * 1024
     app = web.Application(
-        middlewares=[access_log_middleware, error_middleware], client_max_size=max_body
+        middlewares=[access_log_middleware, error_middleware, auth_middleware],
+        client_max_size=max_body,
     )
     app[keys.CONFIG] = config
+    app[keys.ACCESS] = AccessControl.from_config(config.api)
     app.add_routes(device.routes)
+    app.add_routes(memory_routes.routes)
     app.cleanup_ctx.append(_loop_monitor)
     app.cleanup_ctx.append(_database(config))
     app.cleanup_ctx.append(_llm(config))
     app.cleanup_ctx.append(_speech(config, overrides))
+    app.cleanup_ctx.append(_memory(config, overrides))
     app.cleanup_ctx.append(_services(config, overrides))
     app.cleanup_ctx.append(_workers(config, overrides))
     return app
@@ -132,7 +139,7 @@ def _services(
     config: Config, overrides: Overrides
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        db, llm = app[keys.DB], app[keys.LLM]
+        db, llm, memory = app[keys.DB], app[keys.LLM], app[keys.MEMORY]
         sensors = SensorService(db, config.sensors, overrides.clock)
         app[keys.SENSORS] = sensors
         app[keys.CHAT] = ChatService(
@@ -143,11 +150,37 @@ def _services(
             config=config.chat,
             personality=load_personality(config.chat.personality_file),
             clock=overrides.clock,
+            memory=memory,
         )
         app[keys.HEALTH] = HealthService(
-            db=db, llm=llm, speech=app[keys.SPEECH], loop=app[keys.LOOP]
+            db=db,
+            llm=llm,
+            speech=app[keys.SPEECH],
+            loop=app[keys.LOOP],
+            embedding=memory.embedding_status if memory is not None else None,
         )
         yield
+
+    return ctx
+
+
+def _memory(
+    config: Config, overrides: Overrides
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        # The runner is created here, before any service, so every job handler is registered
+        # before it starts claiming jobs (in _workers, the last ctx).
+        runner = JobRunner(app[keys.DB], config.workers, overrides.clock)
+        app[keys.RUNNER] = runner
+        memory = None
+        if config.memory.enabled:
+            memory = MemoryService.create(config, db=app[keys.DB], clock=overrides.clock)
+            await memory.start()
+            memory.register(runner)
+        app[keys.MEMORY] = memory
+        yield
+        if memory is not None:
+            await memory.close()
 
     return ctx
 
@@ -156,8 +189,7 @@ def _workers(
     config: Config, overrides: Overrides
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        runner = JobRunner(app[keys.DB], config.workers, overrides.clock)
-        app[keys.RUNNER] = runner
+        runner = app[keys.RUNNER]
         await runner.start()
         yield
         await runner.stop()

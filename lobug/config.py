@@ -95,6 +95,9 @@ class MemoryConfig:
     long_term_keep: int = 10
     extraction_mode: str = "hybrid"  # heuristic | llm | hybrid
     base_memory_max_words: int = 400
+    # Background LLM calls (extraction, summaries, distillation) are longer than a chat reply
+    # and nobody waits on them; on a Pi a 20-turn summary can take a minute.
+    llm_timeout_s: float = 120.0
 
 
 @dataclass(frozen=True)
@@ -111,11 +114,29 @@ class SensorConfig:
     max_bytes: int = 4096
 
 
+TRUST_LEVELS = ("full", "inner", "familiar", "public")  # stores per level: lobug.access
+MIN_TOKEN_CHARS = 16
+SECRET: Mapping[str, Any] = {"secret": True}  # field metadata: Config.to_dict() redacts it
+
+
+@dataclass(frozen=True)
+class TokenConfig:
+    """One /v1 bearer token: who presents it (agent) and what it may see (trust)."""
+
+    token: str = field(repr=False, metadata=SECRET)
+    trust: str = "full"  # full | inner | familiar | public
+    agent: str = "supervisor"  # whose category allowlist applies
+    name: str = ""  # for logs and `config show`; the token itself is never printed
+
+
 @dataclass(frozen=True)
 class ApiConfig:
     allow_loopback: bool = True
-    device_token: str | None = None  # off by default so existing firmware keeps working
+    # Off by default so existing firmware keeps working.
+    device_token: str | None = field(default=None, repr=False, metadata=SECRET)
     device_allowlist: tuple[str, ...] = ()
+    tokens: tuple[TokenConfig, ...] = ()  # [[api.tokens]]; env LOBUG_API_TOKENS=tok:trust:agent,…
+    categories_file: Path | None = None  # categories + agent allowlists; None → built-in
 
 
 @dataclass(frozen=True)
@@ -265,6 +286,8 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
             return None
         return _coerce(value, args[0], key)
     if origin is tuple:
+        if dataclasses.is_dataclass(typing.get_args(hint)[0]):
+            return _coerce_records(value, typing.get_args(hint)[0], key)
         items = value.split(",") if isinstance(value, str) else value
         if not isinstance(items, list | tuple):
             raise ConfigError(f"{key}: expected a list, got {value!r}")
@@ -293,6 +316,42 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
             raise ConfigError(f"{key}: expected a string, got {value!r}")
         return str(value)
     return value
+
+
+def _coerce_records(value: Any, cls: type, key: str) -> tuple[Any, ...]:
+    """A list of tables (`[[api.tokens]]`), or from the env `a:b:c,d:e:f` (fields in order)."""
+    items = [p for p in value.split(",") if p.strip()] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise ConfigError(f"{key}: expected a list of tables")
+    fields = dataclasses.fields(cls)
+    names = [f.name for f in fields]
+    missing_default = dataclasses.MISSING
+    required = [
+        f.name
+        for f in fields
+        if f.default is missing_default and f.default_factory is missing_default
+    ]
+    records = []
+    for index, item in enumerate(items):
+        where = f"{key}[{index}]"
+        if isinstance(item, cls):
+            records.append(item)
+            continue
+        if isinstance(item, str):
+            parts = [p.strip() for p in item.split(":")]
+            if len(parts) > len(names):  # never echo the value: it holds a secret
+                raise ConfigError(f"{where}: expected {':'.join(names)}")
+            item = {name: part for name, part in zip(names, parts, strict=False) if part}
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{where}: expected a table")
+        unknown = sorted(set(item) - set(names))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {unknown[0]} (known: {', '.join(names)})")
+        missing = [name for name in required if name not in item]
+        if missing:
+            raise ConfigError(f"{where}.{missing[0]}: is required")
+        records.append(_build(cls, dict(item), where))
+    return tuple(records)
 
 
 def _validate(config: Config) -> None:
@@ -331,11 +390,60 @@ def _validate(config: Config) -> None:
     for key in ("timeout_s", "health_timeout_s"):
         if getattr(config.ollama, key) <= 0:
             raise ConfigError(f"ollama.{key}: must be positive")
+    _validate_api(config.api)
+
+
+def _validate_api(api: ApiConfig) -> None:
+    """Tokens: strong enough, known trust, unique. Messages name the entry, never the secret."""
+    seen_tokens: set[str] = set()
+    seen_names: set[str] = set()
+    for index, entry in enumerate(api.tokens):
+        where = f"api.tokens[{index}]"
+        _check_secret(f"{where}.token", entry.token)
+        if entry.token in seen_tokens:
+            raise ConfigError(f"{where}.token: the same token is configured twice")
+        seen_tokens.add(entry.token)
+        if entry.trust not in TRUST_LEVELS:
+            raise ConfigError(
+                f"{where}.trust: must be one of {', '.join(TRUST_LEVELS)}, got {entry.trust!r}"
+            )
+        if not entry.agent or len(entry.agent) > 64 or not entry.agent.isprintable():
+            raise ConfigError(f"{where}.agent: must be 1-64 printable characters")
+        if entry.name and entry.name in seen_names:
+            raise ConfigError(f"{where}.name: {entry.name!r} is used by an earlier token")
+        seen_names.add(entry.name)
+    if api.device_token is not None:
+        _check_secret("api.device_token", api.device_token)
+    if api.categories_file is not None:
+        from lobug.access import CategoryPolicy  # imported here: lobug.access imports config
+
+        CategoryPolicy.load(api.categories_file)  # fail at startup, naming the file and key
+
+
+def _check_secret(key: str, secret: str) -> None:
+    if len(secret) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"{key}: must be at least {MIN_TOKEN_CHARS} characters, got {len(secret)}"
+        )
+    if not all(33 <= ord(ch) <= 126 for ch in secret):  # it travels in an HTTP header
+        raise ConfigError(f"{key}: only printable ASCII without spaces is allowed")
+
+
+def redact(secret: str | None) -> str | None:
+    """How a secret is shown: enough to tell tokens apart, too little to use one."""
+    if secret is None:
+        return None
+    return secret[:4] + "…" if len(secret) >= 8 else "…"
 
 
 def _to_plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: redact(getattr(value, f.name))
+            if f.metadata.get("secret")
+            else _to_plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+        }
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, tuple):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,8 @@ class HealthService:
     llm: OllamaChat
     speech: SpeechService
     loop: LoopLagMonitor | None = None
+    # The memory service's vector state: model/dimension, mismatch, embedder failures.
+    embedding: Callable[[], Awaitable[dict[str, Any]]] | None = None
     started: float = field(default_factory=time.monotonic)
     problems_extra: list[str] = field(default_factory=list)  # e.g. an embedding mismatch
 
@@ -42,6 +45,9 @@ class HealthService:
             )
         if not self.speech.ready:
             problems.append(f"speech-to-text is not loaded: {self.speech.error}")
+        embedding = await self._embedding()
+        if embedding and embedding.get("problem"):
+            problems.append(str(embedding["problem"]))
         ollama_ok = ollama.reachable and ollama.has_model(self.llm.config.chat_model)
         return {
             "status": "ok" if not problems else "degraded",
@@ -54,7 +60,16 @@ class HealthService:
             "problems": problems,
             # recent = since the previous /health read
             "loop": self.loop.snapshot(reset_window=True) if self.loop else {},
+            **({"embedding": embedding} if embedding is not None else {}),
         }
+
+    async def _embedding(self) -> dict[str, Any] | None:
+        if self.embedding is None:
+            return None
+        try:
+            return await self.embedding()
+        except Exception as exc:  # noqa: BLE001 - health reports, never raises
+            return {"problem": f"embedding state unknown: {exc}"}
 
     async def status_line(self) -> str:
         report = await self.check()

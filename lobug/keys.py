@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
+    from lobug.access import AccessControl, Principal
     from lobug.chat.sensors import SensorService
     from lobug.chat.service import ChatService
     from lobug.config import Config
     from lobug.health import HealthService
     from lobug.llm.ollama_chat import OllamaChat
+    from lobug.memory.service import MemoryService
     from lobug.service.looplag import LoopLagMonitor
     from lobug.speech.service import SpeechService
     from lobug.storage.database import Database
@@ -26,3 +28,8 @@ CHAT: web.AppKey[ChatService] = web.AppKey("chat")
 HEALTH: web.AppKey[HealthService] = web.AppKey("health")
 RUNNER: web.AppKey[JobRunner] = web.AppKey("runner")
 LOOP: web.AppKey[LoopLagMonitor] = web.AppKey("loop")
+MEMORY: web.AppKey[MemoryService | None] = web.AppKey("memory")
+ACCESS: web.AppKey[AccessControl] = web.AppKey("access")
+
+# Per request: the /v1 caller, set by lobug.api.auth (web.RequestKey needs aiohttp >= 3.14).
+PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")

@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
+from lobug.memory.prompts import task_of
+
 ChatScript = Callable[[dict[str, Any]], str]
 
 
@@ -34,10 +36,37 @@ class FakeOllamaState:
     script: ChatScript | None = None  # content from the request (extraction, summaries…)
     embed_dim: int = 768
     fail_next: int = 0  # the next N requests answer 500, then normal service resumes
+    # Memory prompts (extraction, summaries, distillation) only: background work can be held
+    # or failed while device turns keep working.
+    memory_mode: str = "ok"  # ok | down (500)
+    memory_delay_s: float = 0.0
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def chat_calls(self) -> list[dict[str, Any]]:
+        """The device turns' chat calls (memory jobs' calls are in `memory_calls`)."""
+        return [r for r in self._all_chats() if _task(r["body"]) is None]
+
+    def memory_calls(self, task: str | None = None) -> list[dict[str, Any]]:
+        """Calls with a memory prompt: task `extract`, `summarize`, `distill` or any."""
+        calls = [r for r in self._all_chats() if _task(r["body"]) is not None]
+        return [r for r in calls if task is None or _task(r["body"]) == task]
+
+    def _all_chats(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == "/api/chat"]
+
+
+def _task(body: Any) -> str | None:
+    return task_of(body.get("messages", [])) if isinstance(body, dict) else None
+
+
+# What the fake answers to memory prompts when no script is set: valid, and uneventful.
+MEMORY_DEFAULTS = {
+    "extract": "[]",
+    "summarize": "The user and Lo-Bug had a short conversation. The user shared a few details "
+    "about their day and Lo-Bug answered their questions.",
+    "distill": "User Profile:\n- (nothing known yet)\nPreferences:\n- (none recorded)\n"
+    "Ongoing Topics:\n- (none)\nKey History:\n- (none)",
+}
 
 
 def fake_embedding(text: str, dim: int) -> list[float]:
@@ -115,13 +144,17 @@ def build_app(state: FakeOllamaState) -> web.Application:
             return web.Response(
                 text='{"model": "x", "message": {"role": ', content_type="application/json"
             )
-        content = (
-            state.script(body)
-            if state.script
-            else state.reply
-            if state.reply is not None
-            else _default_reply(body)
-        )
+        task = _task(body)
+        if task is not None and state.memory_delay_s:
+            await asyncio.sleep(state.memory_delay_s)
+        if task is not None and state.memory_mode == "down":
+            return web.json_response({"error": "fake ollama is down"}, status=500)
+        if state.script:
+            content = state.script(body)
+        elif task is not None:
+            content = MEMORY_DEFAULTS[task]
+        else:
+            content = state.reply if state.reply is not None else _default_reply(body)
         if state.mode == "empty":
             content = ""
         base = {"model": model, "created_at": _now()}

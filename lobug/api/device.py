@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from lobug import errors, keys
+from lobug.api.auth import require_device
 from lobug.api.bodies import read_json_object, read_limited
 from lobug.chat.service import clean_id
 
@@ -15,11 +16,13 @@ routes = web.RouteTableDef()
 async def chat_text(request: web.Request) -> web.Response:
     app = request.app
     body = await read_json_object(request, app[keys.CONFIG].server.max_json_bytes)
+    device_id = clean_id(body.get("device_id"), "device_id") or "default"
+    require_device(request, device_id)
     if "text" not in body:
         raise errors.invalid_request("'text' is required", field="text")
     result = await app[keys.CHAT].turn(
         body["text"],
-        device_id=body.get("device_id") or "default",
+        device_id=device_id,
         session_id=body.get("session_id"),
     )
     return web.json_response(result.body())
@@ -31,6 +34,7 @@ async def chat_audio(request: web.Request) -> web.Response:
     speech, chat = app[keys.SPEECH], app[keys.CHAT]
     device_id = clean_id(request.query.get("device_id"), "device_id") or "default"
     session_id = clean_id(request.query.get("session_id"), "session_id")
+    require_device(request, device_id)  # before the (up to 10 MiB) body is read
     limit = app[keys.CONFIG].speech.max_audio_bytes
     body = await read_limited(request, limit, "audio body")
     transcript = await speech.transcribe_body(
@@ -50,6 +54,7 @@ async def context_sensors(request: web.Request) -> web.Response:
     sensors = app[keys.SENSORS]
     body = await read_json_object(request, app[keys.CONFIG].sensors.max_bytes + 1024)
     device_id = clean_id(body.pop("device_id", None), "device_id") or "default"
+    require_device(request, device_id)
     await sensors.store(device_id, body)
     return web.json_response({"status": "ok"})
 

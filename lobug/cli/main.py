@@ -19,7 +19,12 @@ from lobug.config import Config, ConfigError, load_config
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
 # Each command module exposes `register(subparsers)`; it sets `func(args, config) -> int`.
-COMMAND_MODULES = ("lobug.cli.jobs_cmd", "lobug.cli.db_cmd", "lobug.cli.ops_cmd")
+COMMAND_MODULES = (
+    "lobug.cli.jobs_cmd",
+    "lobug.cli.db_cmd",
+    "lobug.cli.ops_cmd",
+    "lobug.cli.memory_cmd",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +98,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def _config_show(args: argparse.Namespace, config: Config) -> int:
-    print(json.dumps(config.to_dict(), indent=2, sort_keys=False))
+    print(json.dumps(config.to_dict(), indent=2, sort_keys=False, ensure_ascii=False))
     return EXIT_OK
 
 

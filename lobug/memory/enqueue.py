@@ -1,0 +1,54 @@
+"""The memory jobs, enqueued inside the transaction that commits their data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lobug.workers import queue
+
+EMBED_TURN = "embed_turn"
+EXTRACT = "extract"
+CASCADE_SHORT = "cascade_short"
+CASCADE_LONG = "cascade_long"
+KINDS = (EMBED_TURN, EXTRACT, CASCADE_SHORT, CASCADE_LONG)
+LLM_KINDS = (EXTRACT, CASCADE_SHORT, CASCADE_LONG)
+
+
+def embed_turn(conn: Any, turn_id: int, *, now: float, max_attempts: int) -> int:
+    return queue.enqueue(conn, EMBED_TURN, {"turn_id": turn_id}, now=now, max_attempts=max_attempts)
+
+
+def extract(
+    conn: Any,
+    *,
+    user_id: str,
+    user_turn_id: int,
+    assistant_turn_id: int | None,
+    now: float,
+    max_attempts: int,
+) -> int:
+    payload = {
+        "user_id": user_id,
+        "user_turn_id": user_turn_id,
+        "assistant_turn_id": assistant_turn_id,
+    }
+    return queue.enqueue(
+        conn,
+        EXTRACT,
+        payload,
+        now=now,
+        dedupe_key=f"{EXTRACT}:{user_turn_id}",
+        max_attempts=max_attempts,
+    )
+
+
+def cascade(conn: Any, kind: str, *, user_id: str, now: float, max_attempts: int) -> int:
+    """At most one pending check per kind and user (the dedupe key)."""
+    return queue.enqueue(
+        conn,
+        kind,
+        {"user_id": user_id},
+        now=now,
+        dedupe_key=f"{kind}:{user_id}",
+        max_attempts=max_attempts,
+    )

@@ -1,0 +1,125 @@
+"""Safe FTS5 MATCH expressions (and the LIKE fallback) built from arbitrary user text."""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+# Small on purpose: FTS5's bm25 already discounts common words; these only keep a spoken
+# question ("what's the name of the…") from matching every turn through its glue words.
+STOPWORDS = frozenset(
+    """
+    a about after again all also am an and any are as at be been before being but by can could
+    did do does doing don for from had has have having he her here hers him his how i if in into
+    is it its just me more most my no nor not of off on once only or other our ours out over own
+    same she should so some such than that the their theirs them then there these they this
+    those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours s t d ll m re ve didn doesn isn wasn aren weren won
+    """.split()
+)
+MAX_TOKENS = 32
+# A "word" longer than this is a paste or an attack, not a search term; dropping it keeps the
+# expression small without changing what an ordinary question matches.
+MAX_TOKEN_CHARS = 64
+LIKE_ESCAPE = "\\"
+MIN_PREFIX_CHARS = 4
+
+
+def query_tokens(text: str, *, max_tokens: int = MAX_TOKENS) -> list[str]:
+    """The distinct, case-folded search words of text, stopwords dropped, in order."""
+    seen: dict[str, None] = {}
+    for token in _scan(text):
+        if len(seen) >= max_tokens:
+            break
+        if token in STOPWORDS or len(token) > MAX_TOKEN_CHARS:
+            continue
+        seen.setdefault(token, None)
+    return list(seen)
+
+
+def build_fts_query(text: str, *, max_tokens: int = MAX_TOKENS, prefix: bool = True) -> str | None:
+    """An FTS5 MATCH expression that ORs the quoted words of text; None when none are left."""
+    tokens = query_tokens(text, max_tokens=max_tokens)
+    if not tokens:
+        return None
+    # Every token becomes an FTS5 string, so AND/OR/NOT/NEAR, `*`, `^`, `:` and column names
+    # in the user's text are words, never syntax. Tokens never contain '"', but doubling keeps
+    # the quoting correct should the scanner ever change.
+    return " OR ".join(
+        '"' + token.replace('"', '""') + '"' + ("*" if prefix and _stems(token) else "")
+        for token in tokens
+    )
+
+
+def token_matches(token: str, word: str, *, prefix: bool = True) -> bool:
+    """Whether `word` (from a document) matches query `token` the way build_fts_query does."""
+    return word == token or (prefix and _stems(token) and word.startswith(token))
+
+
+def _stems(token: str) -> bool:
+    # The tables use unicode61 without a stemmer; a prefix query on words of 4+ letters is a
+    # cheap stand-in ("lesson" finds "lessons", "live" finds "lives"), shorter ones stay exact.
+    return len(token) >= MIN_PREFIX_CHARS
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern matching text anywhere; use with `ESCAPE '\\'`."""
+    return "%" + escape_like(" ".join(text.split())) + "%"
+
+
+def like_patterns(text: str, *, max_tokens: int = 8) -> list[str]:
+    """One LIKE pattern per search word (ORed by the caller) for the no-FTS5 fallback."""
+    return ["%" + escape_like(token) + "%" for token in query_tokens(text, max_tokens=max_tokens)]
+
+
+def escape_like(text: str) -> str:
+    return (
+        text.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
+        .replace("%", LIKE_ESCAPE + "%")
+        .replace("_", LIKE_ESCAPE + "_")
+    )
+
+
+def fts_available(conn: Any, table: str = "memories_fts") -> bool:
+    """True when this SQLite has FTS5 and the migration created `table`."""
+    options = {row[0] for row in conn.execute("PRAGMA compile_options")}
+    if "ENABLE_FTS5" not in options:
+        return False
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    return row is not None
+
+
+def scan_words(text: str) -> list[str]:
+    """All words of text as FTS5's unicode61 (remove_diacritics 2) would index them."""
+    return [fold(word) for word in _scan(text, limit=None)]
+
+
+def fold(word: str) -> str:
+    """A word without diacritics, as `remove_diacritics 2` indexes it (café → cafe)."""
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _scan(text: str, limit: int | None = MAX_TOKENS * 16) -> list[str]:
+    """Split text into runs of letters, digits and combining marks (what unicode61 indexes).
+
+    Marks stay inside a word so scripts such as Devanagari are not cut mid-word; everything
+    else (punctuation, symbols, emoji, controls, NUL) separates words.
+    """
+    tokens: list[str] = []
+    current: list[str] = []
+    for char in text:
+        if unicodedata.category(char)[0] in "LNM":
+            current.append(char)
+            continue
+        if current:
+            tokens.append("".join(current).casefold())
+            current = []
+            # A huge input cannot make us build a huge list: far more words than we keep.
+            if limit is not None and len(tokens) >= limit:
+                return tokens
+    if current:
+        tokens.append("".join(current).casefold())
+    return tokens

@@ -1,0 +1,186 @@
+"""Regex named-entity recognition (seed 003): names, places, dates, emails, URLs, mentions, tags."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ENTITY_TYPES = ("person", "organization", "location", "email", "url", "date", "tag", "other")
+
+
+@dataclass(frozen=True)
+class Entity:
+    text: str  # as written
+    canonical: str
+    type: str
+    span: tuple[int, int]
+
+
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+_MONTH_RE = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
+    ("url", re.compile(r"\bhttps?://[^\s<>\"')\]]+|\bwww\.[^\s<>\"')\]]+", re.I)),
+    ("mention", re.compile(r"(?<![\w@])@([A-Za-z][\w.]{0,38}[A-Za-z0-9_])")),
+    ("tag", re.compile(r"(?<![\w#&])#([A-Za-z][\w-]{0,49})")),
+    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b")),
+    ("date", re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b")),
+    ("date", re.compile(rf"\b{_MONTH_RE}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b", re.I)),
+    (
+        "date",
+        re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH_RE}(?:,? \d{{4}})?\b", re.I),
+    ),
+]
+_NAME_WORD = r"(?:[A-Z][a-z]+(?:['’-](?!s\b)[A-Za-z]+)?|[A-Z]{2,}|Mc[A-Z][a-z]+|O'[A-Z][a-z]+)"
+_CAPITALISED = re.compile(
+    rf"\b(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?{_NAME_WORD}"
+    rf"(?:(?:['’]s)?\s+(?:(?:of|de|van|von|da|del|the)\s+)?{_NAME_WORD}){{0,3}}\b"
+)
+# Words that are capitalised because they start a sentence, are "I", or are calendar words.
+COMMON_WORDS = frozenset(
+    """a an the i i'm i've i'll i'd my we our you your he she it they them his her their this
+    that these those there here what when where which who why how yes no not ok okay hi hey hello
+    thanks thank please sorry well so and but or if then also just oh ah um uh wow good great
+    nice sure maybe can could would should will shall do does did is are was were be been have
+    has had let lets remember remind tell set turn play call add buy get make put show find
+    check stop start open close give take bring send text write read note today tomorrow
+    yesterday tonight morning evening monday tuesday wednesday thursday friday saturday sunday
+    mon tue wed thu fri sat sun weekend christmas easter user assistant mom dad mum
+    grandma grandpa honey dear dinner lunch breakfast traffic weather school work music pizza
+    coffee tea everything nothing something anything everyone someone nobody all any some
+    maybe perhaps actually anyway btw by for in on at to from with after before since
+    until""".split()
+    + _MONTHS
+)
+_ORG_HINT = re.compile(
+    r"\b(?:inc|corp|corporation|llc|ltd|gmbh|co)\.?$|\b(?:company|bank|university|college|"
+    r"school|hospital|clinic|group|labs?|studios?|airlines?|foundation|institute|agency|church|"
+    r"cafe|café|restaurant|bakery|market|store|gym|club)\b",
+    re.I,
+)
+_LOC_HINT = re.compile(
+    r"\b(?:street|st|avenue|ave|road|rd|park|lake|river|mountains?|mount|beach|island|city|"
+    r"county|valley|bay|bridge|square|station|airport|falls|canyon)\b",
+    re.I,
+)
+_BEFORE_PLACE = re.compile(
+    r"\b(?:in|to|from|near|visit|visited|visiting|around|across|through)\s+$", re.I
+)
+_BEFORE_ORG = re.compile(r"\b(?:work(?:s|ed|ing)? (?:at|for)|job at|joined|employed by)\s+$", re.I)
+_SUBJECT_NEXT = re.compile(
+    r"(?:'s\b|’s\b|\s+(?:is|was|has|had|and|said|says|moved|lives|lived|works|worked|will|"
+    r"called|wants|likes|loves|got|just|went|can|could|would|might|isn't|wasn't|doesn't|"
+    r"didn't|does|did|told|asked|needs|started|left|joined)\b)"
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
+
+
+def extract_entities(text: str) -> list[Entity]:
+    """Regex entities in text; overlapping finds are resolved longest-first."""
+    found: list[Entity] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            found.append(_pattern_entity(kind, m))
+    for m in _CAPITALISED.finditer(text):
+        entity = _name_entity(text, m)
+        if entity is not None:
+            found.append(entity)
+    return _resolve_overlaps(found)
+
+
+def _pattern_entity(kind: str, m: re.Match[str]) -> Entity:
+    raw = m.group(0)
+    span = (m.start(), m.end())
+    if kind == "email":
+        return Entity(raw, raw.lower(), "email", span)
+    if kind == "url":
+        raw = raw.rstrip(".,;:!?")
+        canonical = re.sub(r"^https?://", "", raw, flags=re.I).rstrip("/").lower()
+        return Entity(raw, canonical, "url", (m.start(), m.start() + len(raw)))
+    if kind == "mention":
+        return Entity(raw, _title(m.group(1)), "person", span)
+    if kind == "tag":
+        return Entity(raw, m.group(1).lower(), "tag", span)
+    return Entity(raw, _canonical_date(raw), "date", span)
+
+
+def _canonical_date(raw: str) -> str:
+    """ISO when the year is known ("2026-03-14"), else "March 3"; US order for 3/14/2026."""
+    text = " ".join(raw.lower().replace(",", " ").replace(".", " ").split())
+    numeric = re.fullmatch(r"(\d{1,2})/(\d{1,2})/(\d{2,4})", text)
+    if numeric:
+        a, b, year = (int(x) for x in numeric.groups())
+        month, day = (b, a) if a > 12 else (a, b)  # 14/3/2026 can only be day-first
+        year += 2000 if year < 100 else 0
+        return f"{year:04d}-{month:02d}-{day:02d}" if 1 <= month <= 12 else raw
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return text
+    words = [w for w in re.sub(r"(\d)(?:st|nd|rd|th)\b", r"\1", text).split() if w != "of"]
+    found: int | None = next(
+        (
+            i
+            for i, name in enumerate(_MONTHS, 1)
+            for w in words
+            if not w.isdigit() and name.startswith(w[:3])
+        ),
+        None,
+    )
+    numbers = [int(w) for w in words if w.isdigit()]
+    if found is None or not numbers:
+        return " ".join(raw.split())
+    month = found
+    day = numbers[0]
+    if len(numbers) > 1:
+        return f"{numbers[1]:04d}-{month:02d}-{day:02d}"
+    return f"{_MONTHS[month - 1].capitalize()} {day}"
+
+
+def _name_entity(text: str, m: re.Match[str]) -> Entity | None:
+    words = m.group(0).split()
+    start = m.start()
+    # Strip leading words that are capitalised only by position or are not names at all.
+    while words and words[0].lower().strip("'’") in COMMON_WORDS:
+        start = text.index(words[1], start + len(words[0])) if len(words) > 1 else m.end()
+        words = words[1:]
+    if not words:
+        return None
+    name = " ".join(words)
+    if name.lower() in COMMON_WORDS or text[m.end() : m.end() + 1] == "@":
+        return None
+    before = text[:start]
+    if (
+        len(words) == 1
+        and _SENTENCE_START.search(before)
+        and not _SUBJECT_NEXT.match(text[m.end() :])
+    ):
+        # A lone capitalised word opening a sentence is as often a verb ("Remind me…") as a
+        # name; only one followed by what a subject does ("Jen moved…", "Jen's…") counts.
+        return None
+    return Entity(name, name, _name_type(name, before), (start, m.end()))
+
+
+def _name_type(name: str, before: str) -> str:
+    if _ORG_HINT.search(name) or _BEFORE_ORG.search(before):
+        return "organization"
+    if _LOC_HINT.search(name) or _BEFORE_PLACE.search(before):
+        return "location"
+    if name.isupper() and len(name) <= 6:
+        return "organization"  # NASA, IBM, the NHS
+    return "person"
+
+
+def _resolve_overlaps(entities: list[Entity]) -> list[Entity]:
+    kept: list[Entity] = []
+    for entity in sorted(entities, key=lambda e: (-(e.span[1] - e.span[0]), e.span[0])):
+        if all(entity.span[1] <= k.span[0] or entity.span[0] >= k.span[1] for k in kept):
+            kept.append(entity)
+    return sorted(kept, key=lambda e: e.span)
+
+
+def _title(name: str) -> str:
+    return name[:1].upper() + name[1:] if name.islower() else name

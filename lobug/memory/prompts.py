@@ -1,0 +1,114 @@
+"""The three memory prompts (seed 004 §4.2): fact extraction, summarisation, distillation.
+
+Each builder returns chat messages ready for `OllamaChat.chat`; no state, no side effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Message = dict[str, str]
+
+EXTRACTION_SYSTEM = """\
+You extract long-term memories about the user from one exchange between the user and Lo-Bug, \
+their voice assistant.
+
+Rules:
+- Write every fact as a standalone sentence in the third person about "the user", \
+understandable without the conversation: "The user's name is Alex.", "The user works at NASA."
+- Be selective. Keep what is worth remembering next week: who the user is, people and pets in \
+their life, preferences, plans, events, things they know or own. Skip greetings, chitchat, \
+filler, questions that carry no information, and anything only Lo-Bug said.
+- One fact per sentence. No "I", "you" or "we".
+- "type" is one of: personal, preference, knowledge, event.
+- Output only a JSON array, no commentary: [{"fact": "...", "type": "personal"}]. \
+Output [] when nothing is worth remembering."""
+
+EXTRACTION_REMINDER = (
+    "That was not a valid answer. Reply again with only the JSON array and nothing else, e.g. "
+    '[{"fact": "The user likes green tea.", "type": "preference"}], or [] when nothing is worth '
+    "remembering. No prose, no code fences."
+)
+
+SUMMARY_SYSTEM = """\
+You summarise a conversation between the user and Lo-Bug, their voice assistant, for Lo-Bug's \
+long-term memory.
+
+Write one paragraph of 3-5 sentences, in the third person ("The user ...", "Lo-Bug ...") and \
+the past tense. Keep the specifics: names, dates, times, numbers, places, decisions. \
+Output only the paragraph: no title, no bullet points, no preamble."""
+
+SUMMARY_REMINDER = (
+    "Reply again with only the summary paragraph: 3-5 plain sentences, third person, past tense. "
+    "No JSON, no list, no preamble."
+)
+
+DISTILL_SYSTEM = """\
+You maintain Lo-Bug's base memory: one living document about the user that is always in the \
+assistant's prompt.
+
+Integrate the new conversation summaries and facts into the current document. Keep what is \
+still true, update what changed, drop what is trivial. Organise it under exactly these four \
+headings, each followed by short "- " bullets:
+User Profile:
+Preferences:
+Ongoing Topics:
+Key History:
+At most {max_words} words. Output only the document."""
+
+DISTILL_REMINDER = (
+    "Reply again with only the document, under the headings User Profile:, Preferences:, "
+    "Ongoing Topics: and Key History:, each with short '- ' bullets."
+)
+
+DISTILL_HEADINGS = ("User Profile", "Preferences", "Ongoing Topics", "Key History")
+ASSISTANT_NAME = "Lo-Bug"
+
+# How the prompts are told apart (the fake Ollama and tests route on it).
+TASKS = {
+    "extract": EXTRACTION_SYSTEM[:40],
+    "summarize": SUMMARY_SYSTEM[:40],
+    "distill": DISTILL_SYSTEM[:40],
+}
+
+
+def fact_extraction_messages(user_text: str, assistant_text: str | None) -> list[Message]:
+    exchange = f"User: {user_text}"
+    if assistant_text:
+        exchange += f"\n{ASSISTANT_NAME}: {assistant_text}"
+    return [
+        {"role": "system", "content": EXTRACTION_SYSTEM},
+        {"role": "user", "content": exchange},
+    ]
+
+
+def summarize_conversation_messages(transcript: str) -> list[Message]:
+    return [
+        {"role": "system", "content": SUMMARY_SYSTEM},
+        {"role": "user", "content": f"Conversation:\n{transcript}"},
+    ]
+
+
+def distill_base_memory_messages(
+    current_base: str, summaries: Sequence[str], facts: Sequence[str], max_words: int
+) -> list[Message]:
+    numbered = "\n".join(f"{i}. {s}" for i, s in enumerate(summaries, 1)) or "(none)"
+    known = "\n".join(f"- {f}" for f in facts) or "(none)"
+    body = (
+        f"Current base memory:\n{current_base.strip() or '(empty)'}\n\n"
+        f"New conversation summaries, oldest first:\n{numbered}\n\n"
+        f"Known facts:\n{known}"
+    )
+    return [
+        {"role": "system", "content": DISTILL_SYSTEM.format(max_words=max_words)},
+        {"role": "user", "content": body},
+    ]
+
+
+def task_of(messages: Sequence[Message]) -> str | None:
+    """`extract`, `summarize` or `distill` for a memory prompt; None for anything else."""
+    system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+    for task, opening in TASKS.items():
+        if system.startswith(opening):
+            return task
+    return None

@@ -1,0 +1,238 @@
+"""Ranking arithmetic: the seed-000 memory score, reciprocal-rank fusion, Ebbinghaus decay.
+
+Formulas (weights in `ScoringWeights`; ages in days, computed from an explicit `now`):
+
+    memory score (seed 000)
+        s = w_freq·ln(1 + hits) + w_recency·exp(−λ·age_days) + w_importance·importance
+        importance ∈ [0, 1]; age_days = now − (last_accessed or created_at)
+
+    fusion (seed 003, weighted RRF)
+        rrf(d) = Σ_lists  w_list / (k + rank_list(d))          ranks from 1, k = 60
+        rrf_norm(d) = rrf(d) / Σ_answering lists w_list/(k + 1)   1.0 = first in every list
+        weights: vector 1.0, bm25 0.5, entity 0.5; a BM25 hit joins only if it shares
+        bm25_min_words (2) of the query's words — why: docs/retrieval-eval.md
+
+    final re-score (architecture "re-scored by importance, recency, frequency, confidence and
+    relation strength"; seed 001 §2 for the relation boost)
+        memory_norm = s' / s_max,  s' = s with λ = rescore_lambda (0.01/day)
+                                   s_max = w_freq·ln(1 + hits_cap) + w_recency + w_importance
+        conf_mult   = confidence_floor + (1 − confidence_floor)·confidence
+        final = (w_fused·rrf_norm + w_memory·memory_norm)·conf_mult + w_rel·max_related_strength
+
+    max_related_strength: the strongest relation edge to another candidate of the same search.
+    Relevance (rrf_norm) dominates; the memory score only reorders near-equals (the newer of
+    two equally relevant statements first) and never buries clearly better evidence.
+
+    Ebbinghaus (seed 003)
+        confidence' = confidence·exp(−decay_rate·days_since_access);  decay_rate 0 = protected
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+DAY = 86_400.0
+# Vector similarity leads; the lexical and entity lists corroborate (see docs/retrieval-eval.md).
+LIST_WEIGHTS = {"vector": 1.0, "bm25": 0.5, "entity": 0.5}
+
+
+@dataclass(frozen=True)
+class ScoringWeights:
+    """Every knob of the ranking formulas, with the seed defaults."""
+
+    w_freq: float = 1.0
+    w_recency: float = 1.0
+    w_importance: float = 2.0
+    decay_lambda: float = 0.05  # per day: a memory idle for 14 days keeps half its recency
+    rrf_k: int = 60
+    list_weights: Mapping[str, float] = field(default_factory=lambda: dict(LIST_WEIGHTS))
+    bm25_min_words: int = 2  # query words a lexical hit must share to join the fusion
+    w_fused: float = 1.0
+    w_memory: float = 0.15
+    # Retrieval's recency prior must tell a fact said in March from one said in May; the GC's
+    # λ (0.05/day) has flattened both to ~0 by then, so the re-score uses a slower one.
+    rescore_lambda: float = 0.01
+    w_rel: float = 0.1
+    confidence_floor: float = 0.5  # a fully decayed memory still counts half, never zero
+    hits_cap: int = 20  # ln(1 + hits) saturates here for normalisation; hits beyond add little
+
+    def list_weight(self, name: str) -> float:
+        return float(self.list_weights.get(name, 1.0))
+
+    @property
+    def memory_max(self) -> float:
+        return self.w_freq * math.log1p(self.hits_cap) + self.w_recency + self.w_importance
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    """The seed-000 score and each of its terms (for `explain`)."""
+
+    freq: float
+    recency: float
+    importance: float
+    total: float
+    hits: int
+    age_days: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Fused:
+    """One document after reciprocal-rank fusion: its score and its rank in each list."""
+
+    id: int
+    rrf: float
+    rrf_norm: float
+    ranks: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RescoreBreakdown:
+    """Every term of the final score, so a result can say why it ranked where it did."""
+
+    rrf: float
+    rrf_norm: float
+    ranks: dict[str, int]
+    memory: ScoreBreakdown
+    memory_norm: float
+    confidence: float
+    confidence_mult: float
+    related_strength: float
+    relation_boost: float
+    final: float
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["memory"] = self.memory.as_dict()
+        return data
+
+
+def age_days(row: Mapping[str, Any], now: float) -> float:
+    """Days since the row was last seen: last access if any, else creation (never negative)."""
+    seen = now
+    for key in ("last_accessed", "created_at", "ts"):  # turns carry only `ts`
+        value = _field(row, key)
+        if value is not None:
+            seen = float(value)
+            break
+    return max(0.0, (now - float(seen)) / DAY)
+
+
+def memory_score(
+    row: Mapping[str, Any], weights: ScoringWeights, now: float, lam: float | None = None
+) -> ScoreBreakdown:
+    """The seed-000 score of a memory row (missing columns take neutral defaults)."""
+    hits = int(_field(row, "hits") or 0)
+    importance = float(_field(row, "importance", 0.5))
+    age = age_days(row, now)
+    freq = weights.w_freq * math.log1p(max(0, hits))
+    lam = weights.decay_lambda if lam is None else lam  # rescore passes its slower λ
+    recency = weights.w_recency * math.exp(-lam * age)
+    imp = weights.w_importance * importance
+    return ScoreBreakdown(
+        freq=freq,
+        recency=recency,
+        importance=imp,
+        total=freq + recency + imp,
+        hits=hits,
+        age_days=age,
+    )
+
+
+def ebbinghaus(confidence: float, decay_rate: float, days_since_access: float) -> float:
+    """Confidence after forgetting: conf·exp(−rate·days); a rate of 0 never decays."""
+    if decay_rate <= 0:
+        return confidence
+    return confidence * math.exp(-decay_rate * max(0.0, days_since_access))
+
+
+def rrf(
+    lists: Mapping[str, list[int]], k: int = 60, weights: Mapping[str, float] | None = None
+) -> dict[int, float]:
+    """Weighted reciprocal-rank fusion: Σ w/(k + rank) over the lists a document appears in."""
+    scores: dict[int, float] = {}
+    for name, ids in lists.items():
+        weight = 1.0 if weights is None else float(weights.get(name, 1.0))
+        for rank, doc in enumerate(_distinct(ids), start=1):
+            scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
+    return scores
+
+
+def list_ranks(lists: Mapping[str, list[int]]) -> dict[int, dict[str, int]]:
+    """For each document, its 1-based rank in every list that holds it (for explain)."""
+    ranks: dict[int, dict[str, int]] = {}
+    for name, ids in lists.items():
+        for rank, doc in enumerate(_distinct(ids), start=1):
+            ranks.setdefault(doc, {})[name] = rank
+    return ranks
+
+
+def fuse(
+    lists: Mapping[str, list[int]], k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[Fused]:
+    """RRF scores with their ranks, best first; ties keep the order of first appearance."""
+    scores = rrf(lists, k, weights)
+    ranks = list_ranks(lists)
+    # Normalise by the best score possible with the lists that answered (first in each), so
+    # rrf_norm means the same whether one list answered or three; an empty list (no entity
+    # named, no vector table) must not halve everyone's relevance.
+    best = sum(
+        (1.0 if weights is None else float(weights.get(n, 1.0))) / (k + 1)
+        for n, ids in lists.items()
+        if ids
+    )
+    order = {doc: i for i, doc in enumerate(scores)}
+    ranked = sorted(scores, key=lambda d: (-scores[d], order[d]))
+    return [
+        Fused(id=d, rrf=scores[d], rrf_norm=scores[d] / best if best else 0.0, ranks=ranks[d])
+        for d in ranked
+    ]
+
+
+def rescore(
+    fused: Fused,
+    memory_row: Mapping[str, Any],
+    weights: ScoringWeights,
+    now: float,
+    related_strength: float = 0.0,
+) -> tuple[float, RescoreBreakdown]:
+    """Combine fused relevance with the memory's own score, confidence and relation strength."""
+    memory = memory_score(memory_row, weights, now, weights.rescore_lambda)
+    memory_norm = min(1.0, memory.total / weights.memory_max) if weights.memory_max else 0.0
+    confidence = min(1.0, max(0.0, float(_field(memory_row, "confidence", 1.0))))
+    floor = weights.confidence_floor
+    conf_mult = floor + (1.0 - floor) * confidence
+    boost = weights.w_rel * max(0.0, min(1.0, related_strength))
+    final = (weights.w_fused * fused.rrf_norm + weights.w_memory * memory_norm) * conf_mult + boost
+    return final, RescoreBreakdown(
+        rrf=fused.rrf,
+        rrf_norm=fused.rrf_norm,
+        ranks=dict(fused.ranks),
+        memory=memory,
+        memory_norm=memory_norm,
+        confidence=confidence,
+        confidence_mult=conf_mult,
+        related_strength=related_strength,
+        relation_boost=boost,
+        final=final,
+    )
+
+
+def _distinct(ids: list[int]) -> list[int]:
+    # A list that repeats a document counts it at its best rank only.
+    return list(dict.fromkeys(ids))
+
+
+def _field(row: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """row[key] for dicts and sqlite3.Row alike, default when absent or NULL."""
+    try:
+        value = row[key]
+    except (KeyError, IndexError):
+        return default
+    return default if value is None else value

@@ -1,0 +1,1 @@
+"""Operations on a Lo-Bug install: the data-dir lock, backup, restore and doctor."""

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Benchmark long-term memory at 1k, 10k and 100k facts on a fresh database per size.
+
+Measures, per size:
+  - insert throughput: facts/s through the real write path (memory row + ADD history + FTS
+    trigger + vec0 vector), 1000 facts per transaction; embedding is timed separately;
+  - dedup write cost: one extracted fact reconciled (hash check + KNN k=1 + insert), per fact;
+  - retrieval p50/p95: KNN + fetch of the top-k active facts, through the reader pool as the
+    daemon does it (query embedding excluded: vectors are precomputed);
+  - prompt sections p50/p95: `MemoryService.prompt_sections`, i.e. the whole hot-path memory
+    overhead of a turn (gate, cached base memory, KNN, formatting), embedding excluded;
+  - DB size per fact (file after a WAL checkpoint; rows, history, FTS and vectors together)
+    and process RSS (VmRSS, which includes the mmap'd DB pages the KNN touched).
+
+Usage: .venv/bin/python scripts/bench_memory.py [--sizes 1000,10000,100000] [--queries 200]
+       [--embedder hashing|local] [--dim 384] [--keep DIR]
+Targets on a 2-core machine (384-d): retrieval p95 <= 10 ms at 10k and <= 60 ms at 100k;
+prompt sections p95 <= 15 ms at 10k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lobug.config import Config, load_config  # noqa: E402
+from lobug.llm.embedders import Embedder, make_embedder  # noqa: E402
+from lobug.llm.ollama_chat import OllamaChat  # noqa: E402
+from lobug.memory import base_memory, knn, retrieval, store  # noqa: E402
+from lobug.memory.extraction import Candidate  # noqa: E402
+from lobug.memory.reconcile import reconcile  # noqa: E402
+from lobug.memory.service import MemoryService  # noqa: E402
+from lobug.storage import sqlite as sqlite_driver  # noqa: E402
+from lobug.storage.database import Database  # noqa: E402
+from lobug.storage.migrations import migrate  # noqa: E402
+
+VERBS = "likes owns visited plans repaired borrowed painted cooked studied photographed".split()
+ADJS = "red old tiny quiet bright wooden frozen spicy vintage electric".split()
+NOUNS = (
+    "bicycle guitar garden lighthouse recipe telescope notebook kayak teapot violin "
+    "lantern mountain bakery museum river orchard robot sailboat library greenhouse"
+).split()
+PLACES = "Lisbon Oslo Kyoto Denver Cairo Lima Perth Dublin Austin Quebec".split()
+DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+BASE_WORDS = 380
+
+
+def fact_text(rng: random.Random, i: int) -> str:
+    return (
+        f"The user {rng.choice(VERBS)} a {rng.choice(ADJS)} {rng.choice(NOUNS)} "
+        f"in {rng.choice(PLACES)} on {rng.choice(DAYS)} (entry {i})."
+    )
+
+
+def query_text(rng: random.Random) -> str:
+    return f"what about my {rng.choice(ADJS)} {rng.choice(NOUNS)} in {rng.choice(PLACES)}?"
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def rss_mib() -> dict[str, float]:
+    """Resident memory: anonymous (heap) and file-backed (mostly the mmap'd database pages,
+    shared with the page cache and reclaimable), from /proc/self/status."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value
+    kib = {k: int(fields[k].split()[0]) for k in ("VmRSS", "VmHWM", "RssAnon", "RssFile")}
+    return {
+        "rss_mib": round(kib["VmRSS"] / 1024, 1),
+        "rss_anon_mib": round(kib["RssAnon"] / 1024, 1),
+        "rss_file_mib": round(kib["RssFile"] / 1024, 1),
+        "rss_peak_mib": round(kib["VmHWM"] / 1024, 1),
+    }
+
+
+class Precomputed:
+    """An embedder that answers from a table: the benchmark excludes embedding time."""
+
+    def __init__(self, name: str, dim: int, table: dict[str, list[float]]) -> None:
+        self.name, self.dim, self.table = name, dim, table
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.table[t] for t in texts]
+
+
+def insert_batch(conn: Any, texts: list[str], vectors: list[list[float]], now: float) -> None:
+    for text, vector in zip(texts, vectors, strict=True):
+        memory_id = store.insert_memory(
+            conn,
+            user_id="default",
+            kind="fact",
+            content=text,
+            category="knowledge",
+            now=now,
+            actor="bench",
+        )
+        knn.put_memory_vector(conn, memory_id, vector)
+
+
+async def fill(db: Database, embedder: Embedder, n: int, rng: random.Random) -> dict[str, float]:
+    embed_s = insert_s = 0.0
+    for start in range(0, n, 1000):
+        texts = [fact_text(rng, i) for i in range(start, min(n, start + 1000))]
+        t0 = time.perf_counter()
+        vectors = await embedder.embed(texts)
+        t1 = time.perf_counter()
+        await db.write(insert_batch, texts, vectors, time.time())
+        t2 = time.perf_counter()
+        embed_s += t1 - t0
+        insert_s += t2 - t1
+        if start and start % 20000 == 0:
+            print(f"  … {start} facts", file=sys.stderr, flush=True)
+    return {"insert_facts_per_s": n / insert_s, "embed_facts_per_s": n / embed_s}
+
+
+async def bench_size(
+    n: int, args: argparse.Namespace, config: Config, embedder: Embedder
+) -> dict[str, Any]:
+    rng = random.Random(n)
+    db = Database(config.storage.db_path)
+    await db.open()
+    await db.write_raw(migrate)
+    base = " ".join(["Profile"] + [rng.choice(NOUNS) for _ in range(BASE_WORDS)])
+    await db.write(
+        lambda c: base_memory.set_base(c, "default", base, now=1.0, actor="bench", meta={})
+    )
+    started = time.perf_counter()
+    result: dict[str, Any] = {"facts": n, "loadavg_start": os.getloadavg()[0]}
+    # The service's setup makes the vec0 tables for this model and dimension.
+    queries = [query_text(rng) for _ in range(args.queries)]
+    table = dict(zip(queries, await embedder.embed(queries), strict=True))
+    pre = Precomputed(embedder.name, embedder.dim, table)
+    llm = OllamaChat(config.ollama)
+    service = MemoryService(db=db, llm=llm, embedder=pre, config=config)  # type: ignore[arg-type]
+    await service.start()
+    result.update(await fill(db, embedder, n, rng))
+    result["fill_s"] = round(time.perf_counter() - started, 1)
+    result["rss_after_fill"] = rss_mib()
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+
+    # Dedup write cost: reconcile (hash + KNN k=1 + insert + vector), 100 facts, one tx each.
+    fresh = [fact_text(rng, n + i) for i in range(100)]
+    fresh_vectors = await embedder.embed(fresh)
+    times = []
+    for text, vector in zip(fresh, fresh_vectors, strict=True):
+        t0 = time.perf_counter()
+        await db.write(
+            partial(
+                reconcile,
+                user_id="default",
+                session_id=None,
+                turn_ids=[],
+                now=time.time(),
+                duplicate_distance=config.memory.duplicate_distance,
+            ),
+            Candidate(text, "knowledge"),
+            vector,
+        )
+        times.append((time.perf_counter() - t0) * 1000)
+    result["reconcile_ms_p50"] = round(pct(times, 50), 2)
+
+    # Retrieval: KNN + fetch through the reader pool (warm-up first, as a running daemon is).
+    read = partial(
+        retrieval.read_context,
+        user_id="default",
+        k=config.memory.top_k,
+        min_similarity=config.memory.min_similarity,
+        want_base=False,
+    )
+    for q in queries[:10]:
+        await db.read(read, table[q])
+    times, hits = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        _, found = await db.read(read, table[q])
+        times.append((time.perf_counter() - t0) * 1000)
+        hits.append(len(found))
+    result["retrieval_ms_p50"] = round(pct(times, 50), 2)
+    result["retrieval_ms_p95"] = round(pct(times, 95), 2)
+    result["hits_mean"] = round(statistics.mean(hits), 2)
+    result["rss_after_retrieval"] = rss_mib()
+
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        sections = await service.prompt_sections(user_id="default", session_id="s", text=q)
+        times.append((time.perf_counter() - t0) * 1000)
+    assert sections and sections[0].startswith("[Long-term memory]")
+    result["sections_ms_p50"] = round(pct(times, 50), 2)
+    result["sections_ms_p95"] = round(pct(times, 95), 2)
+
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    size = config.storage.db_path.stat().st_size
+    result["db_mib"] = round(size / 2**20, 1)
+    result["db_bytes_per_fact"] = round(size / n)
+    result.update(rss_mib())
+    result["loadavg_end"] = os.getloadavg()[0]
+    await service.close()
+    await llm.close()
+    await db.close()
+    return result
+
+
+def check(results: list[dict[str, Any]]) -> list[str]:
+    misses = []
+    for r in results:
+        targets = []
+        if r["facts"] == 10_000:
+            targets = [("retrieval_ms_p95", 10.0), ("sections_ms_p95", 15.0)]
+        elif r["facts"] == 100_000:
+            targets = [("retrieval_ms_p95", 60.0)]
+        for key, limit in targets:
+            if r[key] > limit:
+                misses.append(f"{r['facts']} facts: {key} = {r[key]} ms > {limit} ms")
+    return misses
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", choices=["hashing", "local"], default="hashing")
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--keep", type=Path, help="keep the databases in this directory")
+    parser.add_argument("--no-mmap", action="store_true", help="A/B: SQLite reads without mmap")
+    args = parser.parse_args()
+    if args.no_mmap:
+        sqlite_driver.MMAP_BYTES = 0
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    workroot = args.keep or Path(tempfile.mkdtemp(prefix="lobug-bench-memory-"))
+    results = []
+    embedder: Embedder | None = None
+    try:
+        for n in (int(s) for s in args.sizes.split(",")):
+            overrides = {
+                "storage.data_dir": str(workroot / f"facts-{n}"),
+                "embedding.backend": args.embedder,
+                "embedding.dim": args.dim if args.embedder == "hashing" else 384,
+                "embedding.model": "all-MiniLM-L6-v2",
+                "log.level": "WARNING",
+            }
+            config = load_config(None, env={}, overrides=overrides)
+            if embedder is None:  # one embedder (one model load) for every size
+                embedder = make_embedder(config.embedding, config.ollama.host)
+            print(f"filling {n} facts ({embedder.name}, {embedder.dim}-d)…", file=sys.stderr)
+            result = await bench_size(n, args, config, embedder)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(workroot, ignore_errors=True)
+    misses = check(results)
+    for miss in misses:
+        print(f"TARGET MISSED: {miss}", file=sys.stderr)
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

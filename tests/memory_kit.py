@@ -1,0 +1,205 @@
+"""Helpers for the memory tests: a scripted fake LLM, a memory service without the app, waits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbutil import query
+from fake_ollama import MEMORY_DEFAULTS
+
+from lobug.chat import turns
+from lobug.chat.turns import TurnRecord
+from lobug.config import Config
+from lobug.memory.prompts import task_of
+from lobug.memory.service import MemoryService
+from lobug.storage.database import Database
+from lobug.workers.runner import JobRunner
+
+Reply = Callable[[str], str]  # the memory prompt's user message -> the model's raw answer
+
+
+def facts_json(*facts: str, kind: str = "personal") -> str:
+    return json.dumps([{"fact": f, "type": kind} for f in facts])
+
+
+@dataclass
+class Script:
+    """The fake Ollama's `script`: memory prompts answered per task, device turns echoed.
+
+    `extract`/`summarize`/`distill` get the prompt's user message (the exchange, the transcript,
+    the distillation inputs); `seen` records them per task, in order.
+    """
+
+    extract: Reply = lambda _: MEMORY_DEFAULTS["extract"]  # noqa: E731
+    summarize: Reply = lambda _: MEMORY_DEFAULTS["summarize"]  # noqa: E731
+    distill: Reply = lambda _: MEMORY_DEFAULTS["distill"]  # noqa: E731
+    reply: Reply | None = None
+    seen: dict[str, list[list[dict[str, str]]]] = field(default_factory=dict)
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        messages = body.get("messages", [])
+        task = task_of(messages)
+        last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        if task is None:
+            if self.reply is not None:
+                return self.reply(last_user)
+            return json.dumps({"action": "RESPOND", "response": f"You said: {last_user}"})
+        self.seen.setdefault(task, []).append(messages)
+        first_user = next(m["content"] for m in messages if m["role"] == "user")
+        return getattr(self, task)(first_user)
+
+
+def extract_by_keyword(table: dict[str, list[str]], kind: str = "personal") -> Reply:
+    """Facts for an exchange whose user line contains a key; [] otherwise."""
+
+    def reply(exchange: str) -> str:
+        user_line = exchange.split("\n")[0]
+        for key, facts in table.items():
+            if key in user_line:
+                return facts_json(*facts, kind=kind)
+        return "[]"
+
+    return reply
+
+
+@dataclass
+class MemoryEnv:
+    """A memory service on a real DB, with a runner the test drives (no app, no workers)."""
+
+    config: Config
+    db: Database
+    service: MemoryService
+    runner: JobRunner
+    clock: Any
+
+    async def exchange(
+        self,
+        user_text: str,
+        assistant_text: str | None = "OK.",
+        *,
+        session_id: str = "s-test",
+        user_id: str = "default",
+    ) -> tuple[TurnRecord, TurnRecord | None]:
+        """Commit a turn the way ChatService does, hooks included."""
+
+        def commit(conn: Any) -> tuple[TurnRecord, TurnRecord | None]:
+            now = self.clock()
+            turns.resolve_session(
+                conn,
+                device_id="test",
+                session_id=session_id,
+                now=now,
+                idle_s=1800,
+                user_id=user_id,
+            )
+            user = turns.insert_turn(
+                conn,
+                session_id=session_id,
+                role="user",
+                text=user_text,
+                ts=now,
+                device_id="test",
+                user_id=user_id,
+                action="RESPOND",
+            )
+            self.service.on_user_turn(conn, user, now=now)
+            assistant = None
+            if assistant_text is not None:
+                assistant = turns.insert_turn(
+                    conn,
+                    session_id=session_id,
+                    role="assistant",
+                    text=assistant_text,
+                    ts=now,
+                    device_id="test",
+                    user_id=user_id,
+                    action="RESPOND",
+                )
+            self.service.on_exchange(conn, user, assistant, now=now)
+            return user, assistant
+
+        return await self.db.write(commit)
+
+    async def run(self) -> int:
+        return await self.runner.run_until_idle(timeout=30)
+
+    def rows(self, sql: str, *params: Any) -> list[Any]:
+        return query(self.config.storage.db_path, sql, *params)
+
+    def value(self, sql: str, *params: Any) -> Any:
+        rows = self.rows(sql, *params)
+        return rows[0][0] if rows else None
+
+    def jobs(self, kind: str) -> list[Any]:
+        return self.rows("SELECT * FROM jobs WHERE kind = ? ORDER BY id", kind)
+
+    def facts(self, status: str | None = "active") -> list[str]:
+        sql = "SELECT content FROM memories WHERE kind = 'fact'"
+        rows = self.rows(
+            sql + (" AND status = ?" if status else "") + " ORDER BY id",
+            *([status] if status else []),
+        )
+        return [r[0] for r in rows]
+
+
+async def drain(db_path: Path, clock: Callable[[], float], timeout: float = 10.0) -> None:
+    """Wait until no job is ready or running (jobs waiting out a backoff do not count)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = query(
+            db_path,
+            "SELECT COUNT(*) FROM jobs WHERE state = 'running'"
+            " OR (state = 'pending' AND run_after <= ?)",
+            clock(),
+        )[0][0]
+        if busy == 0:
+            return
+        await asyncio.sleep(0.02)
+    raise TimeoutError(f"jobs still busy after {timeout}s")
+
+
+def memory_config(tmp_path: Path, ollama_url: str, **overrides: Any) -> Config:
+    from lobug.config import load_config
+
+    values = {
+        "storage.data_dir": str(tmp_path / "data"),
+        "ollama.host": ollama_url,
+        "ollama.timeout_s": 2.0,
+        "ollama.health_cache_s": 0.0,
+        "embedding.backend": "hashing",
+        "embedding.dim": 64,
+        "memory.llm_timeout_s": 2.0,
+        "workers.backoff_base_s": 1.0,
+        "workers.poll_interval_s": 0.05,
+        "log.level": "DEBUG",
+    }
+    values.update(overrides)
+    return load_config(None, env={}, overrides=values)
+
+
+@contextlib.asynccontextmanager
+async def memory_env(
+    tmp_path: Path, ollama_url: str, clock: Any, **overrides: Any
+) -> AsyncIterator[MemoryEnv]:
+    from lobug.storage.migrations import migrate
+
+    config = memory_config(tmp_path, ollama_url, **overrides)
+    db = Database(config.storage.db_path)
+    await db.open()
+    await db.write_raw(migrate)
+    service = MemoryService.create(config, db=db, clock=clock)
+    await service.start()
+    runner = JobRunner(db, config.workers, clock)
+    service.register(runner)
+    try:
+        yield MemoryEnv(config, db, service, runner, clock)
+    finally:
+        await service.close()
+        await db.close()

@@ -1,0 +1,201 @@
+"""FTS5 query building: any text gives a MATCH expression that never raises, on the real schema."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lobug.memory.fts_query import (
+    MAX_TOKENS,
+    build_fts_query,
+    fold,
+    fts_available,
+    like_pattern,
+    like_patterns,
+    query_tokens,
+    scan_words,
+    token_matches,
+)
+from lobug.storage.migrations import migrate
+from lobug.storage.sqlite import connect
+
+DOCS = [
+    "The user lives in Seattle.",
+    "The user's sister Jen moved to Denver.",
+    "Dentist appointment on Friday at 3pm.",
+    "नमस्ते दुनिया",
+    "東京 に 住んでいる",
+    "Price is 50% off_today",
+]
+
+
+@pytest.fixture(scope="module")
+def conn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    db = connect(tmp_path_factory.mktemp("fts") / "fts.db")
+    migrate(db)
+    for i, text in enumerate(DOCS):
+        db.execute(
+            "INSERT INTO memories (content, created_at, updated_at) VALUES (?, ?, ?)",
+            (text, float(i), float(i)),
+        )
+    yield db
+    db.close()
+
+
+def match(conn: Any, query: str) -> list[int]:
+    rows = conn.execute(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid", (query,)
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=300))
+def test_any_text_never_raises(conn: Any, text: str) -> None:
+    query = build_fts_query(text)
+    if query is not None:
+        match(conn, query)
+
+
+FTS_SYNTAX = st.sampled_from(
+    [
+        '"',
+        "'",
+        "*",
+        "^",
+        ":",
+        "(",
+        ")",
+        "-",
+        "+",
+        "AND",
+        "OR",
+        "NOT",
+        "NEAR",
+        "NEAR(",
+        ",",
+        "content:",
+        "{",
+        "}",
+        "\x00",
+        "\\",
+        "%",
+        "_",
+        " ",
+        "\n",
+        "🙂",
+        "é",
+        "ß",
+        "\u0301",
+    ]
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(FTS_SYNTAX, st.text(max_size=6)), max_size=40).map("".join))
+def test_syntax_soup_never_raises(conn: Any, text: str) -> None:
+    query = build_fts_query(text)
+    if query is not None:
+        match(conn, query)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"unterminated',
+        'seattle" OR "1"="1',
+        "NEAR(seattle denver, 2)",
+        "content: seattle",
+        "^seattle*",
+        "seattle AND NOT denver",
+        "(((seattle",
+        "seattle)",
+        "-seattle +denver",
+        "sea*tle",
+        "\x00seattle\x00",
+        "🙂🙂 seattle 🙂",
+        " ".join(["seattle"] * 10_000),
+        "seattle " + "🙂" * 50_000,
+    ],
+)
+def test_hostile_strings(conn: Any, text: str) -> None:
+    query = build_fts_query(text)
+    assert query is not None
+    rows = match(conn, query)
+    # Wherever "seattle" stands as a word, the row holding it is found; nothing is syntax.
+    assert (1 in rows) == bool(re.search(r"(?<![a-z])seattle(?![a-z])", text.lower()))
+
+
+@pytest.mark.parametrize("text", ["seattle" * 500, "a" * 100_000])
+def test_giant_words_are_dropped(text: str) -> None:
+    assert build_fts_query(text) is None
+
+
+def test_operators_are_words_not_syntax(conn: Any) -> None:
+    # "NOT" would exclude Seattle if it were an operator; quoted, it is just a word.
+    assert match(conn, build_fts_query("NOT seattle") or "") == [1]
+    assert build_fts_query("NEAR denver") == '"near"* OR "denver"*'
+    assert match(conn, build_fts_query("Where did JEN move?") or "") == [2]
+
+
+def test_stopwords_dropped_and_none_when_nothing_left() -> None:
+    assert build_fts_query("what is the name of the dog") == '"name"* OR "dog"'
+    assert build_fts_query("name dog", prefix=False) == '"name" OR "dog"'
+    assert build_fts_query("what is it?") is None
+    assert build_fts_query("") is None
+    assert build_fts_query("!!! ??? 🙂 ***") is None
+
+
+def test_tokens_distinct_casefolded_and_capped() -> None:
+    assert query_tokens("Seattle SEATTLE seattle Straße") == ["seattle", "strasse"]
+    many = " ".join(f"w{i}" for i in range(100))
+    assert len(query_tokens(many)) == MAX_TOKENS
+    assert query_tokens("x" * 65 + " ok") == ["ok"]
+
+
+def test_non_latin_scripts_match(conn: Any) -> None:
+    assert match(conn, build_fts_query("नमस्ते") or "") == [4]
+    assert match(conn, build_fts_query("東京") or "") == [5]
+
+
+def test_like_pattern_escapes() -> None:
+    assert like_pattern("50% off_today") == "%50\\% off\\_today%"
+    assert like_pattern("back\\slash") == "%back\\\\slash%"
+    assert like_patterns("the 50% deal") == ["%50%", "%deal%"]
+
+
+def test_like_fallback_matches_literally(conn: Any) -> None:
+    rows = conn.execute(
+        "SELECT id FROM memories WHERE content LIKE ? ESCAPE '\\'", (like_pattern("50% off_"),)
+    ).fetchall()
+    assert [r[0] for r in rows] == [6]
+    rows = conn.execute(
+        "SELECT id FROM memories WHERE content LIKE ? ESCAPE '\\'", (like_pattern("x%"),)
+    ).fetchall()
+    assert rows == []
+
+
+def test_fts_available(conn: Any, tmp_path: Any) -> None:
+    assert fts_available(conn)
+    assert fts_available(conn, "turns_fts")
+    bare = connect(tmp_path / "bare.db")
+    assert not fts_available(bare)
+    bare.close()
+
+
+def test_prefix_for_words_of_four_letters_or_more(conn: Any) -> None:
+    # "move"* finds "moved"; a three-letter word stays exact so "jen" does not find "jenny".
+    assert match(conn, build_fts_query("move") or "") == [2]
+    assert build_fts_query("jen") == '"jen"'
+    assert token_matches("move", "moved") and not token_matches("jen", "jenny")
+    assert token_matches("jen", "jen")
+
+
+def test_scan_words_fold_like_the_index() -> None:
+    assert scan_words("Café déjà-vu, NAÏVE!") == ["cafe", "deja", "vu", "naive"]
+    assert fold("Ångström") == "Angstrom"

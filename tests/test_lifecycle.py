@@ -1,0 +1,404 @@
+"""Lifecycle policies at their boundaries, on a real database with sqlite-vec, and the purge."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lobug.memory import lifecycle
+from lobug.memory.entities import Entity, link_entities
+from lobug.memory.lifecycle import GcParams
+from lobug.memory.scoring import DAY, ScoringWeights
+from lobug.storage.migrations import migrate
+from lobug.storage.sqlite import connect, sqlite3
+from lobug.storage.vectors import create_vector_tables, pack
+
+NOW = 1_750_000_000.0
+DIM = 8
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[Any]:
+    db = connect(tmp_path / "life.db")
+    migrate(db)
+    create_vector_tables(db, DIM)
+    yield db
+    db.close()
+
+
+def add(
+    conn: Any, content: str = "The user likes tea.", *, vector: bool = True, **columns: Any
+) -> int:
+    values = {"content": content, "created_at": NOW, "updated_at": NOW, **columns}
+    names = ", ".join(values)
+    marks = ", ".join("?" * len(values))
+    cur = conn.execute(f"INSERT INTO memories ({names}) VALUES ({marks})", tuple(values.values()))
+    memory_id = int(cur.lastrowid)
+    if vector:
+        conn.execute(
+            "INSERT INTO memory_vectors (memory_id, embedding) VALUES (?, ?)",
+            (memory_id, pack([1.0] + [0.0] * (DIM - 1))),
+        )
+    return memory_id
+
+
+def get(conn: Any, memory_id: int) -> Any:
+    return conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+
+
+def events(conn: Any, memory_id: int) -> list[str]:
+    rows = conn.execute("SELECT event FROM history WHERE memory_id = ? ORDER BY id", (memory_id,))
+    return [r[0] for r in rows]
+
+
+def has_vector(conn: Any, memory_id: int) -> bool:
+    return (
+        conn.execute(
+            "SELECT COUNT(*) FROM memory_vectors WHERE memory_id = ?", (memory_id,)
+        ).fetchone()[0]
+        == 1
+    )
+
+
+# -- promote -----------------------------------------------------------------------------------
+def test_promote_needs_three_hits(conn: Any) -> None:
+    two = add(conn, hits=2, last_accessed=NOW)
+    three = add(conn, hits=3, last_accessed=NOW)
+    assert lifecycle.promote(conn, NOW) == 1
+    assert (get(conn, two)["layer"], get(conn, three)["layer"]) == ("mid", "long")
+    assert events(conn, three) == ["PROMOTE"] and events(conn, two) == []
+
+
+def test_promote_seen_within_seven_days_inclusive(conn: Any) -> None:
+    edge = add(conn, hits=5, last_accessed=NOW - 7.0 * DAY)
+    late = add(conn, hits=5, last_accessed=NOW - 7.01 * DAY)
+    never = add(conn, hits=5, created_at=NOW - 7.01 * DAY)  # no access: creation counts
+    assert lifecycle.promote(conn, NOW) == 1
+    assert [get(conn, i)["layer"] for i in (edge, late, never)] == ["long", "mid", "mid"]
+
+
+# -- archive / demote --------------------------------------------------------------------------
+NO_RECENCY = ScoringWeights(w_recency=0.0)
+
+
+def test_archive_below_score_half_strictly(conn: Any) -> None:
+    at = add(conn, importance=0.25)  # 2.0 · 0.25 = 0.5 exactly
+    below = add(conn, importance=0.2499)
+    result = lifecycle.demote_or_archive(conn, NOW, NO_RECENCY, score_below=0.5)
+    assert result == {"archived": 1, "demoted": 0}
+    assert (get(conn, at)["status"], get(conn, below)["status"]) == ("active", "archived")
+    (meta,) = conn.execute("SELECT meta FROM history WHERE memory_id = ?", (below,)).fetchall()
+    assert json.loads(meta[0])["reason"] == "low_score"
+    assert not has_vector(conn, below) and has_vector(conn, at)
+
+
+def test_archive_after_thirty_idle_days_strictly(conn: Any) -> None:
+    edge = add(conn, importance=1.0, created_at=NOW - 30.0 * DAY)
+    old = add(conn, importance=1.0, created_at=NOW - 30.01 * DAY)
+    used = add(conn, importance=1.0, created_at=NOW - 90 * DAY, last_accessed=NOW - DAY)
+    pinned = add(conn, importance=1.0, created_at=NOW - 90 * DAY, pinned=1)
+    lifecycle.demote_or_archive(conn, NOW, ScoringWeights(), max_age_days=30)
+    statuses = [get(conn, i)["status"] for i in (edge, old, used, pinned)]
+    assert statuses == ["active", "archived", "active", "active"]
+
+
+def test_weak_long_memories_are_demoted_not_archived(conn: Any) -> None:
+    weak = add(conn, layer="long", importance=0.0, created_at=NOW - 100 * DAY)
+    pinned = add(conn, layer="long", importance=0.0, created_at=NOW - 100 * DAY, pinned=1)
+    assert lifecycle.demote_or_archive(conn, NOW, ScoringWeights()) == {"archived": 0, "demoted": 1}
+    assert (get(conn, weak)["layer"], get(conn, weak)["status"]) == ("mid", "active")
+    assert get(conn, pinned)["layer"] == "long"
+    assert events(conn, weak) == ["DEMOTE"]
+
+
+def test_summaries_are_left_to_the_cascades(conn: Any) -> None:
+    summary = add(conn, kind="summary", importance=0.0, created_at=NOW - 100 * DAY)
+    assert lifecycle.run_gc(conn, NOW + 200 * DAY)["archived"] == 0
+    assert get(conn, summary)["status"] == "active"
+
+
+# -- capacity ----------------------------------------------------------------------------------
+def test_capacity_archives_the_weakest_beyond_the_limit(conn: Any) -> None:
+    ids = [add(conn, f"fact {i}", importance=i / 10) for i in range(5)]
+    pinned = add(conn, "pinned", importance=0.0, pinned=1)
+    other_user = add(conn, "theirs", importance=0.0, user_id="bob")
+    assert lifecycle.capacity_cleanup(conn, NOW, mid_capacity=4) == 2
+    statuses = [get(conn, i)["status"] for i in [*ids, pinned, other_user]]
+    assert statuses == ["archived", "archived", "active", "active", "active", "active", "active"]
+    assert lifecycle.capacity_cleanup(conn, NOW, mid_capacity=4) == 0
+
+
+# -- decay -------------------------------------------------------------------------------------
+def test_decay_is_ebbinghaus_and_does_not_compound(conn: Any) -> None:
+    m = add(conn, confidence=1.0, decay_rate=0.1, created_at=NOW - 10 * DAY)
+    assert lifecycle.apply_decay(conn, NOW) == {"decayed": 1, "soft_deleted": 0}
+    assert get(conn, m)["confidence"] == pytest.approx(math.exp(-1.0))
+    assert lifecycle.apply_decay(conn, NOW)["decayed"] == 0  # same clock: nothing more
+    lifecycle.apply_decay(conn, NOW + DAY)
+    assert get(conn, m)["confidence"] == pytest.approx(math.exp(-1.1))
+    summary = conn.execute("SELECT meta FROM history WHERE event = 'DECAY'").fetchall()
+    assert [json.loads(r[0]) for r in summary] == [{"decayed": 1}, {"decayed": 1}]
+
+
+def test_decay_counts_from_last_access(conn: Any) -> None:
+    m = add(
+        conn, confidence=1.0, decay_rate=0.1, created_at=NOW - 50 * DAY, last_accessed=NOW - DAY
+    )
+    lifecycle.apply_decay(conn, NOW)
+    assert get(conn, m)["confidence"] == pytest.approx(math.exp(-0.1))
+
+
+def test_decay_threshold_soft_deletes_strictly_below(conn: Any) -> None:
+    at = add(conn, confidence=0.05, decay_rate=0.1, last_accessed=NOW)
+    below = add(conn, confidence=0.0499, decay_rate=0.1, last_accessed=NOW)
+    assert lifecycle.apply_decay(conn, NOW, soft_delete_below=0.05)["soft_deleted"] == 1
+    assert get(conn, at)["status"] == "active"
+    gone = get(conn, below)
+    assert (gone["status"], gone["purge_at"]) == ("soft_deleted", NOW + 30 * DAY)
+    assert events(conn, below) == ["SOFT_DELETE"] and not has_vector(conn, below)
+
+
+def test_protected_and_pinned_memories_never_decay(conn: Any) -> None:
+    protected = add(conn, confidence=0.5, decay_rate=0.0, created_at=NOW - 999 * DAY)
+    pinned = add(conn, confidence=0.5, decay_rate=0.5, created_at=NOW - 999 * DAY, pinned=1)
+    lifecycle.apply_decay(conn, NOW)
+    assert [get(conn, i)["confidence"] for i in (protected, pinned)] == [0.5, 0.5]
+    assert [get(conn, i)["status"] for i in (protected, pinned)] == ["active", "active"]
+
+
+# -- TTL ---------------------------------------------------------------------------------------
+def test_ttl_after_sixty_idle_days_strictly(conn: Any) -> None:
+    edge = add(conn, importance=0.1, last_accessed=NOW - 60 * DAY)
+    idle = add(conn, importance=0.1, last_accessed=NOW - 60.01 * DAY)
+    archived = add(conn, importance=0.1, last_accessed=NOW - 61 * DAY, status="archived")
+    assert lifecycle.ttl_soft_delete(conn, NOW, idle_days=60, importance_below=0.5) == 2
+    assert get(conn, edge)["status"] == "active"
+    for m in (idle, archived):
+        row = get(conn, m)
+        assert (row["status"], row["purge_at"]) == ("soft_deleted", NOW + 30 * DAY)
+        assert events(conn, m) == ["TTL"]
+
+
+def test_ttl_spares_important_pinned_and_confirmed(conn: Any) -> None:
+    old = NOW - 365 * DAY
+    at_t = add(conn, importance=0.5, last_accessed=old)
+    pinned = add(conn, importance=0.1, last_accessed=old, pinned=1)
+    confirmed = add(conn, importance=0.1, last_accessed=old)
+    lifecycle.confirm(conn, confirmed, NOW)
+    assert lifecycle.ttl_soft_delete(conn, NOW, importance_below=0.5) == 0
+    assert {get(conn, i)["status"] for i in (at_t, pinned, confirmed)} == {"active"}
+
+
+# -- restore / confirm -------------------------------------------------------------------------
+def test_restore(conn: Any) -> None:
+    m = add(conn, importance=0.1, confidence=0.2, last_accessed=NOW - 90 * DAY)
+    lifecycle.ttl_soft_delete(conn, NOW)
+    assert lifecycle.restore(conn, m, NOW + DAY, actor="cli")
+    row = get(conn, m)
+    assert (row["status"], row["purge_at"], row["last_accessed"], row["confidence"]) == (
+        "active",
+        None,
+        NOW + DAY,
+        1.0,
+    )
+    assert events(conn, m) == ["TTL", "RESTORE"]
+    assert not lifecycle.restore(conn, m, NOW)  # already active
+    assert not lifecycle.restore(conn, 999, NOW)
+    # Restored means seen: the next GC does not take it straight back.
+    assert lifecycle.run_gc(conn, NOW + DAY)["soft_deleted"] == 0
+
+
+def test_confirm_protects(conn: Any) -> None:
+    m = add(conn, confidence=0.3, decay_rate=0.2, created_at=NOW - 100 * DAY)
+    assert lifecycle.confirm(conn, m, NOW)
+    row = get(conn, m)
+    assert (row["confidence"], row["decay_rate"]) == (1.0, 0.0)
+    lifecycle.apply_decay(conn, NOW + 1000 * DAY)
+    assert get(conn, m)["confidence"] == 1.0
+    assert not lifecycle.confirm(conn, 999, NOW)
+
+
+# -- purge -------------------------------------------------------------------------------------
+SECRET = "zqxlockercode"
+
+
+def full_memory(conn: Any) -> tuple[int, int, int]:
+    """A memory with every kind of derived row, a neighbour, and one that supersedes it."""
+    conn.execute(
+        "INSERT INTO turns (session_id, role, text, ts) VALUES ('s', 'user',"
+        " 'remember the locker', ?)",
+        (NOW,),
+    )
+    secret = add(
+        conn,
+        f"The user's locker code is {SECRET} at Qorvex Gym.",
+        status="soft_deleted",
+        purge_at=NOW,
+    )
+    other = add(conn, "The user goes to the gym on Mondays.")
+    newer = add(conn, "The user's locker code changed.", supersedes=secret)
+    conn.execute("INSERT INTO memory_sources (memory_id, turn_id) VALUES (?, 1)", (secret,))
+    link_entities(
+        conn,
+        secret,
+        [
+            Entity("Qorvex Gym", "Qorvex Gym", "organization", (0, 1)),
+            Entity("Monday", "Monday", "date", (0, 1)),
+        ],
+        "default",
+        NOW,
+    )
+    link_entities(conn, other, [Entity("Monday", "Monday", "date", (0, 1))], "default", NOW)
+    for a, b in ((secret, other), (other, secret)):
+        conn.execute(
+            "INSERT INTO relations (from_id, to_id, strength, created_at) VALUES (?, ?, 0.9, ?)",
+            (a, b, NOW),
+        )
+    conn.execute(
+        "INSERT INTO change_log (session_id, rev, memory_id, event, meta, ts)"
+        " VALUES ('s', 1, ?, 'created', ?, ?)",
+        (secret, json.dumps({"t": SECRET}), NOW),
+    )
+    lifecycle.history(conn, secret, "ADD", user_id="default", now=NOW, new=f"code {SECRET}")
+    return secret, other, newer
+
+
+def all_text(conn: Any) -> str:
+    """Every value of every table (FTS shadow tables included), as one string."""
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'"
+        )
+    ]
+    parts = []
+    for table in tables:
+        for row in conn.execute(f'SELECT * FROM "{table}"'):
+            for value in row:
+                parts.append(value.decode("latin-1") if isinstance(value, bytes) else str(value))
+    return "\n".join(parts)
+
+
+def test_purge_leaves_no_trace(conn: Any) -> None:
+    secret, other, newer = full_memory(conn)
+    assert SECRET in all_text(conn)
+    assert lifecycle.purge_memory(conn, secret, "user", now=NOW + 1)
+    assert get(conn, secret) is None
+    for sql in (
+        "SELECT COUNT(*) FROM memory_entities WHERE memory_id = ?",
+        "SELECT COUNT(*) FROM relations WHERE from_id = ?1 OR to_id = ?1",
+        "SELECT COUNT(*) FROM memory_sources WHERE memory_id = ?",
+        "SELECT COUNT(*) FROM change_log WHERE memory_id = ?",
+        "SELECT COUNT(*) FROM memory_vectors WHERE memory_id = ?",
+    ):
+        assert conn.execute(sql, (secret,)).fetchone()[0] == 0, sql
+    knn = conn.execute(
+        "SELECT memory_id FROM memory_vectors WHERE embedding MATCH ? AND k = 10",
+        (pack([1.0] + [0.0] * (DIM - 1)),),
+    ).fetchall()
+    assert secret not in [r[0] for r in knn]
+    for word in (SECRET, "qorvex"):
+        assert (
+            conn.execute(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (f'"{word}"',)
+            ).fetchall()
+            == []
+        )
+    conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, memories_fts, 'row')")
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM temp.vocab WHERE term IN (?, 'qorvex')", (SECRET,)
+        ).fetchone()[0]
+        == 0
+    )
+    assert SECRET not in all_text(conn) and "Qorvex" not in all_text(conn)
+    # The shared entity stays (another memory mentions it); the orphaned one went with it.
+    assert [r[0] for r in conn.execute("SELECT canonical_name FROM entities")] == ["Monday"]
+    assert get(conn, newer)["supersedes"] is None and get(conn, other) is not None
+    (purge,) = conn.execute("SELECT * FROM history WHERE memory_id = ?", (secret,)).fetchall()
+    assert (purge["event"], purge["old_value"], purge["new_value"], purge["actor"]) == (
+        "PURGE",
+        None,
+        None,
+        "user",
+    )
+    assert conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 1  # the log stays
+    assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 0  # restored
+    assert not lifecycle.purge_memory(conn, secret, now=NOW)
+
+
+def test_purge_due_at_purge_at_inclusive(conn: Any) -> None:
+    due = add(conn, status="soft_deleted", purge_at=NOW)
+    later = add(conn, status="soft_deleted", purge_at=NOW + 1)
+    archived = add(conn, status="archived", purge_at=NOW - 1)
+    assert lifecycle.purge_due(conn, NOW) == 1
+    assert get(conn, due) is None
+    assert get(conn, later) is not None and get(conn, archived) is not None
+
+
+def test_purge_refuses_without_sqlite_vec(conn: Any, tmp_path: Path) -> None:
+    m = add(conn)
+    # A connection without sqlite-vec cannot delete from vec0: the purge must fail loudly
+    # rather than leave the vector behind.
+    bare = sqlite3.connect(str(tmp_path / "life.db"), isolation_level=None)
+    bare.row_factory = sqlite3.Row
+    with pytest.raises(sqlite3.OperationalError):
+        lifecycle.purge_memory(bare, m, now=NOW)
+    bare.close()
+    assert get(conn, m) is not None
+
+
+# -- the whole pass ----------------------------------------------------------------------------
+def test_run_gc_counts(conn: Any) -> None:
+    add(conn, "hot", hits=3, last_accessed=NOW - DAY, importance=0.9)
+    add(conn, "weak", importance=0.0, created_at=NOW - 20 * DAY)
+    add(
+        conn, "fading", confidence=0.06, decay_rate=0.1, last_accessed=NOW - 5 * DAY, importance=0.9
+    )
+    add(conn, "forgotten", importance=0.1, created_at=NOW - 90 * DAY, status="archived")
+    add(conn, "due", status="soft_deleted", purge_at=NOW - 1)
+    result = lifecycle.run_gc(conn, NOW, GcParams())
+    assert result == {
+        "rescored": 3,
+        "decayed": 2,
+        "promoted": 1,
+        "demoted": 0,
+        "archived": 1,
+        "soft_deleted": 2,
+        "purged": 1,
+    }
+    hot = conn.execute("SELECT attributes FROM memories WHERE content = 'hot'").fetchone()[0]
+    assert json.loads(hot)["score"] == pytest.approx(math.log(4) + math.exp(-0.05) + 1.8)
+    valid = {
+        "ADD",
+        "UPDATE",
+        "MERGE",
+        "DELETE",
+        "SOFT_DELETE",
+        "RESTORE",
+        "PURGE",
+        "LINK",
+        "TTL",
+        "ARCHIVE",
+        "PROMOTE",
+        "DEMOTE",
+        "DECAY",
+        "HIT",
+    }
+    assert {r[0] for r in conn.execute("SELECT event FROM history")} <= valid
+
+
+def test_gc_runs_inside_one_immediate_transaction(conn: Any) -> None:
+    # The daemon runs GC through Database.write_sync: BEGIN IMMEDIATE … COMMIT. Purging (with
+    # its secure_delete toggle and FTS optimize) must work there too.
+    full_memory(conn)
+    conn.execute("BEGIN IMMEDIATE")
+    result = lifecycle.run_gc(conn, NOW + DAY)
+    conn.execute("COMMIT")
+    assert result["purged"] == 1
+    assert SECRET not in all_text(conn)

@@ -1,0 +1,320 @@
+"""Fact extraction jobs: defensive parsing, one reminder then a loud give-up, idempotent re-runs,
+near-duplicates superseding with history kept, outages retried."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbutil import query
+from fake_ollama import FakeOllamaState
+from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, memory_env
+
+from lobug.llm.embedders import HashingEmbedder
+from lobug.memory.ask import InvalidOutput
+from lobug.memory.extraction import Candidate, parse_facts
+from lobug.memory.store import counters, history_of
+from lobug.workers import queue
+
+TEA = "The user likes green tea."
+CAT = "The user has a cat called Tom."
+
+
+@pytest.fixture
+async def mem(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> AsyncIterator[MemoryEnv]:
+    async with memory_env(tmp_path, ollama[1], clock) as env:
+        yield env
+
+
+# -- the parser, shape by shape ------------------------------------------------------------------
+ARRAY = json.dumps([{"fact": TEA, "type": "preference"}, {"fact": CAT, "type": "personal"}])
+SHAPES = {
+    "array": ARRAY,
+    "fenced": f"```json\n{ARRAY}\n```",
+    "fenced_no_lang": f"Here are the facts:\n```\n{ARRAY}\n```\nLet me know!",
+    "trailing_prose": f"{ARRAY}\n\nThese are the facts I found in the exchange.",
+    "leading_prose": f"Sure! Here is the JSON: {ARRAY}",
+    "wrapped": json.dumps({"facts": json.loads(ARRAY)}),
+    "wrapped_other_key": json.dumps({"memories": json.loads(ARRAY)}),
+    "reasoning": f"<think>The user said {{tea}}; [maybe] a cat?</think>\n{ARRAY}",
+    "strings": json.dumps([TEA, CAT]),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_parser_accepts_what_small_models_send(shape: str) -> None:
+    got = [c.content for c in parse_facts(SHAPES[shape])]
+    assert got == [TEA, CAT]
+
+
+def test_parser_single_object_types_and_cleanup() -> None:
+    single = json.dumps({"fact": "the user  works at NASA", "type": "Personal_Info"})
+    assert parse_facts(single) == [Candidate("The user works at NASA.", "personal")]
+    kinds = json.dumps([{"fact": TEA, "type": "preferences"}, {"fact": CAT, "type": "pets"}])
+    assert [c.category for c in parse_facts(kinds)] == ["preference", "knowledge"]
+    dupes = json.dumps([TEA, TEA.upper(), "ok", {"fact": 42}])
+    assert parse_facts(dupes) == [Candidate(TEA, "knowledge")]
+    assert (
+        parse_facts("[]") == []
+        and parse_facts("{}") == []
+        and parse_facts("```json\n[]\n```") == []
+    )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Sure! The user likes green tea.",
+        "",
+        "[1, 2, 3]",
+        '{"action": "RESPOND", "response": "Nice to meet you"}',
+        '[{"fact": 1}, {"fact": null}]',
+        '{"facts": "The user likes tea"',
+    ],
+)
+def test_parser_rejects_garbage(raw: str) -> None:
+    with pytest.raises(InvalidOutput):
+        parse_facts(raw)
+
+
+# -- the job -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", ["fenced", "trailing_prose", "wrapped", "reasoning"])
+async def test_each_shape_stores_facts_with_provenance(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], shape: str
+) -> None:
+    state, _ = ollama
+    state.script = Script(extract=lambda _: SHAPES[shape])
+    user, assistant = await mem.exchange("I love green tea and my cat Tom", "Lovely!")
+    assert await mem.run() >= 2
+    assert mem.facts() == [TEA, CAT]
+    assert assistant is not None
+    sources = mem.rows("SELECT memory_id, turn_id, reason FROM memory_sources ORDER BY 1, 2")
+    ids = [r[0] for r in mem.rows("SELECT id FROM memories ORDER BY id")]
+    assert [tuple(r) for r in sources] == [
+        (ids[0], user.id, "extracted"),
+        (ids[0], assistant.id, "extracted"),
+        (ids[1], user.id, "extracted"),
+        (ids[1], assistant.id, "extracted"),
+    ]
+    assert mem.value("SELECT COUNT(*) FROM memory_vectors") == 2
+    assert mem.value("SELECT COUNT(*) FROM turn_vectors") == 2
+    assert {r["state"] for r in mem.rows("SELECT state FROM jobs")} == {"done"}
+
+
+async def test_invalid_then_valid_after_the_reminder(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    state, _ = ollama
+    answers = iter(["I think the user likes tea.", facts_json(TEA)])
+    script = Script(extract=lambda _: next(answers))
+    state.script = script
+    await mem.exchange("I like green tea")
+    await mem.run()
+    assert mem.facts() == [TEA]
+    retry = script.seen["extract"][1]
+    assert retry[-2] == {"role": "assistant", "content": "I think the user likes tea."}
+    assert "only the JSON array" in retry[-1]["content"]
+    assert (await mem.db.read(counters)).get("extraction_invalid_total", 0) == 0
+
+
+async def test_garbage_twice_gives_up_loudly_and_retry_recovers(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    state, _ = ollama
+    script = Script(extract=lambda _: "Sorry, I cannot do that.")
+    state.script = script
+    await mem.exchange("I like green tea")
+    with caplog.at_level(logging.WARNING):
+        await mem.run()
+    assert len(script.seen["extract"]) == 2  # the answer, and one reminder
+    (job,) = mem.jobs("extract")
+    assert job["state"] == "failed"
+    assert "invalid model output after a reminder" in job["last_error"]
+    assert "Sorry, I cannot do that." in job["last_error"]
+    assert (await mem.db.read(counters))["extraction_invalid_total"] == 1
+    assert any(
+        "giving up" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records
+    )
+    assert mem.facts() == []
+    # `lobug jobs retry`, with a model that behaves now: the job completes.
+    script.extract = lambda _: facts_json(TEA)
+    await mem.db.write(lambda c: queue.retry(c, now=mem.clock()))
+    await mem.run()
+    assert mem.facts() == [TEA]
+    assert mem.jobs("extract")[0]["state"] == "done"
+
+
+async def test_rerunning_an_extract_job_adds_nothing(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    state, _ = ollama
+    script = Script(extract=lambda _: facts_json(TEA, CAT))
+    state.script = script
+    await mem.exchange("tea and Tom")
+    await mem.run()
+    assert mem.facts() == [TEA, CAT]
+    # As if the process died after the commit and the job ran again.
+    await mem.db.write(
+        lambda c: c.execute("UPDATE jobs SET state = 'running' WHERE kind = 'extract'")
+    )
+    await mem.db.write(lambda c: queue.recover(c, now=mem.clock()))
+    await mem.run()
+    assert mem.facts() == [TEA, CAT]
+    assert len(script.seen["extract"]) == 1, "a finished extraction must not call the LLM again"
+    assert mem.value("SELECT COUNT(*) FROM memories") == 2
+    # The same fact said again in a later turn is one more mention, not a second row.
+    await mem.exchange("did I tell you about the tea")
+    await mem.run()
+    assert mem.facts() == [TEA, CAT]
+    assert [r[0] for r in mem.rows("SELECT mention_count FROM memories ORDER BY id")] == [2, 2]
+    assert [h["event"] for h in await mem.db.read(history_of, 1)] == ["ADD", "MERGE"]
+
+
+def _distance(a: str, b: str) -> float:
+    ea, eb = (HashingEmbedder(64).embed_one(t) for t in (a, b))
+    return 1.0 - sum(x * y for x, y in zip(ea, eb, strict=True))
+
+
+OLD = "The user lives in a small blue house in Portland near the river with two old cats."
+NEW = "The user lives in a small blue house in Seattle near the river with two old cats."
+FAR = "The user plays the cello in a community orchestra on Tuesdays."
+
+
+@pytest.mark.parametrize("margin", [+0.001, -0.001])
+async def test_near_duplicate_supersedes_exactly_below_the_threshold(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any, margin: float
+) -> None:
+    state, url = ollama
+    distance = _distance(OLD, NEW)
+    assert distance < 0.15 and _distance(OLD, FAR) > 0.5  # the default would replace
+    threshold = round(distance + margin, 6)
+    table = {"Portland": [OLD], "Seattle": [NEW], "cello": [FAR]}
+    state.script = Script(extract=extract_by_keyword(table))
+    async with memory_env(tmp_path, url, clock, **{"memory.duplicate_distance": threshold}) as mem:
+        first, _ = await mem.exchange("I live in Portland")
+        await mem.run()
+        await mem.exchange("I play the cello")
+        await mem.run()
+        clock.advance(3600)
+        second, _ = await mem.exchange("I moved to Seattle")
+        await mem.run()
+        rows = {r["content"]: r for r in mem.rows("SELECT * FROM memories")}
+        if margin < 0:  # threshold just below the distance: both stay
+            assert mem.facts() == [OLD, FAR, NEW]
+            assert rows[NEW]["supersedes"] is None
+            return
+        assert mem.facts() == [FAR, NEW]
+        old, new = rows[OLD], rows[NEW]
+        assert old["status"] == "archived" and old["valid_until"] == clock()
+        assert new["supersedes"] == old["id"] and new["status"] == "active"
+        old_events = await mem.db.read(history_of, old["id"])
+        assert [(e["event"], e["actor"]) for e in old_events] == [
+            ("ADD", "extractor"),
+            ("ARCHIVE", "extractor"),
+        ]
+        assert (old_events[1]["old_value"], old_events[1]["new_value"]) == (OLD, NEW)
+        assert old_events[1]["meta"]["superseded_by"] == new["id"]
+        assert abs(old_events[1]["meta"]["distance"] - distance) < 1e-3
+        new_events = await mem.db.read(history_of, new["id"])
+        assert new_events[0]["meta"]["supersedes"] == old["id"]
+        # Provenance stays for both; only active facts keep a vector.
+        assert (
+            mem.value("SELECT turn_id FROM memory_sources WHERE memory_id = ? LIMIT 1", old["id"])
+            == first.id
+        )
+        assert (
+            mem.value("SELECT turn_id FROM memory_sources WHERE memory_id = ? LIMIT 1", new["id"])
+            == second.id
+        )
+        vectors = {r[0] for r in mem.rows("SELECT memory_id FROM memory_vectors")}
+        assert vectors == {new["id"], rows[FAR]["id"]}
+
+
+async def test_ollama_down_during_extraction_retries_then_succeeds(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    state, _ = ollama
+    state.script = Script(extract=lambda _: facts_json(TEA))
+    state.memory_mode = "down"
+    await mem.exchange("I like green tea")
+    await mem.run()
+    (job,) = mem.jobs("extract")
+    assert (job["state"], job["attempts"]) == ("pending", 1)
+    assert "LLM unavailable" in job["last_error"] and job["run_after"] > clock()
+    assert mem.facts() == []
+    assert await mem.run() == 0  # the backoff has not passed: nothing runs, nothing sleeps
+    state.memory_mode = "ok"
+    clock.advance(job["run_after"] - clock() + 0.01)
+    await mem.run()
+    (job,) = mem.jobs("extract")
+    assert (job["state"], job["attempts"]) == ("done", 2)
+    assert mem.facts() == [TEA]
+
+
+async def test_embedder_outage_is_retried_and_reported(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    state, url = ollama
+    state.embed_dim = 64
+    overrides = {"embedding.backend": "ollama", "embedding.model": "nomic-embed-text"}
+    async with memory_env(tmp_path, url, clock, **overrides) as mem:
+        state.mode = "down"
+        await mem.exchange("remember the milk", None)
+        await mem.run()
+        job = mem.jobs("embed_turn")[0]
+        assert job["state"] == "pending" and "embedder unavailable" in job["last_error"]
+        report = await mem.service.embedding_status()
+        assert "is failing" in report["problem"]
+        state.mode = "ok"
+        clock.advance(60)
+        await mem.run()
+        assert mem.jobs("embed_turn")[0]["state"] == "done"
+        assert mem.value("SELECT COUNT(*) FROM turn_vectors") == 1
+        assert (await mem.service.embedding_status())["problem"] is None
+
+
+async def test_embed_jobs_are_batched(mem: MemoryEnv) -> None:
+    for i in range(6):
+        await mem.exchange(f"note number {i}", f"noted {i}")
+    await mem.run()
+    assert mem.value("SELECT COUNT(*) FROM turn_vectors") == 12
+    # The first job embedded every pending turn in one call and settled the other jobs.
+    jobs = mem.jobs("embed_turn")
+    assert len(jobs) == 12 and {j["state"] for j in jobs} == {"done"}
+    assert [j["attempts"] for j in jobs] == [1] + [0] * 11
+
+
+async def test_a_degraded_turn_is_extracted_from_the_user_text_later(
+    make_client: Any, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    from contract import assert_valid
+    from memory_kit import drain
+
+    from lobug import keys
+
+    state, _ = ollama
+    script = Script(extract=lambda _: facts_json(TEA))
+    state.script = script
+    client = await make_client()
+    path = client.app[keys.CONFIG].storage.db_path
+    state.mode = "down"  # Ollama is down for the turn and for the memory work
+    resp = await client.post("/chat/text", json={"text": "I like green tea"})
+    body = await resp.json()
+    assert_valid("chat_text.response", body)
+    assert body["degraded"] is True
+    await drain(path, clock)
+    (job,) = [r for r in query(path, "SELECT * FROM jobs WHERE kind = 'extract'")]
+    assert job["state"] == "pending" and json.loads(job["payload"])["assistant_turn_id"] is None
+    state.mode = "ok"
+    clock.advance(60)
+    client.app[keys.RUNNER].wake()
+    await drain(path, clock)
+    assert [r[0] for r in query(path, "SELECT content FROM memories")] == [TEA]
+    # The apology is not part of what the model was shown.
+    assert script.seen["extract"][-1][1]["content"] == "User: I like green tea"

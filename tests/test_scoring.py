@@ -1,0 +1,162 @@
+"""Scoring formulas: seed-000 score terms, RRF, Ebbinghaus and the final re-score."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lobug.memory.scoring import (
+    DAY,
+    Fused,
+    ScoringWeights,
+    age_days,
+    ebbinghaus,
+    fuse,
+    list_ranks,
+    memory_score,
+    rescore,
+    rrf,
+)
+from lobug.storage.migrations import migrate
+from lobug.storage.sqlite import connect
+
+NOW = 1_750_000_000.0
+W = ScoringWeights()
+
+
+def test_defaults_are_the_seed_values() -> None:
+    assert (W.w_freq, W.w_recency, W.w_importance, W.decay_lambda, W.rrf_k) == (
+        1.0,
+        1.0,
+        2.0,
+        0.05,
+        60,
+    )
+
+
+def test_memory_score_terms() -> None:
+    row = {"hits": 3, "importance": 0.5, "created_at": NOW - 10 * DAY}
+    b = memory_score(row, W, NOW)
+    assert b.freq == pytest.approx(math.log(4))
+    assert b.recency == pytest.approx(math.exp(-0.5))
+    assert b.importance == pytest.approx(1.0)
+    assert b.total == pytest.approx(math.log(4) + math.exp(-0.5) + 1.0)
+    assert b.age_days == pytest.approx(10.0)
+    assert b.as_dict()["hits"] == 3
+
+
+def test_age_uses_last_access_then_creation_then_ts() -> None:
+    assert age_days({"last_accessed": NOW - DAY, "created_at": NOW - 9 * DAY}, NOW) == 1.0
+    assert age_days({"last_accessed": None, "created_at": NOW - 2 * DAY}, NOW) == 2.0
+    assert age_days({"ts": NOW - 3 * DAY}, NOW) == 3.0
+    assert age_days({"created_at": NOW + DAY}, NOW) == 0.0  # clock skew never gives a bonus
+
+
+def test_memory_score_reads_sqlite_rows(tmp_path: object) -> None:
+    conn = connect(f"{tmp_path}/s.db")
+    migrate(conn)
+    conn.execute(
+        "INSERT INTO memories (content, hits, importance, created_at, updated_at)"
+        " VALUES ('x', 0, 1.0, ?, ?)",
+        (NOW, NOW),
+    )
+    row = conn.execute("SELECT * FROM memories").fetchone()
+    b = memory_score(row, W, NOW)
+    assert b.total == pytest.approx(0 + 1.0 + 2.0)
+    conn.close()
+
+
+def test_ebbinghaus() -> None:
+    assert ebbinghaus(1.0, 0.1, 10) == pytest.approx(math.exp(-1))
+    assert ebbinghaus(0.8, 0.0, 10_000) == 0.8  # protected
+    assert ebbinghaus(0.8, 0.1, -5) == 0.8  # no negative time
+
+
+def test_rrf_and_ranks() -> None:
+    lists = {"vector": [1, 2, 3], "bm25": [3, 1], "entity": []}
+    scores = rrf(lists, k=60)
+    assert scores[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores[2] == pytest.approx(1 / 62)
+    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert list_ranks(lists) == {
+        1: {"vector": 1, "bm25": 2},
+        2: {"vector": 2},
+        3: {"vector": 3, "bm25": 1},
+    }
+
+
+def test_rrf_counts_a_repeated_id_once_at_its_best_rank() -> None:
+    assert rrf({"a": [5, 5, 6]}, k=60) == {5: pytest.approx(1 / 61), 6: pytest.approx(1 / 62)}
+
+
+def test_weighted_rrf() -> None:
+    scores = rrf({"vector": [1], "bm25": [2]}, k=60, weights={"vector": 2.0})
+    assert scores[1] == pytest.approx(2 / 61)
+    assert scores[2] == pytest.approx(1 / 61)
+
+
+def test_fuse_orders_and_normalises() -> None:
+    fused = fuse({"vector": [1, 2], "bm25": [1, 3]})
+    assert [f.id for f in fused] == [1, 2, 3]
+    assert fused[0].rrf_norm == pytest.approx(1.0)
+    assert fused[0].ranks == {"vector": 1, "bm25": 1}
+    assert fused[1].rrf_norm == pytest.approx((1 / 62) / (2 / 61))
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["v", "b", "e"]), st.lists(st.integers(0, 30), max_size=20), max_size=3
+    )
+)
+def test_rrf_norm_within_unit_interval(lists: dict[str, list[int]]) -> None:
+    for f in fuse(lists):
+        assert 0.0 < f.rrf_norm <= 1.0 + 1e-12
+
+
+def fused(norm: float) -> Fused:
+    return Fused(id=1, rrf=norm * 2 / 61, rrf_norm=norm, ranks={"vector": 1})
+
+
+def test_rescore_terms() -> None:
+    row = {"hits": 0, "importance": 0.5, "created_at": NOW, "confidence": 1.0}
+    score, b = rescore(fused(1.0), row, W, NOW, related_strength=0.8)
+    memory_norm = (0 + 1.0 + 1.0) / W.memory_max
+    assert b.memory_norm == pytest.approx(memory_norm)
+    assert b.confidence_mult == 1.0
+    assert b.relation_boost == pytest.approx(0.08)
+    assert score == pytest.approx(1.0 + W.w_memory * memory_norm + 0.08)
+    assert b.final == score
+    assert b.as_dict()["memory"]["hits"] == 0
+
+
+def test_confidence_multiplier_has_a_floor() -> None:
+    row = {"importance": 0.5, "created_at": NOW, "confidence": 0.0}
+    _, b = rescore(fused(1.0), row, W, NOW)
+    assert b.confidence_mult == 0.5
+
+
+def test_recency_breaks_ties_but_not_relevance() -> None:
+    old = {"importance": 0.5, "created_at": NOW - 60 * DAY}
+    new = {"importance": 0.5, "created_at": NOW - 1 * DAY}
+    tie_old, _ = rescore(fused(0.95), old, W, NOW)
+    tie_new, _ = rescore(fused(0.95), new, W, NOW)
+    assert tie_new > tie_old
+    # A clearly more relevant old memory still wins over a barely relevant new one.
+    strong_old, _ = rescore(fused(0.95), old, W, NOW)
+    weak_new, _ = rescore(fused(0.6), new, W, NOW)
+    assert strong_old > weak_new
+
+
+def test_relation_strength_is_clamped() -> None:
+    row = {"created_at": NOW}
+    s1, _ = rescore(fused(0.5), row, W, NOW, related_strength=5.0)
+    s2, _ = rescore(fused(0.5), row, W, NOW, related_strength=1.0)
+    assert s1 == s2
+
+
+def test_empty_lists_do_not_lower_the_normalisation() -> None:
+    (only,) = fuse({"vector": [7], "bm25": [], "entity": []})
+    assert only.rrf_norm == pytest.approx(1.0)
