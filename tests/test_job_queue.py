@@ -155,3 +155,19 @@ async def test_workers_are_bounded_and_woken(db: Database) -> None:
     await asyncio.wait_for(finished.wait(), 5)
     await runner.stop()
     assert peak == 2
+
+
+async def test_outages_never_exhaust_attempts(db: Database) -> None:
+    clock = Clock()
+
+    async def down(job: Job) -> None:
+        raise RetryLater("ollama down")
+
+    runner = JobRunner(db, config(backoff_base_s=1.0, backoff_max_s=5.0), clock, {"extract": down})
+    job_id = await db.write(lambda c: queue.enqueue(c, "extract", {}, now=clock(), max_attempts=2))
+    for _ in range(6):
+        await runner.run_until_idle()
+        clock.now += 10
+    row = await state_of(db, job_id)
+    assert row["state"] == "pending" and row["attempts"] == 6
+    assert row["run_after"] - (clock.now - 10) <= 6.0  # capped backoff

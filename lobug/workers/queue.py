@@ -101,10 +101,21 @@ def complete(conn: Any, job_id: int, *, now: float) -> None:
 
 
 def fail(
-    conn: Any, job: Job, error: str, *, now: float, retry_in: float | None, permanent: bool = False
+    conn: Any,
+    job: Job,
+    error: str,
+    *,
+    now: float,
+    retry_in: float | None,
+    permanent: bool = False,
+    exhaustible: bool = True,
 ) -> str:
-    """Record a failure: back to pending after `retry_in`, or `failed` when out of attempts."""
-    if permanent or retry_in is None or job.attempts >= job.max_attempts:
+    """Record a failure: back to pending after `retry_in`, or `failed` when out of attempts.
+
+    `exhaustible=False` (a dependency outage) keeps the job pending however often it failed.
+    """
+    out_of_attempts = exhaustible and job.attempts >= job.max_attempts
+    if permanent or retry_in is None or out_of_attempts:
         conn.execute(
             "UPDATE jobs SET state = 'failed', last_error = ?, updated_at = ? WHERE id = ?",
             (error[:2000], now, job.id),

@@ -20,7 +20,11 @@ Handler = Callable[[Job], Awaitable[None]]
 
 
 class RetryLater(Exception):
-    """A dependency is down (LLM, embedder): try again after the backoff."""
+    """A dependency is down (LLM, embedder): try again after the backoff.
+
+    An outage delays work, it never drops it: such retries do not run out of attempts (the
+    backoff is capped at `workers.backoff_max_s`, so work resumes soon after the outage ends).
+    """
 
 
 class PermanentFailure(Exception):
@@ -167,19 +171,30 @@ class JobRunner:
             await self._record_failure(job, f"{type(exc).__name__}: {exc}", permanent=True)
             return
         except Exception as exc:  # noqa: BLE001 - every failure is recorded, none is lost
-            if not isinstance(exc, RetryLater):
+            outage = isinstance(exc, RetryLater)
+            if not outage:
                 log.exception("job %s #%d raised", job.kind, job.id)
-            await self._record_failure(job, f"{type(exc).__name__}: {exc}", permanent=False)
+            await self._record_failure(
+                job, f"{type(exc).__name__}: {exc}", permanent=False, exhaustible=not outage
+            )
             return
         await self.db.write(lambda c: queue.complete(c, job.id, now=self.clock()))
         self.processed += 1
 
-    async def _record_failure(self, job: Job, error: str, *, permanent: bool) -> None:
+    async def _record_failure(
+        self, job: Job, error: str, *, permanent: bool, exhaustible: bool = True
+    ) -> None:
         self.failures += 1
         delay = self.backoff(job.attempts)
         state = await self.db.write(
             lambda c: queue.fail(
-                c, job, error, now=self.clock(), retry_in=delay, permanent=permanent
+                c,
+                job,
+                error,
+                now=self.clock(),
+                retry_in=delay,
+                permanent=permanent,
+                exhaustible=exhaustible,
             )
         )
         level = logging.ERROR if state == "failed" else logging.WARNING
