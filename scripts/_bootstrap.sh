@@ -8,6 +8,9 @@ PYTHON="${PYTHON:-python3}"
 
 say() { printf '%s\n' "$*" >&2; }
 
+# pip warns once per package about this machine's unused local index folders; keep real errors.
+quiet_pip() { grep -v "^WARNING: Location 'file:" || true; }
+
 ensure_apt() {
   # Debian packages the tests use (speech fixtures, systemd-python build, systemd-analyze).
   local missing=()
@@ -39,9 +42,9 @@ ensure_venv() {
   if [[ ",$extras," == *",local-embed,"* ]]; then
     # The CPU build of torch that is on this machine; a plain `torch` requirement would pull
     # gigabytes of CUDA packages. sentence-transformers then finds it satisfied.
-    "$VENV/bin/pip" install -q "torch==2.13.0"
+    "$VENV/bin/pip" install -q "torch==2.13.0" 2> >(quiet_pip >&2)
   fi
   say "installing lobug${extras:+[$extras]} into $VENV"
-  "$VENV/bin/pip" install -q -e "$ROOT${extras:+[$extras]}"
+  "$VENV/bin/pip" install -q -e "$ROOT${extras:+[$extras]}" 2> >(quiet_pip >&2)
   echo "$want" >"$stamp"
 }
