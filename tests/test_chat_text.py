@@ -173,3 +173,18 @@ async def test_unknown_route_and_method(client: Any) -> None:
     resp = await client.get("/nope")
     assert resp.status == 404
     assert_error(await resp.json(), "not_found")
+
+
+async def test_unexpected_error_is_a_generic_500_with_traceback_logged(
+    client: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    async def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(client.app[keys.CHAT], "turn", boom)
+    resp = await client.post("/chat/text", json={"text": "hi"})
+    body = await resp.json()
+    assert resp.status == 500
+    assert_error(body, "internal")
+    assert "secret" not in body["error"]["message"]
+    assert any("secret internal detail" in (r.exc_text or "") for r in caplog.records)
