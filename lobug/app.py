@@ -23,6 +23,8 @@ from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
 from lobug.llm.ollama_chat import OllamaChat
+from lobug.memory.records import Records
+from lobug.memory.records_recall import Recall
 from lobug.memory.service import MemoryService
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
@@ -152,6 +154,13 @@ def _services(
             clock=overrides.clock,
             memory=memory,
         )
+        records = Records(db, app[keys.ACCESS].policy, memory=memory, clock=overrides.clock)
+        app[keys.RECORDS] = records
+        app[keys.RECALL] = Recall(
+            records,
+            max_text_chars=config.chat.max_text_chars,
+            working_memory_size=config.chat.working_memory_size,
+        )
         app[keys.HEALTH] = HealthService(
             db=db,
             llm=llm,
@@ -177,6 +186,7 @@ def _memory(
             memory = MemoryService.create(config, db=app[keys.DB], clock=overrides.clock)
             await memory.start()
             memory.register(runner)
+            memory.start_periodic()  # GC and friends: the daemon's, not the CLI's
         app[keys.MEMORY] = memory
         yield
         if memory is not None:

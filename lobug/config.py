@@ -98,6 +98,52 @@ class MemoryConfig:
     # Background LLM calls (extraction, summaries, distillation) are longer than a chat reply
     # and nobody waits on them; on a Pi a 20-turn summary can take a minute.
     llm_timeout_s: float = 120.0
+    # An extraction whose LLM is still unreachable at this attempt uses the heuristic facts.
+    llm_fallback_attempts: int = 3
+    near_duplicate_jaccard: float = 0.75  # word overlap at which a new fact merges (seed 003)
+    link_min: float = 0.55  # similarity for a relation edge to a neighbour (seed 001 §2)
+    link_k: int = 3  # neighbours considered for relation edges per new fact
+    hit_flush_s: float = 5.0  # retrieval hits are counted in memory and written this often
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """The ranking formulas' knobs (lobug/memory/scoring.py explains each)."""
+
+    w_freq: float = 1.0
+    w_recency: float = 1.0
+    w_importance: float = 2.0
+    decay_lambda: float = 0.05
+    rrf_k: int = 60
+    w_vector: float = 1.0
+    w_bm25: float = 0.5
+    w_entity: float = 0.5
+    bm25_min_words: int = 2
+    w_fused: float = 1.0
+    w_memory: float = 0.15
+    rescore_lambda: float = 0.01
+    w_rel: float = 0.1
+    confidence_floor: float = 0.5
+    hits_cap: int = 20
+
+
+@dataclass(frozen=True)
+class LifecycleConfig:
+    """GC policies (lobug/memory/lifecycle.py); the pass runs every gc_interval_s (0 = never)."""
+
+    gc_interval_s: float = 3600.0
+    # Ebbinghaus rate (per day) of a memory of importance 0; a memory's own rate is this
+    # times (1 − importance), so what matters fades slower (0.5 → 0.05/day: about 60 days).
+    decay_rate: float = 0.1
+    soft_delete_below: float = 0.05
+    purge_after_days: float = 30.0
+    promote_hits: int = 3
+    promote_seen_within_days: float = 7.0
+    archive_score_below: float = 0.5
+    archive_idle_days: float = 30.0
+    mid_capacity: int = 500
+    ttl_idle_days: float = 60.0
+    ttl_importance_below: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -153,6 +199,8 @@ class Config:
     speech: SpeechConfig = field(default_factory=SpeechConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     workers: WorkerConfig = field(default_factory=WorkerConfig)
     sensors: SensorConfig = field(default_factory=SensorConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
@@ -377,8 +425,13 @@ def _validate(config: Config) -> None:
     for key, value, low, high in positive:
         if not low <= value <= high:
             raise ConfigError(f"{key}: must be between {low} and {high}, got {value}")
-    if not 0.0 <= config.memory.min_similarity <= 1.0:
-        raise ConfigError("memory.min_similarity: must be between 0 and 1")
+    for key in ("min_similarity", "near_duplicate_jaccard", "link_min"):
+        if not 0.0 <= getattr(config.memory, key) <= 1.0:
+            raise ConfigError(f"memory.{key}: must be between 0 and 1")
+    if config.lifecycle.gc_interval_s < 0:
+        raise ConfigError("lifecycle.gc_interval_s: must be 0 (off) or positive")
+    if config.memory.hit_flush_s <= 0:
+        raise ConfigError("memory.hit_flush_s: must be positive")
     if config.memory.short_term_keep >= config.memory.short_term_threshold:
         raise ConfigError("memory.short_term_keep: must be below memory.short_term_threshold")
     if config.memory.long_term_keep >= config.memory.long_term_threshold:

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from lobug.config import Config
     from lobug.health import HealthService
     from lobug.llm.ollama_chat import OllamaChat
+    from lobug.memory.records import Records
+    from lobug.memory.records_recall import Recall
     from lobug.memory.service import MemoryService
     from lobug.service.looplag import LoopLagMonitor
     from lobug.speech.service import SpeechService
@@ -30,6 +32,8 @@ RUNNER: web.AppKey[JobRunner] = web.AppKey("runner")
 LOOP: web.AppKey[LoopLagMonitor] = web.AppKey("loop")
 MEMORY: web.AppKey[MemoryService | None] = web.AppKey("memory")
 ACCESS: web.AppKey[AccessControl] = web.AppKey("access")
+RECORDS: web.AppKey[Records] = web.AppKey("records")  # the /v1 memory service layer
+RECALL: web.AppKey[Recall] = web.AppKey("recall")  # /v1 turns, context, query
 
 # Per request: the /v1 caller, set by lobug.api.auth (web.RequestKey needs aiohttp >= 3.14).
 PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")

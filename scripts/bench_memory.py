@@ -4,16 +4,24 @@
 Measures, per size:
   - insert throughput: facts/s through the real write path (memory row + ADD history + FTS
     trigger + vec0 vector), 1000 facts per transaction; embedding is timed separately;
-  - dedup write cost: one extracted fact reconciled (hash check + KNN k=1 + insert), per fact;
-  - retrieval p50/p95: KNN + fetch of the top-k active facts, through the reader pool as the
-    daemon does it (query embedding excluded: vectors are precomputed);
+  - dedup write cost: one extracted fact reconciled (hash, fact key, BM25 + KNN neighbours for
+    near duplicates, insert, entities, relations, delta), per fact;
+  - retrieval p50/p95: the prompt's hybrid search (vector KNN above the floor + BM25 + entity,
+    RRF, re-score) of the top-k facts, through the reader pool as the daemon does it (query
+    embedding excluded: vectors are precomputed);
+  - after-embedding p50/p95: the same search as a turn runs it, with a simulated 20 ms
+    embedding: the word lists run while it lasts, so this is what the turn waits for after
+    its embedding (the KNN scan and the fusion);
+  - query p50/p95: `MemoryService.query` (the /v1 query: the same search without the floor,
+    50 candidates per list, sources attached), embedding excluded;
   - prompt sections p50/p95: `MemoryService.prompt_sections`, i.e. the whole hot-path memory
-    overhead of a turn (gate, cached base memory, KNN, formatting), embedding excluded;
+    overhead of a turn (gate, cached base memory, hybrid search, formatting), embedding
+    excluded;
   - DB size per fact (file after a WAL checkpoint; rows, history, FTS and vectors together)
     and process RSS (VmRSS, which includes the mmap'd DB pages the KNN touched).
 
 Usage: .venv/bin/python scripts/bench_memory.py [--sizes 1000,10000,100000] [--queries 200]
-       [--embedder hashing|local] [--dim 384] [--keep DIR]
+       [--embedder hashing|local] [--dim 384] [--keep DIR] [--no-mmap] [--checkpoint]
 Targets on a 2-core machine (384-d): retrieval p95 <= 10 ms at 10k and <= 60 ms at 100k;
 prompt sections p95 <= 15 ms at 10k.
 """
@@ -42,9 +50,11 @@ from lobug.config import Config, load_config  # noqa: E402
 from lobug.llm.embedders import Embedder, make_embedder  # noqa: E402
 from lobug.llm.ollama_chat import OllamaChat  # noqa: E402
 from lobug.memory import base_memory, knn, retrieval, store  # noqa: E402
-from lobug.memory.extraction import Candidate  # noqa: E402
-from lobug.memory.reconcile import reconcile  # noqa: E402
+from lobug.memory.heuristics import Candidate  # noqa: E402
+from lobug.memory.query import QueryRequest  # noqa: E402
+from lobug.memory.reconcile import Origin, reconcile  # noqa: E402
 from lobug.memory.service import MemoryService  # noqa: E402
+from lobug.memory.settings import write_policy  # noqa: E402
 from lobug.storage import sqlite as sqlite_driver  # noqa: E402
 from lobug.storage.database import Database  # noqa: E402
 from lobug.storage.migrations import migrate  # noqa: E402
@@ -58,6 +68,7 @@ NOUNS = (
 PLACES = "Lisbon Oslo Kyoto Denver Cairo Lima Perth Dublin Austin Quebec".split()
 DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 BASE_WORDS = 380
+EMBED_S = 0.02  # a simulated query embedding (a local Ollama embed call is about this)
 
 
 def fact_text(rng: random.Random, i: int) -> str:
@@ -157,47 +168,80 @@ async def bench_size(
     result["rss_after_fill"] = rss_mib()
     await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
 
-    # Dedup write cost: reconcile (hash + KNN k=1 + insert + vector), 100 facts, one tx each.
+    # Dedup write cost: the full reconcile of one new fact, 100 facts, one tx each.
     fresh = [fact_text(rng, n + i) for i in range(100)]
     fresh_vectors = await embedder.embed(fresh)
+    policy, origin = write_policy(config), Origin(actor="bench")
     times = []
     for text, vector in zip(fresh, fresh_vectors, strict=True):
         t0 = time.perf_counter()
         await db.write(
-            partial(
-                reconcile,
-                user_id="default",
-                session_id=None,
-                turn_ids=[],
-                now=time.time(),
-                duplicate_distance=config.memory.duplicate_distance,
-            ),
-            Candidate(text, "knowledge"),
+            partial(reconcile, origin=origin, policy=policy, now=time.time()),
+            Candidate(text, "knowledge", 0.5, ()),
             vector,
         )
         times.append((time.perf_counter() - t0) * 1000)
     result["reconcile_ms_p50"] = round(pct(times, 50), 2)
 
-    # Retrieval: KNN + fetch through the reader pool (warm-up first, as a running daemon is).
-    read = partial(
-        retrieval.read_context,
-        user_id="default",
-        k=config.memory.top_k,
-        min_similarity=config.memory.min_similarity,
-        want_base=False,
-    )
+    wal = Path(str(config.storage.db_path) + "-wal")
+    result["wal_kib_before_retrieval"] = round(wal.stat().st_size / 1024) if wal.exists() else 0
+    if args.checkpoint:
+        await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+
+    # Retrieval: the prompt's hybrid search through the reader pool, vector and word lists on
+    # two connections at once as the daemon does it (warm-up first, as a running daemon is).
+    def plan(q: str) -> Any:
+        return retrieval.context_plan(
+            q,
+            user_id="default",
+            session_id="bench",
+            k=config.memory.top_k,
+            min_similarity=config.memory.min_similarity,
+            weights=service.weights,
+            window=config.chat.working_memory_size,
+        )
+
+    async def vector(q: str) -> list[float]:
+        return table[q]
+
+    async def read(q: str) -> Any:
+        return await retrieval.context(db, plan(q), vector(q), want_base=False, now=time.time())
+
     for q in queries[:10]:
-        await db.read(read, table[q])
+        await read(q)
     times, hits = [], []
     for q in queries:
         t0 = time.perf_counter()
-        _, found = await db.read(read, table[q])
+        _, found, _ = await read(q)
         times.append((time.perf_counter() - t0) * 1000)
         hits.append(len(found))
     result["retrieval_ms_p50"] = round(pct(times, 50), 2)
     result["retrieval_ms_p95"] = round(pct(times, 95), 2)
     result["hits_mean"] = round(statistics.mean(hits), 2)
+
+    # What a real turn waits for after its embedding: the word lists run while the query is
+    # embedded, so only the KNN scan and the fusion follow it. Embedding simulated (20 ms).
+    async def embedded(q: str, started: list[float]) -> list[float]:
+        await asyncio.sleep(EMBED_S)
+        started.append(time.perf_counter())
+        return table[q]
+
+    times = []
+    for q in queries:
+        mark: list[float] = []
+        await retrieval.context(db, plan(q), embedded(q, mark), want_base=False, now=time.time())
+        times.append((time.perf_counter() - mark[0]) * 1000)
+    result["after_embedding_ms_p50"] = round(pct(times, 50), 2)
+    result["after_embedding_ms_p95"] = round(pct(times, 95), 2)
     result["rss_after_retrieval"] = rss_mib()
+
+    times = []
+    for q in queries:
+        t0 = time.perf_counter()
+        await service.query(QueryRequest(text=q, top_k=config.memory.top_k))
+        times.append((time.perf_counter() - t0) * 1000)
+    result["query_ms_p50"] = round(pct(times, 50), 2)
+    result["query_ms_p95"] = round(pct(times, 95), 2)
 
     times = []
     for q in queries:
@@ -242,6 +286,9 @@ async def main() -> int:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--keep", type=Path, help="keep the databases in this directory")
     parser.add_argument("--no-mmap", action="store_true", help="A/B: SQLite reads without mmap")
+    parser.add_argument(
+        "--checkpoint", action="store_true", help="A/B: checkpoint the WAL before the reads"
+    )
     args = parser.parse_args()
     if args.no_mmap:
         sqlite_driver.MMAP_BYTES = 0

@@ -304,6 +304,7 @@ async def main() -> int:
         async with aiohttp.ClientSession() as session:
             async with session.get(daemon.url + "/health") as resp:
                 health = await resp.json()
+        wal_bytes = _size(workdir / "data" / "lobug.db-wal")  # while the daemon still runs
         exit_code = await daemon.terminate()
         db_path = workdir / "data" / "lobug.db"
         stored = {r[0] for r in query(db_path, "SELECT id FROM turns WHERE role = 'user'")}
@@ -365,6 +366,7 @@ async def main() -> int:
         "loop_lag_max_ms": health.get("loop", {}).get("lag_max_ms"),
         "queue_at_end": health.get("queue"),
         "db_mib": round(db_size / 2**20, 1),
+        "wal_mib_at_end": round(wal_bytes / 2**20, 1),
         "daemon_exit_code": exit_code,
     }
     text_p99 = kinds.get("text", {}).get("p99_ms", float("inf"))
@@ -417,7 +419,8 @@ def _print(r: dict[str, Any]) -> None:
     )
     print(
         f"answered turns {r['answered_turns']}, missing from the DB "
-        f"{r['answered_turns_missing_from_db']}; DB {r['db_mib']} MiB; queue at end "
+        f"{r['answered_turns_missing_from_db']}; DB {r['db_mib']} MiB (WAL "
+        f"{r['wal_mib_at_end']} MiB); queue at end "
         f"{r['queue_at_end']}; worst loop lag {r['loop_lag_max_ms']} ms"
     )
     anon = r["rss_anon_mib"]

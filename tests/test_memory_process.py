@@ -75,9 +75,19 @@ async def test_memories_and_working_memory_survive_a_restart(
     assert status == 200
     assert_valid("chat_text.response", body)
     messages = state.chat_calls()[-1]["body"]["messages"]
-    # The deque came back from the log, and the fact from the memory store.
+    # The deque came back from the log; the fact is not repeated as a relevant memory of the
+    # session that said it (the deque holds that), the delta header tells it was learned.
     assert [m["content"] for m in messages[1:]] == [first, f"You said: {first}", ASK_ALEX]
-    assert f"[Relevant memories]\n- {ALEX}" in messages[0]["content"]
+    assert "[Relevant memories]" not in messages[0]["content"]
+    assert f"+created: [personal] {ALEX}" in messages[0]["content"]
+    # Another conversation gets it from the memory store.
+    status, body = await again.request(
+        "POST", "/chat/text", json={"text": ASK_ALEX, "session_id": "s-other"}
+    )
+    assert status == 200
+    assert f"[Relevant memories]\n- {ALEX}" in state.chat_calls()[-1]["body"]["messages"][0][
+        "content"
+    ]
     assert await again.terminate() == 0
 
 

@@ -136,7 +136,10 @@ async def test_embedder_down_costs_the_memories_not_the_reply(
     body = await post(client, ASK_ALEX)
     assert body["action"] == "RESPOND" and "degraded" not in body
     system = system_prompt(state)
-    assert f"[Long-term memory]\n{BASE}" in system and "[Relevant memories]" not in system
+    # No vector for the question: the fact is still found by its words (BM25) and entities.
+    assert f"[Long-term memory]\n{BASE}" in system and f"[Relevant memories]\n- {ALEX}" in system
+    body = await post(client, "what do you remember about the weather")
+    assert "[Relevant memories]" not in system_prompt(state)
     health = await (await client.get("/health")).json()
     assert_valid("health.response", health)
     assert health["embedding"]["problem"].startswith(f"embedder hashing-v1-{DIM} (hashing) is")

@@ -1,4 +1,7 @@
-"""`lobug memory facts|search|base|summaries|stats|import|reembed`: the memory from a shell."""
+"""`lobug memory facts|search|base|summaries|stats|import|reembed`: the memory from a shell.
+
+The /v1 operations (add-turn, query, list, update, export, …) are in `memory_api_cmd`.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +16,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from lobug.access import CategoryPolicy, cli_principal
 from lobug.app import make_database
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable, make_embedder
-from lobug.memory import base_memory, enqueue, store
+from lobug.memory import base_memory, enqueue, records_views, store
 from lobug.memory.cascades import count_unincorporated, count_unsummarized
+from lobug.memory.records_rows import Scope
 from lobug.memory.reembed import reembed
 from lobug.memory.service import MemoryService
 from lobug.storage.database import Database
@@ -62,6 +67,9 @@ def register(sub: Any) -> None:
     )
     re_.add_argument("--force", action="store_true", help="even when the model already matches")
     re_.set_defaults(func=_run(_reembed))
+    from lobug.cli import memory_api_cmd  # the /v1 operations; it imports helpers from here
+
+    memory_api_cmd.register(actions, common)
 
 
 def _run(coro: Any) -> Any:
@@ -146,8 +154,10 @@ async def _summaries(args: argparse.Namespace, config: Config) -> int:
 
 
 async def _stats(args: argparse.Namespace, config: Config) -> int:
+    scope = Scope.of(cli_principal(), CategoryPolicy.load(config.api.categories_file))
     async with _database(config) as db:
         data = await db.read(_collect_stats, args.user, config)
+        data = {**await db.read(records_views.stats, scope, args.user), **data}
     text = "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items())
     output(args, data, text)
     return EXIT_OK

@@ -1,5 +1,8 @@
 """`lobug memory import FILE.jsonl`: store the turns, then run their memory jobs to completion.
 
+Lines of an export (`lobug memory export`, with a `type`) are restored as they were instead
+(`memory_import_records`); both kinds may share a file.
+
 The jobs are the daemon's own (durable rows in `jobs`), run here in-process by a JobRunner.
 Whatever cannot run now (no Ollama, embedder down) stays pending for the daemon, and we say so.
 """
@@ -14,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from lobug.cli.memory_cmd import EXIT_OK, EXIT_PROBLEM, job_counts, open_service, output
+from lobug.cli.memory_import_records import import_file_records, split_lines, summary
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable
@@ -32,11 +36,22 @@ async def run_import(args: argparse.Namespace, config: Config) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"lobug: cannot read {args.file}: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
+    records, raw, record_errors = split_lines(raw)  # an export file's lines carry a `type`
     lines, errors = importer.read_lines(raw, max_chars=config.chat.max_text_chars)
+    errors = record_errors + errors
     for error in errors:
         print(f"lobug: {args.file}: {error}", file=sys.stderr)
     result = importer.ImportResult(errors=errors)
     async with open_service(config) as (db, service):
+        if records:
+            restored = await import_file_records(
+                db, service, records, user_id=args.user, config=config
+            )
+            errors += restored.errors
+            if not lines:
+                jobs = await db.read(job_counts)
+                output(args, {**restored.to_dict(), "jobs": jobs}, summary(restored))
+                return EXIT_PROBLEM if errors else EXIT_OK
         before = await db.read(_memory_counts, args.user)
         existing = await db.read(importer.existing_refs)
         kept = [ln for ln in lines if ln.ref is None or (ln.session_id, ln.ref) not in existing]

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+UNCATEGORIZED = "general"  # what lobug.access calls a memory without a category
+
 
 @dataclass(frozen=True)
 class Corpus:
@@ -41,25 +43,83 @@ class SearchFilter:
     categories: tuple[str, ...] | None = None  # memories only: the agent's allowlist
     roles: tuple[str, ...] | None = None  # turns only
     exclude_session: str | None = None
+    # With exclude_session: rows of that session created before this time still count (the
+    # conversation that taught them has left the working memory). None: exclude them all.
+    exclude_session_since: float | None = None
+    session: str | None = None  # only rows of this session
+    pinned: bool | None = None  # memories only
+    layer: str | None = None  # memories only: mid | long
+    importance_min: float | None = None  # memories only
+    importance_max: float | None = None
+    updated_after: float | None = None  # memories: updated_at; turns: ts
+    updated_before: float | None = None
 
 
 def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
     """SQL conditions on the base table (alias d) for the filter."""
-    clauses, params = ["d.user_id = ?"], [flt.user_id]
+    clauses: list[str] = ["d.user_id = ?"]
+    params: list[Any] = [flt.user_id]
 
     def one_of(column: str, values: Sequence[str] | None) -> None:
         if values is not None:
             clauses.append(f"d.{column} IN ({','.join('?' * len(values))})" if values else "0")
             params.extend(values)
 
+    def compare(expression: str, op: str, value: Any) -> None:
+        if value is not None:
+            clauses.append(f"{expression} {op} ?")
+            params.append(value)
+
     if corpus.table == "memories":
         one_of("status", flt.statuses)
         one_of("kind", flt.kinds)
         one_of("store", flt.stores)
-        one_of("category", flt.categories)
+        _categories(clauses, params, flt.categories)
+        compare("d.layer", "=", flt.layer)
+        compare("d.pinned", "=", None if flt.pinned is None else int(flt.pinned))
+        compare("d.importance", ">=", flt.importance_min)
+        compare("d.importance", "<=", flt.importance_max)
+        updated = "d.updated_at"
     else:
         one_of("role", flt.roles)
+        clauses.append("d.degraded = 0")  # an apology says nothing worth finding
+        updated = "d.ts"
+    compare(updated, ">=", flt.updated_after)
+    compare(updated, "<=", flt.updated_before)
+    compare("d.session_id", "=", flt.session)
     if flt.exclude_session is not None:
-        clauses.append("(d.session_id IS NULL OR d.session_id != ?)")
-        params.append(flt.exclude_session)
+        if flt.exclude_session_since is None:
+            clauses.append("(d.session_id IS NULL OR d.session_id != ?)")
+            params.append(flt.exclude_session)
+        else:
+            created = "d.created_at" if corpus.table == "memories" else "d.ts"
+            clauses.append(f"(d.session_id IS NULL OR d.session_id != ? OR {created} < ?)")
+            params += [flt.exclude_session, flt.exclude_session_since]
     return " AND ".join(clauses), params
+
+
+def _categories(clauses: list[str], params: list[Any], categories: Sequence[str] | None) -> None:
+    """Allowlisted categories; an uncategorised memory counts as `general` (lobug.access)."""
+    if categories is None:
+        return
+    if not categories:
+        clauses.append("0")
+        return
+    test = f"d.category IN ({','.join('?' * len(categories))})"
+    if UNCATEGORIZED in categories:
+        test = f"({test} OR d.category IS NULL)"
+    clauses.append(test)
+    params.extend(categories)
+
+
+def visible_ids(conn: Any, corpus: Corpus, flt: SearchFilter, ids: Sequence[int]) -> set[int]:
+    """Which of ids pass the filter (for lists ranked by an index that cannot filter)."""
+    if not ids:
+        return set()
+    where, params = where_clause(corpus, flt)
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT d.id FROM {corpus.table} d WHERE d.id IN ({marks}) AND {where}",
+        (*ids, *params),
+    )
+    return {int(r[0]) for r in rows}

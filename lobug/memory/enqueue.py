@@ -10,12 +10,25 @@ EMBED_TURN = "embed_turn"
 EXTRACT = "extract"
 CASCADE_SHORT = "cascade_short"
 CASCADE_LONG = "cascade_long"
-KINDS = (EMBED_TURN, EXTRACT, CASCADE_SHORT, CASCADE_LONG)
+EMBED_MEMORY = "embed_memory"
+KINDS = (EMBED_TURN, EXTRACT, CASCADE_SHORT, CASCADE_LONG, EMBED_MEMORY)
 LLM_KINDS = (EXTRACT, CASCADE_SHORT, CASCADE_LONG)
 
 
 def embed_turn(conn: Any, turn_id: int, *, now: float, max_attempts: int) -> int:
     return queue.enqueue(conn, EMBED_TURN, {"turn_id": turn_id}, now=now, max_attempts=max_attempts)
+
+
+def embed_memory(conn: Any, memory_id: int, *, now: float, max_attempts: int) -> int:
+    """A vector for a memory written without one (remember, restore); one pending per memory."""
+    return queue.enqueue(
+        conn,
+        EMBED_MEMORY,
+        {"memory_id": memory_id},
+        now=now,
+        dedupe_key=f"{EMBED_MEMORY}:{memory_id}",
+        max_attempts=max_attempts,
+    )
 
 
 def extract(

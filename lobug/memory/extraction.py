@@ -13,7 +13,7 @@ from lobug.memory.ask import InvalidOutput, ask, strip_reasoning
 from lobug.memory.store import FACT_TYPES, normalize
 
 MAX_FACTS = 20  # per exchange; more is a model rambling, not a user talking
-MAX_FACT_CHARS = 300
+MAX_FACT_CHARS = 1000  # a bound on garbage; the writing validator (≤ 280) decides and counts
 MIN_FACT_CHARS = 8
 MAX_ASSISTANT_CHARS = 1500  # the reply is context for the user's words, not a source of facts
 _TEXT_KEYS = ("fact", "content", "text", "memory", "statement")

@@ -146,3 +146,9 @@ def _subject(raw: str) -> str:
 def _normalise_attribute(what: str) -> str:
     what = what.lower().replace("colour", "color").replace("favourite", "favorite")
     return _ATTRIBUTE_ALIASES.get(what, what)
+
+
+def key_string(fact: str) -> str | None:
+    """The stored form of a fact's key (`memories.fact_key`): "user|residence", or None."""
+    key = parse_fact(fact)
+    return None if key is None else f"{key.subject}|{key.attribute}"

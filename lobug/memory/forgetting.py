@@ -43,7 +43,12 @@ def history(
 
 
 def apply_decay(
-    conn: Any, now: float, soft_delete_below: float = 0.05, purge_after_days: float = 30.0
+    conn: Any,
+    now: float,
+    soft_delete_below: float = 0.05,
+    purge_after_days: float = 30.0,
+    *,
+    actor: str = "system",
 ) -> dict[str, int]:
     """Ebbinghaus decay of active facts; below the threshold they are soft-deleted."""
     rows = conn.execute(
@@ -71,6 +76,7 @@ def apply_decay(
                 event="SOFT_DELETE",
                 meta={"reason": "decay", "confidence": round(confidence, 6)},
                 confidence=confidence,
+                actor=actor,
             )
             deleted += 1
         elif days > 0:
@@ -81,7 +87,7 @@ def apply_decay(
             )
             decayed[row["user_id"]] += 1
     for user_id, count in sorted(decayed.items()):
-        history(conn, None, "DECAY", user_id=user_id, now=now, meta={"decayed": count})
+        history(conn, None, "DECAY", user_id=user_id, now=now, actor=actor, meta={"decayed": count})
     return {"decayed": sum(decayed.values()), "soft_deleted": deleted}
 
 
@@ -91,6 +97,8 @@ def ttl_soft_delete(
     idle_days: float = 60.0,
     importance_below: float = 0.5,
     purge_after_days: float = 30.0,
+    *,
+    actor: str = "system",
 ) -> int:
     """Seed 001 §7: idle > idle_days AND importance < T AND not pinned → soft_deleted."""
     rows = conn.execute(
@@ -109,8 +117,28 @@ def ttl_soft_delete(
                 "reason": "ttl",
                 "idle_days": round((now - (row["last_accessed"] or row["created_at"])) / DAY, 3),
             },
+            actor=actor,
         )
     return len(rows)
+
+
+def soft_delete(
+    conn: Any,
+    memory_id: int,
+    now: float,
+    purge_after_days: float = 30.0,
+    *,
+    actor: str = "user",
+    reason: str = "forget",
+) -> bool:
+    """A user's forget (seed 001 §7): soft-deleted now, purged after purge_after_days."""
+    row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    if row is None or row["status"] == "soft_deleted":
+        return False
+    _soft_delete(
+        conn, row, now, purge_after_days, event="SOFT_DELETE", meta={"reason": reason}, actor=actor
+    )
+    return True
 
 
 def restore(conn: Any, memory_id: int, now: float, actor: str = "user") -> bool:
@@ -168,6 +196,7 @@ def _soft_delete(
     event: str,
     meta: dict[str, Any],
     confidence: float | None = None,
+    actor: str = "system",
 ) -> None:
     conn.execute(
         "UPDATE memories SET status = 'soft_deleted', purge_at = ?,"
@@ -181,6 +210,7 @@ def _soft_delete(
         event,
         user_id=row["user_id"],
         now=now,
+        actor=actor,
         old=row["status"],
         new="soft_deleted",
         meta={**meta, "purge_at": now + purge_after_days * DAY},
@@ -188,7 +218,14 @@ def _soft_delete(
 
 
 def set_status(
-    conn: Any, row: Any, status: str, now: float, event: str, meta: dict[str, Any]
+    conn: Any,
+    row: Any,
+    status: str,
+    now: float,
+    event: str,
+    meta: dict[str, Any],
+    *,
+    actor: str = "system",
 ) -> None:
     conn.execute("UPDATE memories SET status = ? WHERE id = ?", (status, row["id"]))
     _drop_vector(conn, row["id"])
@@ -198,6 +235,7 @@ def set_status(
         event,
         user_id=row["user_id"],
         now=now,
+        actor=actor,
         old=row["status"],
         new=status,
         meta=meta,

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 # Small on purpose: FTS5's bm25 already discounts common words; these only keep a spoken
 # question ("what's the name of the…") from matching every turn through its glue words.
+# "user": every stored fact is written about "the user" (seed 001 §9), so the word tells no
+# memory from another, and as a query word it made BM25 rank the whole store.
 STOPWORDS = frozenset(
     """
     a about after again all also am an and any are as at be been before being but by can could
@@ -14,10 +19,13 @@ STOPWORDS = frozenset(
     is it its just me more most my no nor not of off on once only or other our ours out over own
     same she should so some such than that the their theirs them then there these they this
     those through to too under until up very was we were what when where which while who whom
-    why will with would you your yours s t d ll m re ve didn doesn isn wasn aren weren won
+    why will with would you your yours s t d ll m re ve didn doesn isn wasn aren weren won user
     """.split()
 )
 MAX_TOKENS = 32
+# AND groups in a minimum-should-match expression: 6 words, 2 needed, make 15. Past that FTS5
+# spends longer evaluating the groups than ranking an OR and filtering it (measured).
+MAX_GROUPS = 15
 # A "word" longer than this is a paste or an attack, not a search term; dropping it keeps the
 # expression small without changing what an ordinary question matches.
 MAX_TOKEN_CHARS = 64
@@ -42,13 +50,34 @@ def build_fts_query(text: str, *, max_tokens: int = MAX_TOKENS, prefix: bool = T
     tokens = query_tokens(text, max_tokens=max_tokens)
     if not tokens:
         return None
+    return " OR ".join(fts_term(token, prefix=prefix) for token in tokens)
+
+
+def min_match_query(tokens: Sequence[str], need: int) -> str | None:
+    """An FTS5 expression for rows holding at least `need` of the tokens (Lucene's minimum
+    should match), or None when it would need more than MAX_GROUPS groups.
+
+    An OR of every `need`-sized AND group. Each token appears in equally many groups, so
+    bm25 — a sum over the expression's phrases — scales every row's score by the same factor
+    and orders the rows exactly as for the plain OR of the tokens.
+    """
+    if not tokens:
+        return None
+    need = max(1, min(need, len(tokens)))
+    if need == 1:
+        return " OR ".join(fts_term(t) for t in tokens)
+    if math.comb(len(tokens), need) > MAX_GROUPS:
+        return None
+    groups = itertools.combinations(tokens, need)
+    return " OR ".join("(" + " AND ".join(fts_term(t) for t in g) + ")" for g in groups)
+
+
+def fts_term(token: str, *, prefix: bool = True) -> str:
+    """One query word as an FTS5 string (with `*` for a prefix match on 4+ letters)."""
     # Every token becomes an FTS5 string, so AND/OR/NOT/NEAR, `*`, `^`, `:` and column names
     # in the user's text are words, never syntax. Tokens never contain '"', but doubling keeps
     # the quoting correct should the scanner ever change.
-    return " OR ".join(
-        '"' + token.replace('"', '""') + '"' + ("*" if prefix and _stems(token) else "")
-        for token in tokens
-    )
+    return '"' + token.replace('"', '""') + '"' + ("*" if prefix and _stems(token) else "")
 
 
 def token_matches(token: str, word: str, *, prefix: bool = True) -> bool:

@@ -24,7 +24,7 @@ __all__ = [
 @dataclass(frozen=True)
 class Candidate:
     content: str
-    category: str
+    category: str | None  # None: uncategorised (a remembered memory may have none)
     importance: float  # 0..1, as in the memories table
     rules: tuple[str, ...]  # rule ids that fired, for explain
     kind: str = "fact"

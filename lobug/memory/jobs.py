@@ -1,4 +1,4 @@
-"""Job handlers for memory work: embed turns, extract facts, run the cascades.
+"""Job handlers for memory work: embed turns and memories, extract facts, run the cascades.
 
 Every handler is idempotent (a job that was running when the process died runs again) and maps
 an outage (Ollama, embedder) to RetryLater, so the runner backs off and nothing is dropped.
@@ -12,19 +12,17 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NoReturn
 
-from lobug.chat.turns import TurnRecord, get_turn
 from lobug.config import MemoryConfig
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
-from lobug.memory import enqueue, extraction, knn, store
+from lobug.memory import enqueue, knn, relations, store
 from lobug.memory.ask import InvalidOutput
 from lobug.memory.cascades import Cascades
-from lobug.memory.extraction import Candidate
-from lobug.memory.reconcile import Outcome, reconcile
+from lobug.memory.extract_job import ExtractJob
 from lobug.memory.retrieval import RecentVectors
+from lobug.memory.settings import WritePolicy
 from lobug.memory.vector_state import VectorGate
 from lobug.storage.database import Database
-from lobug.workers import queue
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
 
@@ -34,6 +32,7 @@ log = logging.getLogger(__name__)
 VECTORS_WAIT_S = 300.0
 IN_FLIGHT_WAIT_S = 5.0
 IN_FLIGHT_MAX_S = 120.0  # older than this without a reply: the turn's reply is not coming
+VECTOR_KINDS = ("fact",)  # memory_vectors holds active facts only (see knn)
 
 
 class MemoryJobs:
@@ -48,6 +47,7 @@ class MemoryJobs:
         batch_size: int,
         clock: Callable[[], float],
         cascades: Cascades,
+        policy: WritePolicy,
         recent: RecentVectors | None = None,
     ) -> None:
         self.db = db
@@ -58,12 +58,23 @@ class MemoryJobs:
         self.batch_size = batch_size
         self.clock = clock
         self.cascades = cascades
+        self.policy = policy
         self.recent = recent or RecentVectors()
+        self.extract = ExtractJob(
+            db=db,
+            llm=llm,
+            config=config,
+            policy=policy,
+            embed=self.embed,
+            vectors_on=self._vectors_for_extraction,
+            clock=clock,
+        )
 
     def handlers(self) -> dict[str, Handler]:
         return {
             enqueue.EMBED_TURN: self.embed_turn,
             enqueue.EXTRACT: self.extract,
+            enqueue.EMBED_MEMORY: self.embed_memory,
             enqueue.CASCADE_SHORT: self.cascade_short,
             enqueue.CASCADE_LONG: self.cascade_long,
         }
@@ -80,6 +91,12 @@ class MemoryJobs:
     def _wait_for_vectors(self) -> None:
         if self.gate.waiting:
             raise NotReady(f"vectors are off: {self.gate.problem}", VECTORS_WAIT_S)
+
+    def _vectors_for_extraction(self) -> bool:
+        """Extraction waits while vectors are off for a reason a reembed fixes (so its facts
+        get vectors); without sqlite-vec at all it runs on words alone."""
+        self._wait_for_vectors()
+        return self.gate.enabled
 
     # -- embed_turn: this turn plus the other pending ones, in one embedder call ----------------
     async def embed_turn(self, job: Job) -> None:
@@ -100,77 +117,22 @@ class MemoryJobs:
         vectors = [vector if vector is not None else next(fresh) for vector in known]
         await self.db.write(partial(store_turn_vectors, now=self.clock()), todo, vectors, others)
 
-    # -- extract: facts from one exchange ---------------------------------------------------------
-    async def extract(self, job: Job) -> None:
+    # -- embed_memory: a vector for a memory written without one (remember, restore) ----------
+    async def embed_memory(self, job: Job) -> None:
         self._wait_for_vectors()
-        try:
-            user_turn_id = int(job.payload["user_turn_id"])
-            assistant_id = job.payload.get("assistant_turn_id")
-        except (KeyError, TypeError, ValueError):
-            raise PermanentFailure(f"bad extract payload {job.payload!r}") from None
-        user, assistant, done = await self.db.read(load_exchange, user_turn_id, assistant_id)
-        if user is None or done:
+        if not self.gate.enabled:
             return
         try:
-            candidates = await extraction.extract(
-                self.llm,
-                user.text,
-                assistant.text if assistant else None,
-                timeout_s=self.config.llm_timeout_s,
-            )
-        except LLMUnavailable as exc:
-            raise RetryLater(f"LLM unavailable: {exc}") from None
-        except InvalidOutput as exc:
-            await self._invalid("extraction_invalid_total", job, exc)
-        vectors = None
-        if candidates and self.gate.enabled:
-            vectors = await self.embed([c.content for c in candidates])
-        outcomes = await self.db.write(
-            partial(self._store_facts, job=job, now=self.clock()),
-            user,
-            assistant,
-            candidates,
-            vectors,
+            memory_id = int(job.payload["memory_id"])
+        except (KeyError, TypeError, ValueError):
+            raise PermanentFailure(f"bad embed_memory payload {job.payload!r}") from None
+        row = await self.db.read(store.get_memory, memory_id)
+        if row is None or row.status != "active" or row.kind not in VECTOR_KINDS:
+            return  # gone, retired, or a kind KNN does not index
+        (vector,) = await self.embed([row.content])
+        await self.db.write(
+            partial(store_memory_vector, policy=self.policy, now=self.clock()), row, vector
         )
-        if outcomes:
-            log.info(
-                "extract #%d (turn %d): %s",
-                job.id,
-                user.id,
-                ", ".join(f"{o.action} #{o.memory_id}" for o in outcomes),
-            )
-
-    def _store_facts(
-        self,
-        conn: Any,
-        user: TurnRecord,
-        assistant: TurnRecord | None,
-        candidates: list[Candidate],
-        vectors: list[list[float]] | None,
-        *,
-        job: Job,
-        now: float,
-    ) -> list[Outcome]:
-        if store.extracted_from(conn, user.id):
-            return []  # a previous run of this job got as far as committing
-        turn_ids = [user.id] + ([assistant.id] if assistant else [])
-        outcomes = [
-            reconcile(
-                conn,
-                cand,
-                vectors[i] if vectors else None,
-                user_id=user.user_id,
-                session_id=user.session_id,
-                turn_ids=turn_ids,
-                now=now,
-                duplicate_distance=self.config.duplicate_distance,
-                job_id=job.id,
-            )
-            for i, cand in enumerate(candidates)
-        ]
-        # Done in the same transaction as the facts: a crash now cannot make them twice.
-        queue.complete(conn, job.id, now=now)
-        return outcomes
 
     # -- cascades ---------------------------------------------------------------------------------
     async def cascade_short(self, job: Job) -> None:
@@ -251,11 +213,22 @@ def awaiting_reply(conn: Any, turn_id: int, now: float) -> bool:
     )
 
 
-def load_exchange(
-    conn: Any, user_turn_id: int, assistant_turn_id: int | None
-) -> tuple[TurnRecord | None, TurnRecord | None, bool]:
-    user = get_turn(conn, user_turn_id)
-    assistant = get_turn(conn, int(assistant_turn_id)) if assistant_turn_id else None
-    if assistant is not None and assistant.degraded:
-        assistant = None  # an apology says nothing about the user
-    return user, assistant, store.extracted_from(conn, user_turn_id)
+def store_memory_vector(
+    conn: Any, memory: store.MemoryRow, vector: list[float], *, policy: WritePolicy, now: float
+) -> bool:
+    """Store the vector if the memory is still active with the same text; link neighbours."""
+    row = store.get_memory(conn, memory.id)
+    if row is None or row.status != "active" or row.content != memory.content:
+        return False
+    knn.put_memory_vector(conn, row.id, vector)
+    relations.link_neighbours(
+        conn,
+        row.id,
+        vector,
+        user_id=row.user_id,
+        link_min=policy.link_min,
+        k=policy.link_k,
+        now=now,
+        actor="embedder",
+    )
+    return True

@@ -60,4 +60,6 @@ def nearest_facts(
         sql += " AND v.distance <= ?"
         params.append(max_distance)
     rows = conn.execute(sql + " ORDER BY v.distance LIMIT ?", [*params, k]).fetchall()
-    return [(MemoryRow.from_row(r), float(r["distance"])) for r in rows]
+    # A zero vector has no cosine distance (NULL): it is near nothing.
+    found = [r for r in rows if r["distance"] is not None]
+    return [(MemoryRow.from_row(r), float(r["distance"])) for r in found]

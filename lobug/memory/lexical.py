@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from lobug.memory.corpus import MEMORIES, Corpus, SearchFilter, where_clause
+from lobug.memory.corpus import MEMORIES, Corpus, SearchFilter, visible_ids, where_clause
 from lobug.memory.fts_query import (
+    MIN_PREFIX_CHARS,
     build_fts_query,
     fold,
     fts_available,
     like_patterns,
+    min_match_query,
     query_tokens,
     scan_words,
     token_matches,
@@ -27,17 +30,29 @@ def bm25_ranks(
     corpus: Corpus = MEMORIES,
     flt: SearchFilter | None = None,
 ) -> list[int]:
-    """Ids by FTS5 bm25 for a query from `build_fts_query` (None → no list)."""
+    """Ids by FTS5 bm25 for a query from `build_fts_query` (None → no list), newest first
+    among equals.
+
+    Ranked in the FTS index alone, then filtered: joining every match to its row to test the
+    filter costs more than the ranking when a query word is common. Like the vector list, the
+    net widens while invisible rows (other users, archived, other stores) crowd out the rest.
+    """
     if not fts_query:
         return []
-    where, params = where_clause(corpus, flt or SearchFilter())
-    rows = conn.execute(
-        f"SELECT d.id FROM {corpus.fts} f JOIN {corpus.table} d ON d.id = f.rowid"
-        f" WHERE {corpus.fts} MATCH ? AND {where} ORDER BY bm25({corpus.fts}), d.id DESC"
-        f" LIMIT ?",
-        (fts_query, *params, k),
-    ).fetchall()
-    return [int(r[0]) for r in rows]
+    flt = flt or SearchFilter()
+    fetch = min(MAX_FETCH, 2 * k)
+    while True:
+        rows = conn.execute(
+            f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ?"
+            f" ORDER BY bm25({corpus.fts}), rowid DESC LIMIT ?",
+            (fts_query, fetch),
+        ).fetchall()
+        ids = [int(r[0]) for r in rows]
+        visible = visible_ids(conn, corpus, flt, ids)
+        found = [i for i in ids if i in visible]
+        if len(found) >= k or len(ids) < fetch or fetch >= MAX_FETCH:
+            return found[:k]
+        fetch = min(MAX_FETCH, fetch * 4)
 
 
 def text_ranks(
@@ -59,20 +74,44 @@ def text_ranks(
     tokens = query_tokens(text)
     need = min(max(1, min_words), len(tokens))
     fetch = k if need <= 1 else min(MAX_FETCH, k * 4)
-    if fts_available(conn, corpus.fts):
+    fts = fts_available(conn, corpus.fts)
+    if fts and (expression := min_match_query(tokens, need)) is not None:
+        # The index itself keeps only rows with enough of the words: no row is ranked, joined
+        # or scanned in Python only to be dropped (the common case; long queries fall back).
+        return bm25_ranks(conn, expression, k, corpus=corpus, flt=flt)
+    if fts:
         ids = bm25_ranks(conn, build_fts_query(text), fetch, corpus=corpus, flt=flt)
     else:
         ids = _like_ranks(conn, text, fetch, corpus, flt or SearchFilter())
     if need > 1 and ids:
-        folded = [fold(t) for t in tokens]
+        matched = _matcher([fold(t) for t in tokens])
         texts = _texts(conn, corpus, ids)
-        ids = [i for i in ids if _matched(folded, texts.get(i, "")) >= need]
+        ids = [i for i in ids if matched(texts.get(i, "")) >= need]
     return ids[:k]
 
 
-def _matched(tokens: Sequence[str], text: str) -> int:
-    words = set(scan_words(text))
-    return sum(1 for t in tokens if any(token_matches(t, w) for w in words))
+def _matcher(tokens: Sequence[str]) -> Callable[[str], int]:
+    """A function counting how many of the query's words a text holds, as FTS5 matches them
+    (whole word, or prefix for 4+ letters). ASCII text — nearly every memory — is searched
+    with one compiled pattern per word; anything else goes through the exact scanner."""
+    ascii_patterns = [
+        re.compile(rf"(?<![a-z0-9]){re.escape(t)}" + ("" if _prefix(t) else r"(?![a-z0-9])"))
+        for t in tokens
+        if t.isascii()
+    ]
+
+    def count(text: str) -> int:
+        if text.isascii() and len(ascii_patterns) == len(tokens):
+            low = text.lower()
+            return sum(1 for pattern in ascii_patterns if pattern.search(low))
+        words = set(scan_words(text))
+        return sum(1 for t in tokens if any(token_matches(t, w) for w in words))
+
+    return count
+
+
+def _prefix(token: str) -> bool:
+    return len(token) >= MIN_PREFIX_CHARS  # as build_fts_query: a prefix match for 4+ letters
 
 
 def _texts(conn: Any, corpus: Corpus, ids: Sequence[int]) -> dict[int, str]:

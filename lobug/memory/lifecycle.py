@@ -29,6 +29,7 @@ from lobug.memory.forgetting import (
     history,
     restore,
     set_status,
+    soft_delete,
     ttl_soft_delete,
 )
 from lobug.memory.purge import purge_due, purge_memory
@@ -46,6 +47,7 @@ __all__ = [
     "purge_memory",
     "restore",
     "run_gc",
+    "soft_delete",
     "store_scores",
     "ttl_soft_delete",
 ]
@@ -80,7 +82,14 @@ def store_scores(conn: Any, now: float, weights: ScoringWeights) -> int:
     return count
 
 
-def promote(conn: Any, now: float, hits_min: int = 3, seen_within_days: float = 7.0) -> int:
+def promote(
+    conn: Any,
+    now: float,
+    hits_min: int = 3,
+    seen_within_days: float = 7.0,
+    *,
+    actor: str = "system",
+) -> int:
     """mid → long for memories used often (hits ≥ hits_min) and seen within the window."""
     rows = conn.execute(
         f"SELECT id, user_id, hits FROM memories WHERE status = 'active' AND layer = 'mid'"
@@ -95,6 +104,7 @@ def promote(conn: Any, now: float, hits_min: int = 3, seen_within_days: float = 
             "PROMOTE",
             user_id=row["user_id"],
             now=now,
+            actor=actor,
             old="mid",
             new="long",
             meta={"hits": row["hits"]},
@@ -108,6 +118,8 @@ def demote_or_archive(
     weights: ScoringWeights,
     score_below: float = 0.5,
     max_age_days: float = 30.0,
+    *,
+    actor: str = "system",
 ) -> dict[str, int]:
     """Archive weak or long-idle mid memories; demote weak long ones to mid. Never deletes."""
     rows = conn.execute(
@@ -130,6 +142,7 @@ def demote_or_archive(
                     "score": round(score.total, 6),
                     "age_days": round(score.age_days, 3),
                 },
+                actor=actor,
             )
             archived += 1
         elif row["layer"] == "long" and score.total < score_below:
@@ -140,6 +153,7 @@ def demote_or_archive(
                 "DEMOTE",
                 user_id=row["user_id"],
                 now=now,
+                actor=actor,
                 old="long",
                 new="mid",
                 meta={"score": round(score.total, 6)},
@@ -149,7 +163,12 @@ def demote_or_archive(
 
 
 def capacity_cleanup(
-    conn: Any, now: float, mid_capacity: int = 500, weights: ScoringWeights | None = None
+    conn: Any,
+    now: float,
+    mid_capacity: int = 500,
+    weights: ScoringWeights | None = None,
+    *,
+    actor: str = "system",
 ) -> int:
     """Archive the lowest-scored unpinned mid memories of each user beyond mid_capacity."""
     weights = weights or ScoringWeights()
@@ -175,21 +194,27 @@ def capacity_cleanup(
             ),
         )
         for row in ranked[: max(0, user["n"] - mid_capacity)]:
-            set_status(conn, row, "archived", now, "ARCHIVE", {"reason": "capacity"})
+            set_status(conn, row, "archived", now, "ARCHIVE", {"reason": "capacity"}, actor=actor)
             archived += 1
     return archived
 
 
-def run_gc(conn: Any, now: float, params: GcParams | None = None) -> dict[str, int]:
+def run_gc(
+    conn: Any, now: float, params: GcParams | None = None, *, actor: str = "system"
+) -> dict[str, int]:
     """One GC pass (seed 000 order): decay, scores, promote, archive, capacity, TTL, purge."""
     p = params or GcParams()
-    decay = apply_decay(conn, now, p.soft_delete_below, p.purge_after_days)
+    decay = apply_decay(conn, now, p.soft_delete_below, p.purge_after_days, actor=actor)
     rescored = store_scores(conn, now, p.weights)
-    promoted = promote(conn, now, p.promote_hits, p.promote_seen_within_days)
-    moved = demote_or_archive(conn, now, p.weights, p.archive_score_below, p.archive_idle_days)
-    evicted = capacity_cleanup(conn, now, p.mid_capacity, p.weights)
-    ttl = ttl_soft_delete(conn, now, p.ttl_idle_days, p.ttl_importance_below, p.purge_after_days)
-    purged = purge_due(conn, now)
+    promoted = promote(conn, now, p.promote_hits, p.promote_seen_within_days, actor=actor)
+    moved = demote_or_archive(
+        conn, now, p.weights, p.archive_score_below, p.archive_idle_days, actor=actor
+    )
+    evicted = capacity_cleanup(conn, now, p.mid_capacity, p.weights, actor=actor)
+    ttl = ttl_soft_delete(
+        conn, now, p.ttl_idle_days, p.ttl_importance_below, p.purge_after_days, actor=actor
+    )
+    purged = purge_due(conn, now, actor)
     return {
         "rescored": rescored,
         "decayed": decay["decayed"],

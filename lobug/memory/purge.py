@@ -111,6 +111,18 @@ def _delete_everything(conn: Any, memory_id: int) -> dict[str, int]:
     counts["changes"] = conn.execute(
         "DELETE FROM change_log WHERE memory_id = ?", (memory_id,)
     ).rowcount
+    # Pending or finished jobs about it (an embed job's payload names the memory).
+    counts["jobs"] = conn.execute(
+        "DELETE FROM jobs WHERE kind = 'embed_memory' AND json_extract(payload, '$.memory_id') = ?",
+        (memory_id,),
+    ).rowcount
+    # Other memories' history may quote its text (the fact it superseded, a merge).
+    content = conn.execute("SELECT content FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+    for column in ("old_value", "new_value"):
+        conn.execute(
+            f"UPDATE history SET {column} = NULL WHERE {column} = ? AND memory_id != ?",
+            (content, memory_id),
+        )
     conn.execute("UPDATE memories SET supersedes = NULL WHERE supersedes = ?", (memory_id,))
     # Earlier history rows carry the content (ADD new_value, ARCHIVE old_value, …).
     counts["history"] = conn.execute(

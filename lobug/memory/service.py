@@ -1,8 +1,10 @@
-"""MemoryService: long-term memory behind the chat turn's MemoryHooks.
+"""MemoryService: long-term memory behind the chat turn's MemoryHooks and the /v1 API.
 
-Inline (per turn): embed the user's words, KNN over active facts, the cached base memory.
-In the turn's transactions: enqueue the durable jobs (embed, extract, cascade checks).
-In the background (JobRunner): everything that needs an LLM or an embedder.
+Inline (per turn): embed the user's words, hybrid search over facts, the cached base memory.
+In the turn's transactions: enqueue the durable jobs (embed, extract, cascade checks). In the
+background: jobs (JobRunner), retrieval hits and delta seen-marks flushed every
+`memory.hit_flush_s`, and the periodic GC. The API's calls (query, why, remember,
+forget, restore, gc) are thin: the work is in `search`, `explain`, `edits` and `upkeep`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -20,9 +22,13 @@ from lobug.chat.turns import TurnRecord
 from lobug.config import Config
 from lobug.llm.embedders import Embedder, make_embedder
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.memory import enqueue, retrieval
+from lobug.memory import enqueue, retrieval, settings
 from lobug.memory.cascades import Cascades, count_unsummarized
+from lobug.memory.hits import HitBuffer, SeenMarks
 from lobug.memory.jobs import MemoryJobs
+from lobug.memory.operations import MemoryOperations
+from lobug.memory.periodic import Periodic, Task
+from lobug.memory.query import InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.retrieval import BaseMemoryCache, Hit, RecentVectors
 from lobug.memory.vector_state import VectorGate
 from lobug.storage.database import Database
@@ -32,8 +38,10 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 
+__all__ = ["InvalidMemory", "MemoryService", "QueryRequest", "QueryResult"]
 
-class MemoryService:
+
+class MemoryService(MemoryOperations):
     def __init__(
         self,
         *,
@@ -52,6 +60,13 @@ class MemoryService:
         self.clock = clock
         self.owns_llm = owns_llm
         self.max_attempts = config.workers.max_attempts
+        self.weights = settings.scoring_weights(config.scoring)
+        self.gc_params = settings.gc_params(config.lifecycle, self.weights)
+        self.policy = settings.write_policy(config)
+        self.hits = HitBuffer()
+        self.seen = SeenMarks()
+        self.periodic = Periodic(db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc)])
+        self._flusher: asyncio.Task[None] | None = None
         self.gate = VectorGate(
             backend=config.embedding.backend, model=embedder.name, dim=embedder.dim
         )
@@ -74,6 +89,7 @@ class MemoryService:
             batch_size=config.embedding.batch_size,
             clock=clock,
             cascades=self.cascades,
+            policy=self.policy,
             recent=self.recent,
         )
         self._wake: Callable[[], None] = lambda: None
@@ -97,15 +113,14 @@ class MemoryService:
             await self.db.write(self.gate.setup)
         except Exception as exc:  # noqa: BLE001 - e.g. disk full; retried by _recheck_gate
             self.gate.setup_failed(exc)
-        if self.config.memory.extraction_mode != "llm":
-            log.info(
-                "memory.extraction_mode=%s: the heuristic extractor is not wired in yet; "
-                "facts come from the LLM",
-                self.config.memory.extraction_mode,
-            )
         if self.config.embedding.backend == "local" and self.gate.enabled:
             # Loading sentence-transformers takes seconds; the first turn should not pay it.
             self._warm = asyncio.create_task(self._warm_up())
+        self._flusher = asyncio.create_task(self._flush_loop(), name="lobug-memory-hits")
+
+    def start_periodic(self) -> None:
+        """The daemon's periodic upkeep (GC); the CLI does not run it."""
+        self.periodic.start()
 
     def register(self, runner: JobRunner) -> None:
         for kind, handler in self.jobs.handlers().items():
@@ -113,6 +128,13 @@ class MemoryService:
         self._wake = runner.wake
 
     async def close(self) -> None:
+        await self.periodic.stop()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        with contextlib.suppress(Exception):  # best effort: the DB may be gone (disk full)
+            await self.flush_hits()
         if self._warm is not None:
             self._warm.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -133,28 +155,41 @@ class MemoryService:
 
     # -- MemoryHooks ------------------------------------------------------------------------------
     async def prompt_sections(self, *, user_id: str, session_id: str, text: str) -> list[str]:
-        """[Long-term memory] and [Relevant memories]; never raises, never waits long."""
+        """[Long-term memory], the delta header, [Relevant memories]; never raises or waits long."""
         base = self.base_cache.get(user_id)
+        header = None
         try:
             await self._recheck_gate()
-            vector = await self._embed_query(text) if self.gate.enabled else None
-            fetched, hits = await self.db.read(
-                partial(
-                    retrieval.read_context,
-                    user_id=user_id,
-                    k=self.memory.top_k,
-                    min_similarity=self.memory.min_similarity,
-                    want_base=base is None,
-                ),
-                vector,
+            plan = retrieval.context_plan(
+                text,
+                user_id=user_id,
+                session_id=session_id,
+                k=self.memory.top_k,
+                min_similarity=self.memory.min_similarity,
+                weights=self.weights,
+                window=self.config.chat.working_memory_size,
+            )
+            now = self.clock()
+            shown = self.seen.shown(user_id, session_id)
+            fetched, found, news = await retrieval.context(
+                self.db,
+                plan,
+                self._embed_query(text) if self.gate.enabled else _none(),
+                want_base=base is None,
+                now=now,
+                shown=shown,
             )
             if base is None:
                 base = fetched or ""
                 self.base_cache.put(user_id, base)
-            return retrieval.sections(base, hits)
+            header = news.header
+            # Shown now, written later with the hits: the hot path stays free of writes.
+            self.seen.mark(user_id, session_id, news.rev)
+            self.hits.add([r.id for r in found], now)
+            return retrieval.sections(base, [r.text for r in found], header)
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             log.warning("memory retrieval failed; answering without it", exc_info=True)
-            return retrieval.sections(base or "", [])
+            return retrieval.sections(base or "", [], header)
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):
@@ -220,6 +255,16 @@ class MemoryService:
         except Exception as exc:  # noqa: BLE001 - still failing: try again later
             self.gate.setup_failed(exc)
 
+    async def _search_vector(self, text: str) -> list[float] | None:
+        await self._recheck_gate()
+        return await self._embed_query(text) if self.gate.enabled else None
+
+    async def _search_vector_later(self, text: str) -> Awaitable[list[float] | None]:
+        """The query's vector as an awaitable, the gate checked now: the caller starts the
+        word lists before waiting for the embedder."""
+        await self._recheck_gate()
+        return self._embed_query(text) if self.gate.enabled else _none()
+
     async def _embed_query(self, text: str) -> list[float] | None:
         try:
             vectors = await asyncio.wait_for(
@@ -239,6 +284,10 @@ class MemoryService:
         if len(text) <= MAX_QUERY_CHARS:
             self.recent.put(text, vectors[0])
         return vectors[0]
+
+
+async def _none() -> None:
+    return None
 
 
 @contextlib.contextmanager

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from lobug.memory.dedup import content_hash
+
+# One hash for "the same memory" everywhere: dedup.content_hash (store.content_hash is it).
 
 FACT_TYPES = ("personal", "preference", "knowledge", "event")
 
@@ -34,6 +37,7 @@ class MemoryRow:
     source_from: int | None
     source_to: int | None
     incorporated: bool
+    store: str = "private"
 
     @classmethod
     def from_row(cls, row: Any) -> MemoryRow:
@@ -55,6 +59,7 @@ class MemoryRow:
             source_from=row["source_from"],
             source_to=row["source_to"],
             incorporated=bool(row["incorporated"]),
+            store=row["store"],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,12 +67,22 @@ class MemoryRow:
 
 
 def normalize(text: str) -> str:
-    """What makes two facts "the same words": case, spacing and edge punctuation ignored."""
+    """Case, spacing and edge punctuation ignored (the extraction parser's repeat check)."""
     return _EDGE_PUNCT.sub("", _SPACES.sub(" ", text).strip()).lower()
 
 
-def content_hash(text: str) -> str:
-    return hashlib.sha256(normalize(text).encode("utf-8")).hexdigest()[:32]
+def row_dict(row: Any) -> dict[str, Any]:
+    """A memories row for callers outside the DB layer: JSON columns decoded, flags as bools."""
+    data = dict(row)
+    for key in ("tags", "pii", "rules"):
+        if key in data:
+            data[key] = json.loads(data[key] or "[]")
+    if "attributes" in data:
+        data["attributes"] = json.loads(data["attributes"] or "{}")
+    for key in ("pinned", "incorporated"):
+        if key in data:
+            data[key] = bool(data[key])
+    return data
 
 
 # -- memory rows -------------------------------------------------------------------------------
@@ -87,12 +102,21 @@ def insert_memory(
     source_to: int | None = None,
     attributes: dict[str, Any] | None = None,
     history_meta: dict[str, Any] | None = None,
+    store: str = "private",
+    pinned: bool = False,
+    tags: Iterable[str] = (),
+    pii: Iterable[str] = (),
+    rules: Iterable[str] = (),
+    fact_key: str | None = None,
+    decay_rate: float | None = None,
 ) -> int:
     """A new memory row and its ADD event, in the caller's transaction."""
     cur = conn.execute(
         "INSERT INTO memories (user_id, kind, content, category, importance, created_at,"
         " updated_at, valid_from, supersedes, hash, session_id, source_from, source_to,"
-        " attributes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " attributes, store, pinned, tags, pii, rules, fact_key, decay_rate)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " COALESCE(?, 0.1))",
         (
             user_id,
             kind,
@@ -108,6 +132,13 @@ def insert_memory(
             source_from,
             source_to,
             json.dumps(attributes or {}),
+            store,
+            int(pinned),
+            json.dumps(list(tags)),
+            json.dumps(list(pii)),
+            json.dumps(list(rules)),
+            fact_key,
+            decay_rate,
         ),
     )
     memory_id = int(cur.lastrowid)
@@ -152,12 +183,20 @@ def archive_memory(
 
 
 def mention_again(
-    conn: Any, memory: MemoryRow, *, now: float, actor: str, meta: dict[str, Any] | None = None
+    conn: Any,
+    memory: MemoryRow,
+    *,
+    now: float,
+    actor: str,
+    meta: dict[str, Any] | None = None,
+    said: str | None = None,
 ) -> None:
-    """The same fact was stated again: one more mention, and an event saying where from."""
+    """The same fact was stated again (seed 000): one more mention and hit, seen now, and a
+    MERGE event with what was said (`said`, when the words differed)."""
     conn.execute(
-        "UPDATE memories SET mention_count = mention_count + 1, updated_at = ? WHERE id = ?",
-        (now, memory.id),
+        "UPDATE memories SET mention_count = mention_count + 1, hits = hits + 1,"
+        " last_accessed = ?, updated_at = ? WHERE id = ?",
+        (now, now, memory.id),
     )
     add_history(
         conn,
@@ -165,7 +204,7 @@ def mention_again(
         memory_id=memory.id,
         event="MERGE",
         old_value=memory.content,
-        new_value=memory.content,
+        new_value=said or memory.content,
         actor=actor,
         now=now,
         meta={"reason": "exact_duplicate", **(meta or {})},

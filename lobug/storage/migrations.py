@@ -242,9 +242,30 @@ def _fts(conn: Any) -> None:
     _sql(M002_FTS)(conn)
 
 
+def _memory_hash_and_keys(conn: Any) -> None:
+    """One content hash everywhere (dedup.content_hash), and the subject/attribute key that
+    lets a new fact find the one it contradicts ("lives in Portland" → "moved to Seattle")."""
+    from lobug.memory.dedup import content_hash  # imported here: storage must not need memory
+    from lobug.memory.fact_keys import key_string
+
+    conn.execute("ALTER TABLE memories ADD COLUMN fact_key TEXT")
+    conn.execute(
+        "CREATE INDEX idx_memories_fact_key ON memories(user_id, fact_key)"
+        " WHERE fact_key IS NOT NULL"
+    )
+    rows = conn.execute("SELECT id, kind, content FROM memories").fetchall()
+    for memory_id, kind, content in rows:
+        key = key_string(content) if kind == "fact" else None
+        conn.execute(
+            "UPDATE memories SET hash = ?, fact_key = ? WHERE id = ?",
+            (content_hash(content), key, memory_id),
+        )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
+    ("m003_memory_hash_and_keys", _memory_hash_and_keys),
 ]
 
 

@@ -1,0 +1,199 @@
+"""`lobug memory add-turn|context|remember|list|get|update|forget|restore|why|history|query|gc|
+entities|timeline|export`: every /v1 memory operation from a shell, on the same services.
+
+The CLI acts as `cli_principal()` (full trust, every category); `--agent NAME` narrows it to
+that agent's category allowlist, enforced by the same service layer as HTTP. Exit codes: 0 ok;
+1 not found, a conflict or another problem; 2 bad usage, bad input or forbidden.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from lobug import errors
+from lobug.access import CLI_AGENT, CategoryPolicy, Principal, cli_principal
+from lobug.cli import memory_api_views as views
+from lobug.cli.main import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
+from lobug.cli.memory_cmd import _database, output
+from lobug.config import Config
+from lobug.memory import enqueue
+from lobug.memory import records_fields as f
+from lobug.memory.records import Records
+from lobug.memory.records_recall import Recall
+from lobug.memory.service import MemoryService
+from lobug.workers.runner import JobRunner
+
+TURN_KINDS = (enqueue.EXTRACT, enqueue.EMBED_TURN, enqueue.EMBED_MEMORY)
+EMBED_KINDS = (enqueue.EMBED_MEMORY,)
+Command = Callable[[argparse.Namespace, Records, Recall, Principal], Awaitable[tuple[Any, str]]]
+# Commands that need the memory service (embedder, LLM client, jobs); the rest only read rows.
+NEEDS_SERVICE = {"add-turn", "context", "remember", "update", "forget", "restore", "why",
+                 "query", "gc"}  # fmt: skip
+
+
+def register(actions: Any, common: argparse.ArgumentParser) -> None:
+    agent = argparse.ArgumentParser(add_help=False)
+    agent.add_argument("--agent", help="act as this agent: its category allowlist applies")
+    parents = [common, agent]
+
+    def add(name: str, handler: Command, help: str) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, parents=parents, help=help)
+        parser.set_defaults(func=_runner(name, handler))
+        return parser
+
+    p = add("add-turn", views.add_turn, "log a conversation turn and extract its memories")
+    p.add_argument("session_id")
+    p.add_argument("role", choices=f.ROLES)
+    p.add_argument("text")
+    p.add_argument("--ts", help="when it was said: Unix seconds or ISO 8601 (default: now)")
+    p.add_argument("--ref", help="your own id for the turn, returned in sources")
+    p.add_argument("--no-extract", action="store_true", help="store only; extract nothing")
+    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for extraction")
+    p = add("context", views.context, "what a prompt for the session would get")
+    p.add_argument("session_id")
+    p.add_argument("-q", help="text to retrieve for (default: the session's last user turn)")
+    p.add_argument("-k", type=int, default=5, help="how many memories (default 5)")
+    p = add("remember", views.remember, "store a memory directly")
+    p.add_argument("content")
+    _memory_options(p)
+    p.add_argument("--kind", choices=f.KINDS, default="fact")
+    p = add("list", views.listing, "list memories, or full-text search them with -q")
+    p.add_argument("-q", help="full-text query")
+    p.add_argument("--kind", choices=f.KINDS)
+    p.add_argument("--layer", choices=f.LAYERS)
+    p.add_argument("--status", choices=f.STATUSES, default="active")
+    p.add_argument("--category")
+    p.add_argument("--store", choices=f.STORES)
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--offset", type=int, default=0)
+    for name, handler, text in (
+        ("get", views.get, "one memory"),
+        ("restore", views.restore, "undo a soft delete (or an archive)"),
+    ):
+        add(name, handler, text).add_argument("id", type=int)
+    p = add("update", views.update, "change a memory (only the options given)")
+    p.add_argument("id", type=int)
+    p.add_argument("--content")
+    _memory_options(p, update=True)
+    p.add_argument("--status", choices=f.PATCH_STATUSES)
+    p.add_argument("--if-match", help="the ETag you read; refuse (exit 1) if it changed since")
+    p = add("forget", views.forget, "soft-delete a memory (restorable), or --purge it for good")
+    p.add_argument("id", type=int)
+    p.add_argument("--purge", action="store_true", help="remove it and everything derived")
+    p = add("why", views.why, "why a memory ranks where it does")
+    p.add_argument("id", type=int)
+    p.add_argument("-q", help="explain its rank for this query")
+    p = add("history", views.history, "a memory's audit events, newest first")
+    p.add_argument("id", type=int)
+    p.add_argument("--limit", type=int, default=100)
+    p = add("query", views.query, "the single retrieval tool (POST /v1/query)")
+    p.add_argument("text")
+    p.add_argument("--category", action="append", dest="categories")
+    p.add_argument("--kind", action="append", dest="kinds", choices=f.QUERY_KINDS)
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("-k", "--top-k", type=int, default=5, dest="top_k")
+    p.add_argument("--threshold", type=float)
+    p.add_argument("--full", action="store_true", help="whole memories instead of bullets")
+    p.add_argument("--budget", type=int, help="about this many tokens at most")
+    p.add_argument("--session", help="report this session's memory delta")
+    add("gc", views.gc, "run decay, promotion, archive, TTL and purge now")
+    p = add("entities", views.entities, "people, places and things; one with its memories")
+    p.add_argument("id", type=int, nargs="?")
+    p.add_argument("-q", help="name or alias")
+    p.add_argument("--limit", type=int, default=50)
+    p = add("timeline", views.timeline, "memories around one, in time order")
+    p.add_argument("anchor", type=int)
+    p.add_argument("--before", type=int, default=5)
+    p.add_argument("--after", type=int, default=5)
+    p = add("export", views.export, "everything of the user as JSON lines (see `import`)")
+    p.add_argument("-o", "--output", help="file to write (default: standard output)")
+
+
+def _memory_options(p: argparse.ArgumentParser, *, update: bool = False) -> None:
+    p.add_argument("--category")
+    p.add_argument("--importance", type=float)
+    p.add_argument("--tag", action="append", dest="tags", help="repeat for several")
+    p.add_argument("--store", choices=f.STORES)
+    if update:
+        p.add_argument("--no-category", action="store_true", help="clear the category")
+        p.add_argument("--no-tags", action="store_true", help="clear the tags")
+        p.add_argument("--pin", action="store_true", default=None, dest="pinned")
+        p.add_argument("--unpin", action="store_false", dest="pinned")
+    else:
+        p.add_argument("--pinned", action="store_true")
+        p.add_argument("--session", help="the session the delta header credits")
+
+
+def exit_code(error: errors.ApiError) -> int:
+    """400/403/413/415: the request itself is wrong (usage); anything else is a problem."""
+    return EXIT_USAGE if error.status in (400, 403, 413, 415) else EXIT_PROBLEM
+
+
+def _runner(name: str, handler: Command) -> Callable[[argparse.Namespace, Config], int]:
+    def run(args: argparse.Namespace, config: Config) -> int:
+        import asyncio
+
+        return asyncio.run(_run(name, handler, args, config))
+
+    return run
+
+
+async def _run(name: str, handler: Command, args: argparse.Namespace, config: Config) -> int:
+    principal = cli_principal(args.agent or CLI_AGENT)
+    try:
+        async with services(config, with_memory=name in NEEDS_SERVICE) as (records, recall):
+            if name == "add-turn":
+                recall.extract_wait_s = max(0.0, args.wait)
+            data, text = await handler(args, records, recall, principal)
+            if name in ("remember", "update", "restore") and records.memory is not None:
+                # No daemon here: make the vector now rather than leave its job pending.
+                await _queue_driver(records.memory, config, EMBED_KINDS)(30.0)
+    except errors.ApiError as exc:
+        print(f"lobug: {exc.message}", file=sys.stderr)
+        if args.json:
+            print(json.dumps(exc.body(), indent=2, ensure_ascii=False))
+        return exit_code(exc)
+    if data is not None:
+        output(args, data, text)
+    return EXIT_OK
+
+
+@contextlib.asynccontextmanager
+async def services(config: Config, *, with_memory: bool) -> AsyncIterator[tuple[Records, Recall]]:
+    """The daemon's service layer over the same database, without the HTTP server."""
+    async with _database(config) as db:
+        wanted = with_memory and config.memory.enabled
+        memory = MemoryService.create(config, db=db) if wanted else None
+        if memory is not None:
+            await memory.start()
+        try:
+            policy = CategoryPolicy.load(config.api.categories_file)
+            records = Records(db, policy, memory=memory, clock=time.time)
+            recall = Recall(
+                records,
+                max_text_chars=config.chat.max_text_chars,
+                working_memory_size=config.chat.working_memory_size,
+            )
+            if memory is not None:
+                recall.drive = _queue_driver(memory, config, TURN_KINDS)
+            yield records, recall
+        finally:
+            if memory is not None:
+                await memory.flush_hits()
+                await memory.close()
+
+
+def _queue_driver(
+    memory: MemoryService, config: Config, kinds: tuple[str, ...]
+) -> Callable[[float], Awaitable[Any]]:
+    """No daemon workers here: run these job kinds in-process until idle (or the deadline)."""
+    handlers = memory.jobs.handlers()
+    kinds = tuple(k for k in kinds if k in handlers)
+    runner = JobRunner(memory.db, config.workers, time.time, {k: handlers[k] for k in kinds})
+    return lambda wait_s: runner.run_until_idle(timeout=wait_s)

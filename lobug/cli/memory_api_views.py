@@ -1,0 +1,244 @@
+"""The `lobug memory` API commands: arguments → the service layer → (JSON data, human text).
+
+Each builds the same request body the HTTP route would get and validates it with the same
+`records_fields` functions, so a bad value fails the same way (and names the option's field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from lobug.access import Principal
+from lobug.cli.tables import (
+    ENTITY_COLUMNS,
+    HISTORY_COLUMNS,
+    MEMORY_COLUMNS,
+    fields,
+    table,
+    when,
+)
+from lobug.memory import records_fields as f
+from lobug.memory.records import Records
+from lobug.memory.records_export import write_export
+from lobug.memory.records_recall import Recall
+
+Result = tuple[Any, str]
+MEMORY_KEYS = ("id", "kind", "content", "category", "store", "layer", "status", "importance",
+               "pinned", "tags", "hits", "mention_count", "created_at", "updated_at",
+               "purge_at", "etag")  # fmt: skip
+
+
+def memory_text(memory: dict[str, Any]) -> str:
+    return fields(memory, [k for k in MEMORY_KEYS if k in memory or k == "purge_at"])
+
+
+def _body(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
+async def add_turn(
+    args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
+) -> Result:
+    body = {
+        "session_id": args.session_id,
+        "role": args.role,
+        "text": args.text,
+        "auto_extract": not args.no_extract,
+        "ref": args.ref,
+        "ts": None if args.ts is None else f.timestamp(_number(args.ts), "ts"),
+    }
+    fields_ = f.turn_create(body, max_text_chars=recall.max_text_chars)
+    done = await recall.add_turn(who, fields_, user_id=args.user)
+    lines = [f"turn #{done['turn_id']} in session {done['session_id']}"]
+    lines += [f"  {m['action']}: #{m['id']} {m['content']}" for m in done["extracted"]]
+    if done["extraction"] == "pending":
+        lines.append("  extraction is still pending; the daemon finishes it")
+    return done, "\n".join(lines)
+
+
+async def context(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    session = f.ident(args.session_id, "session_id")
+    q = None if args.q is None else f.text(args.q, "q", f.MAX_QUERY_CHARS)
+    k = f.integer(args.k, "k", 1, f.MAX_TOP_K)
+    data = await recall.context(who, session, q=q, k=k, user_id=args.user)
+    parts = []
+    if data["delta_header"]:
+        parts.append(data["delta_header"])
+    if data["base_memory"]:
+        parts.append("[Long-term memory]\n" + data["base_memory"])
+    if data["memories"]:
+        parts.append(
+            "[Relevant memories]\n" + "\n".join(f"- {m['text']}" for m in data["memories"])
+        )
+    if data["short_term"]:
+        parts.append("\n".join(f"{t['role']}: {t['text']}" for t in data["short_term"]))
+    return data, "\n\n".join(parts) or "(nothing for this session yet)"
+
+
+async def remember(
+    args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
+) -> Result:
+    body = {"content": args.content, "kind": args.kind, "pinned": args.pinned}
+    body.update(_body(args, ("category", "importance", "tags", "store")))
+    if args.session is not None:
+        body["session_id"] = args.session
+    memory = await rec.create(who, f.memory_create(body), user_id=args.user)
+    return memory, f"{memory['action']}: #{memory['id']}\n{memory_text(memory)}"
+
+
+async def listing(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    found = await rec.list_memories(
+        who,
+        q=None if args.q is None else f.text(args.q, "q", f.MAX_LIST_QUERY_CHARS),
+        kind=args.kind,
+        layer=args.layer,
+        status=args.status,
+        category=None if args.category is None else f.category(args.category),
+        store=args.store,
+        limit=f.integer(args.limit, "limit", 1, 500),
+        offset=f.integer(args.offset, "offset", 0, 100_000),
+        user_id=args.user,
+    )
+    return found, table(found["memories"], MEMORY_COLUMNS, "(no memories)")
+
+
+async def get(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    memory = await rec.get(who, args.id, user_id=args.user)
+    return memory, memory_text(memory)
+
+
+async def update(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    body = _body(args, ("content", "category", "importance", "tags", "pinned", "store", "status"))
+    if args.no_category:
+        body["category"] = None
+    if args.no_tags:
+        body["tags"] = []
+    memory = await rec.update(
+        who, args.id, f.memory_patch(body), if_match=args.if_match, user_id=args.user
+    )
+    return memory, memory_text(memory)
+
+
+async def forget(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    done = await rec.delete(who, args.id, purge=args.purge, user_id=args.user)
+    if done["status"] == "purged":
+        return done, f"memory #{args.id} purged for good"
+    return done, f"memory #{args.id} soft-deleted; restorable until {when(done['purge_at'])} UTC"
+
+
+async def restore(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    memory = await rec.restore(who, args.id, user_id=args.user)
+    return memory, memory_text(memory)
+
+
+async def why(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    q = None if args.q is None else f.text(args.q, "q", f.MAX_QUERY_CHARS)
+    data = await rec.why(who, args.id, q=q, user_id=args.user)
+    rank = f" (rank {data['rank']} of {data['candidates']})" if data.get("rank") else ""
+    lines = [f"#{data['id']} {data.get('content', '')}", f"score {data['score']:.4f}{rank}"]
+    lines += [f"  {name:<22} {value:.4g}" for name, value in data["terms"].items()]
+    lines.append(f"hits {data.get('hits')}, age {data.get('age_days', 0):.1f} days")
+    lines.append(f"rules: {', '.join(data.get('matched_rules') or []) or '-'}")
+    lines += [f"  {when(d['ts'])} {d['event']} by {d['actor']}" for d in data["decisions"]]
+    return data, "\n".join(lines)
+
+
+async def history(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    limit = f.integer(args.limit, "limit", 1, 500)
+    data = await rec.history(who, args.id, limit=limit, user_id=args.user)
+    rows = [{**e, "when": when(e["ts"])} for e in data["events"]]
+    return data, table(rows, HISTORY_COLUMNS, "(no history)")
+
+
+async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    body: dict[str, Any] = {
+        "query": args.text,
+        "top_k": args.top_k,
+        "return": "full" if args.full else "bullets",
+        "filters": dict(_filter(item) for item in args.filter) or None,
+    }
+    body.update(
+        {
+            k: getattr(args, k)
+            for k in ("categories", "kinds", "threshold")
+            if getattr(args, k) is not None
+        }
+    )
+    if args.budget is not None:
+        body["budget_tokens"] = args.budget
+    if args.session is not None:
+        body["session_id"] = args.session
+    data = await recall.query(who, f.query_fields(body), user_id=args.user)
+    lines = [f"{r['score']:7.3f}  #{r['id']:<6} {r['text']}" for r in data["results"]]
+    lines += [f"delta: {d['summary']}" for d in data["delta"]]
+    return data, "\n".join(lines) or "(nothing found)"
+
+
+async def gc(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    data = await rec.gc(who)
+    return data, "\n".join(f"{k}: {v}" for k, v in data.items())
+
+
+async def entities(
+    args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
+) -> Result:
+    if args.id is not None:
+        data = await rec.entity(who, args.id, user_id=args.user)
+        head = f"#{data['id']} {data['canonical_name']} ({data['type']}), {data['mention_count']}×"
+        return data, head + "\n" + table(data["memories"], MEMORY_COLUMNS, "(no memories)")
+    q = None if args.q is None else f.text(args.q, "q", 200)
+    data = await rec.entities(
+        who, q=q, limit=f.integer(args.limit, "limit", 1, 500), user_id=args.user
+    )
+    return data, table(data["entities"], ENTITY_COLUMNS, "(no entities)")
+
+
+async def timeline(
+    args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
+) -> Result:
+    before = f.integer(args.before, "before", 0, 100)
+    after = f.integer(args.after, "after", 0, 100)
+    data = await rec.timeline(who, args.anchor, before=before, after=after, user_id=args.user)
+    rows = [{**m, "created": when(m["created_at"]), "at": "→" if m["id"] == args.anchor else ""}
+            for m in data["items"]]  # fmt: skip
+    columns = [("at", "", 1), ("created", "CREATED (UTC)", 19), *MEMORY_COLUMNS]
+    return data, table(rows, columns, "(nothing)")
+
+
+async def export(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    rec.scope(who).require_unrestricted("an export")
+    now = rec.clock()
+    if args.output is None:
+        try:
+            lines = await rec.db.read(write_export, args.user, now, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `lobug memory export | head`: the reader has had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return None, ""
+        print(f"exported {lines} line(s)", file=sys.stderr)
+        return None, ""
+    with open(args.output, "w", encoding="utf-8") as out:
+        lines = await rec.db.read(write_export, args.user, now, out)
+    return {"file": args.output, "lines": lines}, f"exported {lines} line(s) to {args.output}"
+
+
+def _number(raw: str) -> Any:
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+def _filter(item: str) -> tuple[str, Any]:
+    key, sep, raw = item.partition("=")
+    if not sep:
+        raise f.bad("filters", f"--filter takes KEY=VALUE, got {item!r}")
+    value: Any = raw
+    if key == "pinned":
+        value = {"true": True, "false": False}.get(raw.lower(), raw)
+    elif key.startswith("importance_") or (key.startswith("updated_") and _number(raw) != raw):
+        value = _number(raw)
+    return key, value

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Benchmark POST /v1/query end to end over HTTP at 10k memories, embedding excluded.
+
+The real app (create_app) serves on a real local port from this process; requests go through
+aiohttp's client, the auth and error middlewares, validation, the access checks, hybrid search
+(vector KNN + BM25 + entities, RRF, re-score), bullets and the delta. The query's embedding
+call is timed on the embedder and subtracted from each request's latency, so the figure is
+the API's own cost on top of the embedder (the hashing embedder is used; Ollama or MiniLM
+would add their own time).
+
+Usage: .venv/bin/python scripts/bench_api_query.py [--facts 10000] [--queries 300] [--dim 384]
+       [--return bullets|full] [--top-k 5]
+Target (2-core machine, 384-d): p95 < 50 ms at 10k memories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lobug import keys  # noqa: E402
+from lobug.app import Overrides, create_app  # noqa: E402
+from lobug.config import load_config  # noqa: E402
+from lobug.memory import knn, store  # noqa: E402
+
+VERBS = "likes owns visited plans repaired borrowed painted cooked studied photographed".split()
+ADJS = "red old tiny quiet bright wooden frozen spicy vintage electric".split()
+NOUNS = (
+    "bicycle guitar garden lighthouse recipe telescope notebook kayak teapot violin "
+    "lantern mountain bakery museum river orchard robot sailboat library greenhouse"
+).split()
+PLACES = "Lisbon Oslo Kyoto Denver Cairo Lima Perth Dublin Austin Quebec".split()
+CATEGORIES = ("personal", "preference", "knowledge", "event")
+
+
+class NoTranscriber:
+    """/v1 needs no speech; the app still wants a transcriber to hold."""
+
+    name = "none"
+
+    def load(self) -> None:
+        raise RuntimeError("no speech in this benchmark")
+
+    def transcribe(self, audio: Any, language: str | None = None) -> Any:
+        raise RuntimeError("no speech in this benchmark")
+
+
+class TimedEmbedder:
+    """The service's embedder, with the time spent in it counted (and later subtracted)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.dim, self.spent = inner, inner.name, inner.dim, 0.0
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        started = time.perf_counter()
+        try:
+            return await self.inner.embed(texts)
+        finally:
+            self.spent += time.perf_counter() - started
+
+
+def fact(rng: random.Random, i: int) -> str:
+    return (
+        f"The user {rng.choice(VERBS)} a {rng.choice(ADJS)} {rng.choice(NOUNS)} "
+        f"in {rng.choice(PLACES)} (note {i})."
+    )
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def fill(app: web.Application, n: int, rng: random.Random) -> float:
+    """n facts through the store's insert path with their vectors, 1000 per transaction."""
+    db, embedder = app[keys.DB], app[keys.MEMORY].embedder.inner
+    started = time.perf_counter()
+    for start in range(0, n, 1000):
+        texts = [fact(rng, i) for i in range(start, min(n, start + 1000))]
+        vectors = await embedder.embed(texts)
+
+        def write(conn: Any, texts: list[str] = texts, vectors: Any = vectors) -> None:
+            for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+                memory_id = store.insert_memory(
+                    conn, user_id="default", kind="fact", content=text,
+                    category=CATEGORIES[i % 4], importance=rng.random(), now=time.time(),
+                    actor="bench",
+                )  # fmt: skip
+                knn.put_memory_vector(conn, memory_id, vector)
+
+        await db.write(write)
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    return time.perf_counter() - started
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(7)
+    data = Path(tempfile.mkdtemp(prefix="lobug-bench-api-"))
+    config = load_config(
+        None,
+        env={},
+        overrides={
+            "storage.data_dir": str(data),
+            "embedding.backend": "hashing",
+            "embedding.dim": args.dim,
+            "ollama.host": "http://127.0.0.1:9",  # no LLM needed to query
+            "speech.load_at_start": False,
+            "lifecycle.gc_interval_s": 0,
+            "log.level": "WARNING",
+        },
+    )
+    app = create_app(config, Overrides(transcriber=NoTranscriber()))  # type: ignore[arg-type]
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    url = f"http://127.0.0.1:{port}/v1/query"
+    memory = app[keys.MEMORY]
+    timed = memory.embedder = TimedEmbedder(memory.embedder)
+    fill_s = await fill(app, args.facts, rng)
+    latencies, embed_ms, counts = [], [], []
+    async with aiohttp.ClientSession() as session:
+        for i in range(args.warmup + args.queries):
+            body = {
+                "query": f"what about my {rng.choice(ADJS)} {rng.choice(NOUNS)} in "
+                f"{rng.choice(PLACES)}?",
+                "top_k": args.top_k,
+                "return": args.mode,
+                "session_id": "bench",
+            }
+            timed.spent = 0.0
+            started = time.perf_counter()
+            async with session.post(url, json=body) as resp:
+                answer = await resp.json()
+                assert resp.status == 200, answer
+            total = time.perf_counter() - started
+            if i >= args.warmup:
+                latencies.append((total - timed.spent) * 1000)
+                embed_ms.append(timed.spent * 1000)
+                counts.append(len(answer["results"]))
+    await runner.cleanup()
+    return {
+        "facts": args.facts,
+        "dim": args.dim,
+        "queries": args.queries,
+        "return": args.mode,
+        "top_k": args.top_k,
+        "fill_s": round(fill_s, 1),
+        "p50_ms": round(pct(latencies, 50), 2),
+        "p95_ms": round(pct(latencies, 95), 2),
+        "p99_ms": round(pct(latencies, 99), 2),
+        "mean_ms": round(statistics.fmean(latencies), 2),
+        "embed_ms_mean_excluded": round(statistics.fmean(embed_ms), 3),
+        "results_mean": round(statistics.fmean(counts), 2),
+        "loadavg": round(os.getloadavg()[0], 2),
+        "target_p95_ms": 50,
+    }
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--return", dest="mode", choices=["bullets", "full"], default="bullets")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    result = asyncio.run(main(parse()))
+    print(json.dumps(result, indent=2))
+    sys.exit(0 if result["p95_ms"] < result["target_p95_ms"] else 1)

@@ -1,0 +1,321 @@
+"""MemoryService.query through the real write path: filters, threshold, budget, sources,
+episodes, hostile FTS input, the LIKE fallback, hit counting off the request path, and why()."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_ollama import FakeOllamaState
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memory_kit import MemoryEnv, memory_env
+
+from lobug.llm.embedders import EmbeddingUnavailable
+from lobug.memory.query import QueryFilters, QueryRequest, tokens_of
+
+BIKE = "The user rides a red bicycle to the bakery every Saturday."
+BOAT = "The user keeps a small wooden sailboat at the lake."
+PIANO = "The user practises the piano after dinner."
+JEN = "Jen is the user's sister and lives in Denver."
+
+
+@pytest.fixture
+async def mem(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> AsyncIterator[MemoryEnv]:
+    async with memory_env(tmp_path, ollama[1], clock, **{"memory.hit_flush_s": 3600}) as env:
+        yield env
+
+
+async def remember(mem: MemoryEnv, content: str, **fields: Any) -> int:
+    row = await mem.service.remember(content=content, actor="test", **fields)
+    await mem.run()  # the embed_memory job gives it a vector
+    return int(row["id"])
+
+
+def ask(text: str, **fields: Any) -> QueryRequest:
+    filters = fields.pop("filters", None) or QueryFilters()
+    return QueryRequest(text=text, filters=filters, **fields)
+
+
+async def ids(mem: MemoryEnv, req: QueryRequest) -> list[int]:
+    return [r.id for r in await mem.service.query(req)]
+
+
+async def test_finds_by_meaning_words_and_entities_with_sources(mem: MemoryEnv) -> None:
+    user, _ = await mem.exchange("I ride my red bicycle to the bakery on Saturdays")
+    bike = await remember(mem, BIKE)
+    await mem.db.write(
+        lambda c: c.execute(
+            "INSERT INTO memory_sources (memory_id, turn_id) VALUES (?, ?)", (bike, user.id)
+        )
+    )
+    boat = await remember(mem, BOAT)
+    jen = await remember(mem, JEN)
+    (first, *_) = await mem.service.query(ask("the red bicycle and the bakery", top_k=3))
+    assert (first.id, first.kind, first.text, first.store) == (bike, "fact", BIKE, "private")
+    assert first.sources == ({"turn_id": user.id, "ref": None},)
+    assert first.explain["ranks"].keys() >= {"vector", "bm25"}
+    assert first.score == first.explain["final"]
+    # An entity named in the question finds the memory linked to it (regex NER at write time).
+    (hit, *_) = await mem.service.query(ask("where is jen these days", top_k=1))
+    assert hit.id == jen and "entity" in hit.explain["ranks"]
+    assert boat in await ids(mem, ask("sailboat", top_k=1))
+
+
+async def test_filters(mem: MemoryEnv, clock: Any) -> None:
+    start = clock()
+    bike = await remember(mem, BIKE, category="hobbies", importance=0.9, session_id="s1")
+    clock.advance(100)
+    boat = await remember(mem, BOAT, category=None, pinned=True, store="shared")
+    clock.advance(100)
+    piano = await remember(mem, PIANO, category="hobbies", importance=0.2, user_id="other")
+    everything = "bicycle sailboat piano user"
+
+    async def found(**fields: Any) -> set[int]:
+        return set(await ids(mem, ask(everything, top_k=10, **fields)))
+
+    assert await found() == {bike, boat}  # the default user only
+    assert await found(filters=QueryFilters(user_id="other")) == {piano}
+    assert await found(categories=("hobbies",)) == {bike}
+    assert await found(categories=("general",)) == {boat}  # uncategorised counts as general
+    assert await found(categories=()) == set()
+    assert await found(stores=("shared", "social")) == {boat}
+    assert await found(stores=()) == set()
+    assert await found(filters=QueryFilters(pinned=True)) == {boat}
+    assert await found(filters=QueryFilters(pinned=False)) == {bike}
+    assert await found(filters=QueryFilters(importance_min=0.6)) == {bike}
+    assert await found(filters=QueryFilters(importance_max=0.6)) == {boat}
+    assert await found(filters=QueryFilters(session_id="s1")) == {bike}
+    assert await found(exclude_session_id="s1") == {boat}
+    assert await found(filters=QueryFilters(updated_after=start + 50)) == {boat}
+    assert await found(filters=QueryFilters(updated_before=start + 50)) == {bike}
+    assert await found(filters=QueryFilters(layer="long")) == set()
+    assert await found(filters=QueryFilters(layer="mid")) == {bike, boat}
+    assert await found(kinds=("insight",)) == set()
+    await mem.service.forget(bike, purge=False, actor="test")
+    assert await found() == {boat}
+    # A soft-deleted memory stays hidden even when its status is asked for; archived on request.
+    assert await found(filters=QueryFilters(status=("active", "soft_deleted"))) == {boat}
+    await mem.db.write(
+        lambda c: c.execute("UPDATE memories SET status = 'archived' WHERE id = ?", (boat,))
+    )
+    assert await found() == set()
+    assert await found(filters=QueryFilters(status=("archived",))) == {boat}
+
+
+async def test_top_k_threshold_and_token_budget(mem: MemoryEnv) -> None:
+    facts = [
+        "The user owns a blue kayak for the river trips with Sam.",
+        "A blue kayak paddle hangs in the hallway for river trips.",
+        "River trips need the blue kayak roof rack on the car.",
+        "The blue kayak leaks a little after long river trips.",
+        "Mia calls river trips in the blue kayak an adventure.",
+    ]
+    for fact in facts:
+        await remember(mem, fact)
+    query = "blue kayak river trips"
+    everything = await mem.service.query(ask(query, top_k=10))
+    assert len(everything) == 5
+    scores = [r.score for r in everything]
+    assert scores == sorted(scores, reverse=True)
+    assert len(await mem.service.query(ask(query, top_k=2))) == 2
+    cut = (scores[1] + scores[2]) / 2
+    assert [r.id for r in await mem.service.query(ask(query, top_k=10, threshold=cut))] == [
+        r.id for r in everything[:2]
+    ]
+    assert await mem.service.query(ask(query, threshold=scores[0] + 1)) == []
+    costs = [tokens_of(r.text) for r in everything]
+    assert costs[0] == -(-len(everything[0].text) // 4)  # ~4 characters a token, rounded up
+    two, three = costs[0] + costs[1], costs[0] + costs[1] + costs[2]
+    for budget, expected in [(1, 1), (costs[0], 1), (two - 1, 1), (two, 2), (three, 3)]:
+        got = await mem.service.query(ask(query, top_k=10, budget_tokens=budget))
+        assert [r.id for r in got] == [r.id for r in everything[:expected]], budget
+
+
+async def test_episodes_are_turns_when_asked(mem: MemoryEnv) -> None:
+    user, assistant = await mem.exchange("My sourdough starter is called Bubbles", "Cute name!")
+    await remember(mem, "The user bakes sourdough bread on Sundays.")
+    await mem.run()  # the turns' embed jobs
+    only_facts = await mem.service.query(ask("sourdough starter bubbles"))
+    assert {r.kind for r in only_facts} == {"fact"}
+    both = await mem.service.query(ask("sourdough starter bubbles", kinds=("fact", "episode")))
+    episode = next(r for r in both if r.kind == "episode")
+    assert (episode.id, episode.text, episode.store) == (user.id, user.text, "private")
+    assert episode.sources == ({"turn_id": user.id, "ref": None},)
+    assert episode.explain.keys() == both[0].explain.keys()
+    roles = QueryFilters(role="assistant")
+    assert assistant is not None
+    assert await ids(mem, ask("cute name", kinds=("episode",), filters=roles)) == [assistant.id]
+    # The conversation log is private: lower trust never sees it, nor a category filter.
+    assert await mem.service.query(ask("sourdough", kinds=("episode",), stores=("social",))) == []
+    assert await mem.service.query(ask("sourdough", kinds=("episode",), categories=("x",))) == []
+
+
+async def test_works_without_vectors(mem: MemoryEnv) -> None:
+    bike = await remember(mem, BIKE)
+
+    async def broken(texts: Any) -> list[list[float]]:
+        raise EmbeddingUnavailable("down")
+
+    mem.service.embedder.embed = broken  # type: ignore[method-assign]
+    (hit,) = await mem.service.query(ask("red bicycle bakery"))
+    assert hit.id == bike and "vector" not in hit.explain["ranks"]
+
+
+async def test_like_fallback_without_fts5(mem: MemoryEnv) -> None:
+    bike = await remember(mem, BIKE)
+    await remember(mem, BOAT)
+
+    def drop_fts(conn: Any) -> None:
+        for trigger in ("trg_memories_ai", "trg_memories_ad", "trg_memories_au"):
+            conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP TABLE memories_fts")
+
+    await mem.db.write(drop_fts)
+    mem.service.embedder.embed = None  # type: ignore[assignment] # words only, via LIKE
+    got = await mem.service.query(ask("bicycle bakery"))
+    assert [r.id for r in got] == [bike] and "bm25" in got[0].explain["ranks"]
+
+
+HOSTILE = [
+    '"',
+    '""""',
+    "AND OR NOT",
+    "NEAR(a b, 3)",
+    "bicycle*",
+    "content:bicycle",
+    "^bicycle",
+    "'; DROP TABLE memories; --",
+    "%_\\",
+    "\x00\x01",
+    "🚲🥐",
+    "(((",
+    "a" * 5000,
+    "bicycle " * 500,
+    "",
+]
+
+
+async def test_hostile_text_never_breaks_query(mem: MemoryEnv) -> None:
+    bike = await remember(mem, BIKE)
+    generated: list[str] = []
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=200))
+    def collect(text: str) -> None:
+        generated.append(text)
+
+    collect()
+    for text in HOSTILE + generated:
+        found = await mem.service.query(ask(text, top_k=3, kinds=("fact", "episode")))
+        assert all(r.kind in ("fact", "episode") for r in found), text
+    assert bike in await ids(mem, ask('"red" bicycle* AND NOT( bakery'))
+    assert mem.value("SELECT COUNT(*) FROM memories") == 1
+
+
+async def test_hits_are_counted_off_the_request_path(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    async with memory_env(tmp_path, ollama[1], clock, **{"memory.hit_flush_s": 0.05}) as mem:
+        bike = await remember(mem, BIKE)
+        writes = 0
+        original = mem.db.write
+
+        async def counting(fn: Any, *args: Any) -> Any:
+            nonlocal writes
+            writes += 1
+            return await original(fn, *args)
+
+        mem.db.write = counting  # type: ignore[method-assign]
+        clock.advance(60)
+        await mem.service.query(ask("red bicycle"))
+        await mem.service.query(ask("bakery bicycle"))
+        assert writes == 0, "a query must not write"
+        assert mem.value("SELECT hits FROM memories WHERE id = ?", bike) == 0
+        for _ in range(100):  # the flusher runs every 50 ms
+            await asyncio.sleep(0.02)
+            if mem.value("SELECT hits FROM memories WHERE id = ?", bike):
+                break
+        row = mem.rows("SELECT hits, last_accessed FROM memories WHERE id = ?", bike)[0]
+        assert (row["hits"], row["last_accessed"]) == (2, clock())
+        hit = mem.rows("SELECT * FROM history WHERE memory_id = ? AND event = 'HIT'", bike)
+        assert [(h["old_value"], h["new_value"], h["actor"]) for h in hit] == [
+            ("0", "2", "retrieval")
+        ]
+        assert writes == 1  # both queries' hits in one transaction
+
+
+async def test_why_matches_the_ranking_query_returned(mem: MemoryEnv, clock: Any) -> None:
+    facts = [
+        "The user repairs a red bicycle in the garage.",
+        "A red toolbox sits in the garage next to the bicycle pump.",
+        "The garage door is red and squeaks when it opens.",
+        "The user repairs old radios for the neighbours.",
+    ]
+    for i, fact in enumerate(facts):
+        await remember(mem, fact, importance=0.2 * i)
+        clock.advance(86_400)
+    await mem.exchange("I repair bicycles")
+    query = "repairs a red bicycle in the garage"
+    results = await mem.service.query(ask(query, top_k=10))
+    assert len(results) == 4
+    for rank, result in enumerate(results, start=1):
+        why = await mem.service.why(result.id, query=query)
+        assert why is not None
+        assert why["score"] == result.explain and why["score"]["final"] == result.score
+        assert why["rank"] == rank and why["candidates"] == 4
+    plain = await mem.service.why(results[0].id)
+    assert plain is not None and plain["rank"] is None
+    assert plain["score"].keys() == results[0].explain.keys() and plain["score"]["rrf"] == 0.0
+    assert plain["memory_score"]["age_days"] == plain["age_days"]
+    assert await mem.service.why(999) is None
+    assert await mem.service.why(results[0].id, user_id="other") is None
+
+
+async def test_why_tells_rules_hits_and_decisions(mem: MemoryEnv) -> None:
+    await mem.exchange("I am vegetarian")
+    await mem.run()
+    (memory_id,) = [r[0] for r in mem.rows("SELECT id FROM memories")]
+    await mem.exchange("just so you know, I'm vegetarian")
+    await mem.run()
+    await mem.service.query(ask("vegetarian"))
+    await mem.service.flush_hits()
+    why = await mem.service.why(memory_id, query="is the user vegetarian")
+    assert why is not None
+    assert why["rules"] == ["identity.trait"]
+    assert why["hits"] == 2  # the repeat, and the retrieval
+    assert [d["event"] for d in why["decisions"]] == ["MERGE", "ADD"]
+    assert len(why["sources"]) == 4  # both exchanges, user and assistant turns
+    assert why["rank"] == 1 and why["score"]["ranks"]["bm25"] == 1
+
+
+async def test_the_prompt_path_never_writes(mem: MemoryEnv, clock: Any) -> None:
+    bike = await remember(mem, BIKE)
+    await mem.service.prompt_sections(user_id="default", session_id="s9", text="hello")
+    await remember(mem, BOAT)  # news for s9 from now on
+    writes = 0
+    original = mem.db.write
+
+    async def counting(fn: Any, *args: Any) -> Any:
+        nonlocal writes
+        writes += 1
+        return await original(fn, *args)
+
+    mem.db.write = counting  # type: ignore[method-assign]
+    sections = await mem.service.prompt_sections(
+        user_id="default", session_id="s9", text="the red bicycle and the bakery"
+    )
+    assert sections[0].startswith("Memory updates since rev 1:\n- +created:")
+    assert sections[1].startswith(f"[Relevant memories]\n- {BIKE}")
+    again = await mem.service.prompt_sections(user_id="default", session_id="s9", text="bicycle")
+    assert not again[0].startswith("Memory updates")  # shown once, even before it is written
+    assert writes == 0 and mem.value("SELECT hits FROM memories WHERE id = ?", bike) == 0
+    assert mem.value("SELECT rev FROM revisions WHERE session_id = 's9'") is None
+    await mem.service.flush_hits()  # what the periodic flush does: one transaction for both
+    assert writes == 1 and mem.value("SELECT hits FROM memories WHERE id = ?", bike) == 2
+    assert mem.value("SELECT rev FROM revisions WHERE session_id = 's9'") == 2
