@@ -174,11 +174,6 @@ async def test_delta_is_filtered_by_what_the_caller_may_see(
     assert familiar["delta"] == []  # a session first seen starts at the current revision
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reconciliation (lobug/memory/reconcile.py) matches memories in every store: a "
-    "lower-trust write can supersede or merge into a memory its writer cannot see",
-)
 async def test_a_lower_trust_write_never_changes_an_invisible_memory(
     make_client: Callable[..., Any],
 ) -> None:

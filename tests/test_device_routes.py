@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -204,4 +205,9 @@ async def test_transcription_never_stalls_the_loop(
     stop = True
     await tick
     assert resp.status == 200
-    assert worst < 0.1, f"event loop stalled {worst * 1000:.0f} ms during a 500 ms transcription"
+    # Deterministic: the model ran on a worker thread, never on the loop's thread …
+    assert transcriber.threads and threading.main_thread().name not in transcriber.threads
+    # … and the loop kept ticking: a transcription on the loop would stall it >= 500 ms; the
+    # bound leaves room for a busy CI machine descheduling this process (the benchmark,
+    # scripts/bench_turn.py, measures the real figure).
+    assert worst < 0.35, f"event loop stalled {worst * 1000:.0f} ms during a 500 ms transcription"

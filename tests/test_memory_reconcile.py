@@ -240,9 +240,12 @@ async def test_remember_validates_reconciles_and_embeds_later(mem: MemoryEnv) ->
     await mem.run()
     assert mem.value("SELECT memory_id FROM memory_vectors") == added["id"]
 
-    again = await mem.service.remember(content="The user lives in Portland!", actor="api")
+    # Reconciliation stays within a store: the repeat and the move are written to "shared" too.
+    again = await mem.service.remember(
+        content="The user lives in Portland!", actor="api", store="shared"
+    )
     assert (again["action"], again["id"], again["mention_count"]) == ("merged", added["id"], 2)
-    moved = await mem.service.remember(content=SEATTLE, actor="api", pinned=True)
+    moved = await mem.service.remember(content=SEATTLE, actor="api", pinned=True, store="shared")
     assert (moved["action"], moved["replaced_id"], moved["pinned"]) == (
         "superseded",
         added["id"],

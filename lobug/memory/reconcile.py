@@ -82,7 +82,11 @@ def reconcile(
     policy: WritePolicy,
     now: float,
 ) -> Outcome:
-    same = store.active_by_hash(conn, origin.user_id, content_hash(cand.content), cand.kind)
+    # Reconciliation stays inside the writer's store: a write must never merge into, supersede
+    # or link to a memory in a store its writer may not see (trust gating, seed 002).
+    same = store.active_by_hash(
+        conn, origin.user_id, content_hash(cand.content), cand.kind, store=origin.store
+    )
     if same is not None:
         _merge(conn, same, cand, origin, now, {"reason": "exact_duplicate"})
         return Outcome("repeated", same.id)
@@ -95,7 +99,11 @@ def reconcile(
     if vector is not None and cand.kind == "fact":
         # One KNN scan serves the near-duplicate check and the relation edges.
         k = max(NEAR_K, policy.link_k + 1)
-        neighbours = knn.nearest_facts(conn, vector, user_id=origin.user_id, k=k)
+        neighbours = [
+            (row, distance)
+            for row, distance in knn.nearest_facts(conn, vector, user_id=origin.user_id, k=k)
+            if row.store == origin.store
+        ]
     near = _near_duplicate(conn, cand, neighbours, origin, policy)
     if near is not None:
         row, score, distance = near
@@ -120,8 +128,8 @@ def _against_key(
     """Supersede the active facts this one contradicts; None when it contradicts none."""
     rows = conn.execute(
         "SELECT * FROM memories WHERE user_id = ? AND fact_key = ? AND kind = 'fact'"
-        " AND status = 'active' ORDER BY id DESC",
-        (origin.user_id, key),
+        " AND status = 'active' AND store = ? ORDER BY id DESC",
+        (origin.user_id, key, origin.store),
     ).fetchall()
     claim = _claim(cand.content)
     olds = [store.MemoryRow.from_row(r) for r in rows]
@@ -174,7 +182,7 @@ def _near_duplicate(
     best: tuple[store.MemoryRow, float, float | None] | None = None
     for memory_id, distance in pool.items():
         row = store.get_memory(conn, memory_id)
-        if row is None or row.status != "active":
+        if row is None or row.status != "active" or row.store != origin.store:
             continue
         overlap = jaccard(cand.content, row.content)
         close = distance is not None and distance < policy.duplicate_distance

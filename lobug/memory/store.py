@@ -216,12 +216,15 @@ def get_memory(conn: Any, memory_id: int) -> MemoryRow | None:
     return None if row is None else MemoryRow.from_row(row)
 
 
-def active_by_hash(conn: Any, user_id: str, digest: str, kind: str = "fact") -> MemoryRow | None:
-    row = conn.execute(
-        "SELECT * FROM memories WHERE user_id = ? AND hash = ? AND kind = ? AND status = 'active'"
-        " ORDER BY id LIMIT 1",
-        (user_id, digest, kind),
-    ).fetchone()
+def active_by_hash(
+    conn: Any, user_id: str, digest: str, kind: str = "fact", store: str | None = None
+) -> MemoryRow | None:
+    sql = "SELECT * FROM memories WHERE user_id = ? AND hash = ? AND kind = ? AND status = 'active'"
+    params: list[Any] = [user_id, digest, kind]
+    if store is not None:
+        sql += " AND store = ?"
+        params.append(store)
+    row = conn.execute(sql + " ORDER BY id LIMIT 1", params).fetchone()
     return None if row is None else MemoryRow.from_row(row)
 
 
