@@ -107,6 +107,9 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=3000)
     parser.add_argument("--stt-delay", type=float, default=3.0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--no-memory", action="store_true", help="long-term memory off (the core turn alone)"
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="lobug-bench-"))
@@ -120,7 +123,11 @@ async def main() -> None:
         workdir / "data",
         ollama_url=f"http://127.0.0.1:{port}",
         stt_delay=args.stt_delay,
-        env={"LOBUG_LOG_LEVEL": "WARNING", "LOBUG_OLLAMA_TIMEOUT_S": "30"},
+        env={
+            "LOBUG_LOG_LEVEL": "WARNING",
+            "LOBUG_OLLAMA_TIMEOUT_S": "30",
+            "LOBUG_MEMORY_ENABLED": "false" if args.no_memory else "true",
+        },
     )
     try:
         await wait_http(f"http://127.0.0.1:{port}/api/version")

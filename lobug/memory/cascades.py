@@ -50,6 +50,19 @@ def count_unsummarized(conn: Any, user_id: str) -> int:
     return int(conn.execute(sql, (user_id,)).fetchone()[0])
 
 
+def short_cascade_due(conn: Any, user_id: str, threshold: int) -> bool:
+    """Whether at least `threshold` messages wait for a summary.
+
+    Asked on every exchange, so it reads at most `threshold` index rows instead of counting a
+    backlog that grows while the LLM is away.
+    """
+    sql = (
+        "SELECT COUNT(*) FROM (SELECT 1 FROM turns WHERE user_id = ? AND summarized = 0"
+        f" AND {_ELIGIBLE} LIMIT ?)"
+    )
+    return int(conn.execute(sql, (user_id, threshold)).fetchone()[0]) >= threshold
+
+
 def short_batch(conn: Any, user_id: str, threshold: int, keep: int) -> list[TurnLine]:
     count = count_unsummarized(conn, user_id)
     if count < threshold:

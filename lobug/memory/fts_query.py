@@ -109,10 +109,16 @@ def escape_like(text: str) -> str:
     )
 
 
+_FTS5_COMPILED: dict[int, bool] = {}  # per SQLite library: asked on every search
+
+
 def fts_available(conn: Any, table: str = "memories_fts") -> bool:
     """True when this SQLite has FTS5 and the migration created `table`."""
-    options = {row[0] for row in conn.execute("PRAGMA compile_options")}
-    if "ENABLE_FTS5" not in options:
+    library = id(type(conn))
+    if library not in _FTS5_COMPILED:
+        options = {row[0] for row in conn.execute("PRAGMA compile_options")}
+        _FTS5_COMPILED[library] = "ENABLE_FTS5" in options
+    if not _FTS5_COMPILED[library]:
         return False
     row = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)

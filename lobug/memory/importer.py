@@ -15,7 +15,7 @@ from typing import Any
 
 from lobug.chat.turns import insert_turn, resolve_session
 from lobug.memory import enqueue
-from lobug.memory.cascades import count_unsummarized
+from lobug.memory.cascades import short_cascade_due
 
 MAX_ID_CHARS = 128
 MAX_REF_CHARS = 256
@@ -166,7 +166,7 @@ def store_batch(
             max_attempts=max_attempts,
         )
         result.extract_jobs += 1
-    if count_unsummarized(conn, user_id) >= threshold:
+    if short_cascade_due(conn, user_id, threshold):
         enqueue.cascade(
             conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now, max_attempts=max_attempts
         )

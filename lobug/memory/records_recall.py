@@ -17,7 +17,7 @@ from typing import Any
 from lobug.access import UNCATEGORIZED, Principal
 from lobug.chat import turns
 from lobug.memory import base_memory, delta, enqueue
-from lobug.memory.cascades import count_unsummarized
+from lobug.memory.cascades import short_cascade_due
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, tokens_of
 from lobug.memory.records import USER, Records
 from lobug.memory.records_rows import Scope, marks, memory_dict
@@ -89,7 +89,7 @@ class Recall:
                 (enqueue.EXTRACT, f"{enqueue.EXTRACT}:{turn.id}"),
             ).fetchone()
             return turn, None if row is None else int(row[0])
-        if count_unsummarized(conn, user_id) >= memory.memory.short_term_threshold:
+        if short_cascade_due(conn, user_id, memory.memory.short_term_threshold):
             enqueue.cascade(conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now,
                             max_attempts=memory.max_attempts)  # fmt: skip
         return turn, None

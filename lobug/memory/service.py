@@ -23,7 +23,7 @@ from lobug.config import Config
 from lobug.llm.embedders import Embedder, make_embedder
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import enqueue, retrieval, settings
-from lobug.memory.cascades import Cascades, count_unsummarized
+from lobug.memory.cascades import Cascades, short_cascade_due
 from lobug.memory.hits import HitBuffer, SeenMarks
 from lobug.memory.jobs import MemoryJobs
 from lobug.memory.operations import MemoryOperations
@@ -209,7 +209,7 @@ class MemoryService(MemoryOperations):
                 now=now,
                 max_attempts=self.max_attempts,
             )
-            if count_unsummarized(conn, user.user_id) >= self.memory.short_term_threshold:
+            if short_cascade_due(conn, user.user_id, self.memory.short_term_threshold):
                 enqueue.cascade(
                     conn,
                     enqueue.CASCADE_SHORT,
