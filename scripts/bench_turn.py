@@ -32,27 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from audio_fixtures import tone_wav  # noqa: E402
-from daemon_proc import Daemon, free_port  # noqa: E402
+from daemon_proc import Daemon, free_port, wait_http  # noqa: E402
 
 
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
     return ordered[index]
-
-
-async def wait_http(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            try:
-                async with session.get(url) as resp:
-                    if resp.status < 500:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 async def text_load(url: str, clients: int, turns: int) -> tuple[list[float], float, int]:

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from daemon_proc import Daemon, free_port  # noqa: E402
+from daemon_proc import Daemon, free_port, wait_http  # noqa: E402
 from dbutil import query  # noqa: E402
 
 KINDS = ("text", "audio", "sensors")
@@ -201,20 +201,6 @@ async def run_phase(
         await asyncio.sleep(0.5)
     await asyncio.gather(*devices)
     return peak
-
-
-async def wait_http(url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    async with aiohttp.ClientSession() as session:
-        while time.monotonic() < deadline:
-            try:
-                async with session.get(url) as resp:
-                    if resp.status < 500:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def parse_mix(text: str) -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from audio_fixtures import FakeTranscriber  # noqa: E402
 from fake_ollama import FakeOllamaState, build_app  # noqa: E402
+from faultkit import DaemonPool  # noqa: E402
 
 from lobug import keys  # noqa: E402
 from lobug.app import Overrides, create_app  # noqa: E402
@@ -69,6 +70,16 @@ def make_config(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> Callable
         return load_config(None, env={}, overrides=values)
 
     return factory
+
+
+@pytest.fixture
+async def daemons(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str]
+) -> AsyncIterator[DaemonPool]:
+    """Real daemon processes on one data dir; none outlives the test."""
+    pool = DaemonPool(tmp_path / "data", ollama[1])
+    yield pool
+    pool.stop_all()
 
 
 @pytest.fixture

@@ -23,6 +23,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def wait_http(url: str, timeout: float = 30.0) -> None:
+    """Until `url` answers below 500 (a helper server such as the fake Ollama is up)."""
+    deadline = time.monotonic() + timeout
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            try:
+                async with session.get(url) as resp:
+                    if resp.status < 500:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
 class Daemon:
     """One daemon process on a free port with its own data dir and log file."""
 

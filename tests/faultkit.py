@@ -29,6 +29,8 @@ class DaemonPool:
         self.started.append(daemon)
         return daemon
 
+    __call__ = new  # `daemons(...)` reads as a factory in tests
+
     async def start(self, *, env: dict[str, str] | None = None, **kwargs: Any) -> Daemon:
         return await self.new(env=env, **kwargs).start()
 

@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import pytest
 from contract import assert_valid
 from daemon_proc import Daemon
 from dbutil import query
 from fake_ollama import FakeOllamaState
-
-
-@pytest.fixture
-async def daemons(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str]
-) -> AsyncIterator[Callable[..., Daemon]]:
-    started: list[Daemon] = []
-
-    def factory(**kwargs: Any) -> Daemon:
-        daemon = Daemon(tmp_path / "data", ollama_url=ollama[1], **kwargs)
-        started.append(daemon)
-        return daemon
-
-    yield factory
-    for daemon in started:
-        daemon.stop_quietly()
 
 
 def turn_texts(data_dir: Path) -> list[str]:

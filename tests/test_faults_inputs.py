@@ -12,21 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 from audio_fixtures import raw_pcm, require_tools, tone_wav
 from contract import assert_error, assert_valid
 from daemon_proc import Daemon
-from fake_ollama import FakeOllamaState
 from faultkit import DaemonPool, db_rows, db_value, raw_http, request_head, vm_rss_kib, wav_header
 
 MIB = 1024 * 1024
 
-
-@pytest.fixture
-async def daemons(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> AsyncIterator[DaemonPool]:
-    pool = DaemonPool(tmp_path / "data", ollama[1])
-    yield pool
-    pool.stop_all()
 
 
 async def post(daemon: Daemon, path: str, body: bytes, content_type: str | None,

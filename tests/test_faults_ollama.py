@@ -4,22 +4,14 @@ its background work waits for Ollama instead of being lost."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 from contract import assert_valid
 from fake_ollama import FakeOllamaState
 from faultkit import DaemonPool, db_rows, db_value, wait_until
 
 FAULTS = ["down", "malformed", "reset", "slow", "model_missing"]
 
-
-@pytest.fixture
-async def daemons(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> AsyncIterator[DaemonPool]:
-    pool = DaemonPool(tmp_path / "data", ollama[1])
-    yield pool
-    pool.stop_all()
 
 
 def set_fault(state: FakeOllamaState, fault: str) -> None:

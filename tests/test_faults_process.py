@@ -6,22 +6,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from daemon_proc import Daemon
-from fake_ollama import FakeOllamaState
 from faultkit import DaemonPool, db_rows, db_value
-
-
-@pytest.fixture
-async def daemons(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> AsyncIterator[DaemonPool]:
-    pool = DaemonPool(tmp_path / "data", ollama[1])
-    yield pool
-    pool.stop_all()
 
 
 class Traffic:

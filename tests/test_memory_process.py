@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from contract import assert_valid
 from daemon_proc import Daemon
 from dbutil import query
@@ -21,21 +20,6 @@ ASK_ALEX = "Alex works at NASA, right?"
 ENV = {"LOBUG_EMBEDDING_DIM": "256"}
 WORDS = "amber birch cobalt dune ember fjord garnet heron indigo jasper kelp lotus".split()
 
-
-@pytest.fixture
-async def daemons(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str]
-) -> AsyncIterator[Callable[..., Daemon]]:
-    started: list[Daemon] = []
-
-    def factory(**kwargs: Any) -> Daemon:
-        daemon = Daemon(tmp_path / "data", ollama_url=ollama[1], **kwargs)
-        started.append(daemon)
-        return daemon
-
-    yield factory
-    for daemon in started:
-        daemon.stop_quietly()
 
 
 async def wait_idle(daemon: Daemon, timeout: float = 20.0) -> dict[str, Any]:

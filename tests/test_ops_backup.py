@@ -7,13 +7,11 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dbutil import query, scalar
-from fake_ollama import FakeOllamaState
 from faultkit import DaemonPool, db_rows, db_value
 
 from lobug import keys
@@ -24,13 +22,6 @@ from lobug.ops.lock import DataDirLock, DataDirLocked, is_locked
 from lobug.ops.restore import RestoreError, restore_database
 from lobug.storage.sqlite import connect
 from lobug.storage.vectors import create_vector_tables, has_vector_tables, pack, read_meta
-
-
-@pytest.fixture
-async def daemons(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> AsyncIterator[DaemonPool]:
-    pool = DaemonPool(tmp_path / "data", ollama[1])
-    yield pool
-    pool.stop_all()
 
 
 async def lobug_cli(
