@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,15 @@ async def test_backup_while_the_app_keeps_writing(make_client: Any, tmp_path: Pa
     statuses: list[int] = []
     finished_at: list[float] = []
     done = asyncio.Event()
+    steps: list[tuple[int, int]] = []
+    # Deterministic overlap: the copy pauses after its third step until a turn has been
+    # committed while it is in progress (a busy CI machine cannot make them miss each other).
+    wrote_mid_copy = threading.Event()
+
+    def progress(done_pages: int, total: int) -> None:
+        steps.append((done_pages, total))
+        if len(steps) == 3:
+            wrote_mid_copy.wait(timeout=30)
 
     async def keep_writing() -> None:
         i = 0
@@ -119,11 +129,12 @@ async def test_backup_while_the_app_keeps_writing(make_client: Any, tmp_path: Pa
             resp = await client.post("/chat/text", json={"text": f"during {i}"})
             statuses.append(resp.status)
             finished_at.append(time.monotonic())
+            if steps and resp.status == 200:
+                wrote_mid_copy.set()
             latencies.append(finished_at[-1] - started)
             i += 1
 
     writer = asyncio.create_task(keep_writing())
-    steps: list[tuple[int, int]] = []
     dest = tmp_path / "backups" / "lobug.db"
     backup_started = time.monotonic()
     result = await asyncio.to_thread(
@@ -132,7 +143,7 @@ async def test_backup_while_the_app_keeps_writing(make_client: Any, tmp_path: Pa
         dest,
         step_pages=4,
         pause_s=0.01,
-        progress=lambda done_pages, total: steps.append((done_pages, total)),
+        progress=progress,
     )
     backup_ended = time.monotonic()
     done.set()
@@ -141,8 +152,8 @@ async def test_backup_while_the_app_keeps_writing(make_client: Any, tmp_path: Pa
     assert len(steps) > 10, "the copy was not made in steps"
     assert [d for d, _ in steps] == sorted(d for d, _ in steps), "the copy restarted"
     assert statuses and set(statuses) == {200}, "a write failed during the backup"
-    during = [t for t in finished_at if backup_started < t < backup_ended]
-    assert during, "no write completed while the backup ran"
+    assert wrote_mid_copy.is_set(), "no write completed while the backup was part-way"
+    assert [t for t in finished_at if backup_started < t < backup_ended]
     assert max(latencies) < 2.0, "the backup held the writer up"
     # One self-contained file: no -wal to forget when copying it off the Pi.
     assert ro_scalar(dest, "PRAGMA journal_mode") == "delete"
