@@ -117,11 +117,16 @@ def set_action(conn: Any, turn_id: int, action: str) -> None:
     conn.execute("UPDATE turns SET action = ? WHERE id = ?", (action, turn_id))
 
 
+# Turns that carry the conversation: no noise (IGNORE) and no apologies (degraded replies).
+# Working memory, summaries, turn embeddings and retrieval windows all mean these.
+CONVERSATION_TURN = "(action IS NULL OR action != 'IGNORE') AND degraded = 0"
+
+
 def recent_context_turns(conn: Any, session_id: str, limit: int) -> list[TurnRecord]:
-    """The newest turns that belong in working memory (no noise, no apologies), oldest first."""
+    """The newest turns that belong in working memory, oldest first."""
     rows = conn.execute(
-        "SELECT * FROM turns WHERE session_id = ? AND (action IS NULL OR action != 'IGNORE')"
-        " AND degraded = 0 ORDER BY id DESC LIMIT ?",
+        f"SELECT * FROM turns WHERE session_id = ? AND {CONVERSATION_TURN}"
+        " ORDER BY id DESC LIMIT ?",
         (session_id, limit),
     ).fetchall()
     return [TurnRecord.from_row(r) for r in reversed(rows)]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from lobug.chat.turns import CONVERSATION_TURN
 from lobug.config import MemoryConfig
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import base_memory, enqueue, prompts, store
@@ -32,7 +33,7 @@ MAX_BATCH_TURNS = 40
 MAX_BATCH_SUMMARIES = 40
 MAX_TURN_CHARS = 600
 TOP_FACTS = 10
-_ELIGIBLE = "(action IS NULL OR action != 'IGNORE') AND degraded = 0"  # no noise, no apologies
+_ELIGIBLE = CONVERSATION_TURN
 _LABEL = re.compile(r"^(?:summary|here is the summary)\s*:\s*", re.IGNORECASE)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NoReturn
 
+from lobug.chat.turns import CONVERSATION_TURN
 from lobug.config import MemoryConfig
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
@@ -176,8 +177,7 @@ def turns_to_embed(conn: Any, turn_id: int, limit: int) -> tuple[list[tuple[int,
     ids = list(dict.fromkeys([turn_id, *others.values()]))
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
-        f"SELECT id, text FROM turns WHERE id IN ({marks}) AND degraded = 0"
-        " AND (action IS NULL OR action != 'IGNORE') ORDER BY id",
+        f"SELECT id, text FROM turns WHERE id IN ({marks}) AND {CONVERSATION_TURN} ORDER BY id",
         ids,
     ).fetchall()
     todo = [(r["id"], r["text"]) for r in rows if not knn.has_turn_vector(conn, r["id"])]

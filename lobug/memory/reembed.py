@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from lobug.chat.turns import CONVERSATION_TURN
 from lobug.llm.embedders import Embedder
 from lobug.storage.database import Database
 from lobug.storage.vectors import create_vector_tables, pack, write_meta
@@ -23,7 +24,7 @@ SOURCES = {
         "SELECT id, content FROM memories WHERE kind = 'fact' AND status = 'active'"
     ),
     "turn_vectors": (
-        "SELECT id, text FROM turns WHERE degraded = 0 AND (action IS NULL OR action != 'IGNORE')"
+        f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"
     ),
 }
 KEYS = {"memory_vectors": "memory_id", "turn_vectors": "turn_id"}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from lobug.chat.turns import CONVERSATION_TURN
 from lobug.memory import hybrid
 from lobug.memory.corpus import MEMORIES, TURNS, Corpus, SearchFilter
 from lobug.memory.hybrid import SearchHit
@@ -123,8 +124,8 @@ def window_start(conn: Any, session_id: str, size: int) -> float | None:
     """When the oldest message the working memory holds was said; None while it holds the
     whole session (what the chat's WorkingMemory loads: no noise, no apologies)."""
     rows = conn.execute(
-        "SELECT ts FROM turns WHERE session_id = ? AND (action IS NULL OR action != 'IGNORE')"
-        " AND degraded = 0 ORDER BY id DESC LIMIT ?",
+        f"SELECT ts FROM turns WHERE session_id = ? AND {CONVERSATION_TURN}"
+        " ORDER BY id DESC LIMIT ?",
         (session_id, size),
     ).fetchall()
     return float(rows[-1][0]) if len(rows) >= size else None
