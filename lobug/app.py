@@ -23,8 +23,8 @@ from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.memory.records import Records
-from lobug.memory.records_recall import Recall
+from lobug.memory.records.recall import Recall
+from lobug.memory.records.service import Records
 from lobug.memory.service import MemoryService
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService

@@ -108,7 +108,7 @@ class MemoryConfig:
 
 @dataclass(frozen=True)
 class ScoringConfig:
-    """The ranking formulas' knobs (lobug/memory/scoring.py explains each)."""
+    """The ranking formulas' knobs (lobug/memory/search/scoring.py explains each)."""
 
     w_freq: float = 1.0
     w_recency: float = 1.0
@@ -129,7 +129,7 @@ class ScoringConfig:
 
 @dataclass(frozen=True)
 class LifecycleConfig:
-    """GC policies (lobug/memory/lifecycle.py); the pass runs every gc_interval_s (0 = never)."""
+    """GC policies (`lobug.memory.lifecycle`); the pass runs every gc_interval_s (0 = never)."""
 
     gc_interval_s: float = 3600.0
     # Ebbinghaus rate (per day) of a memory of importance 0; a memory's own rate is this

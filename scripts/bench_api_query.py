@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 from lobug import keys  # noqa: E402
 from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.config import load_config  # noqa: E402
-from lobug.memory import knn, store  # noqa: E402
+from lobug.memory.store import rows as store  # noqa: E402
+from lobug.memory.vectors import knn  # noqa: E402
 
 VERBS = "likes owns visited plans repaired borrowed painted cooked studied photographed".split()
 ADJS = "red old tiny quiet bright wooden frozen spicy vintage electric".split()

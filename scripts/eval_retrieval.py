@@ -25,18 +25,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lobug.chat.turns import insert_turn  # noqa: E402
 from lobug.config import EmbeddingConfig  # noqa: E402
+from lobug.conversation import insert_turn  # noqa: E402
 from lobug.llm.embedders import HashingEmbedder, LocalEmbedder  # noqa: E402
-from lobug.memory.entities import create_or_get_entity, extract_entities  # noqa: E402
-from lobug.memory.hybrid import (  # noqa: E402
+from lobug.memory.graph.entities import create_or_get_entity, extract_entities  # noqa: E402
+from lobug.memory.search.hybrid import (  # noqa: E402
     TURNS,
     entity_ranks,
     hybrid_search,
     text_ranks,
     vector_ranks,
 )
-from lobug.memory.scoring import ScoringWeights  # noqa: E402
+from lobug.memory.search.scoring import ScoringWeights  # noqa: E402
 from lobug.storage.migrations import migrate  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
 from lobug.storage.vectors import create_vector_tables, pack  # noqa: E402

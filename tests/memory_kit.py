@@ -14,11 +14,11 @@ from typing import Any
 from dbutil import query
 from fake_ollama import MEMORY_DEFAULTS
 
-from lobug.chat import turns
-from lobug.chat.turns import TurnRecord
+from lobug import conversation as turns
 from lobug.config import Config
-from lobug.memory.prompts import task_of
+from lobug.conversation import TurnRecord
 from lobug.memory.service import MemoryService
+from lobug.memory.summaries.prompts import task_of
 from lobug.storage.database import Database
 from lobug.workers.runner import JobRunner
 

@@ -12,7 +12,7 @@ from fake_ollama import FakeOllamaState
 from memory_kit import Script, drain, extract_by_keyword
 
 from lobug import keys
-from lobug.memory import base_memory
+from lobug.memory.summaries import base_memory
 
 ALEX = "The user's name is Alex and the user works at NASA."
 TEA = "The user drinks green tea every morning."

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.entities import (
+from lobug.memory.graph.entities import (
     ENTITY_TYPES,
     Entity,
     create_or_get_entity,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lobug.memory.fts_query import (
+from lobug.memory.search.fts import (
     MAX_TOKENS,
     build_fts_query,
     fold,

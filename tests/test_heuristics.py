@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.heuristics import (
+from lobug.memory.extract.heuristics import (
     Candidate,
     attribute_value,
     extract_candidates,
     parse_fact,
     subject_attribute,
 )
-from lobug.memory.validator import validate_fact
+from lobug.memory.write.validator import validate_fact
 
 
 def facts(text: str) -> list[str]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from lobug.memory.entities import Entity, link_entities
-from lobug.memory.fts_query import build_fts_query
-from lobug.memory.hybrid import (
+from lobug.memory.graph.entities import Entity, link_entities
+from lobug.memory.search.fts import build_fts_query
+from lobug.memory.search.hybrid import (
     MEMORIES,
     TURNS,
     SearchFilter,
@@ -22,7 +22,7 @@ from lobug.memory.hybrid import (
     vector_knn,
     vector_ranks,
 )
-from lobug.memory.scoring import DAY, ScoringWeights
+from lobug.memory.search.scoring import DAY, ScoringWeights
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
 from lobug.storage.vectors import create_vector_tables, pack

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from lobug.memory import lifecycle
-from lobug.memory.entities import Entity, link_entities
-from lobug.memory.lifecycle import GcParams
-from lobug.memory.scoring import DAY, ScoringWeights
+from lobug.memory.graph.entities import Entity, link_entities
+from lobug.memory.lifecycle import policies as lifecycle
+from lobug.memory.lifecycle.policies import GcParams
+from lobug.memory.search.scoring import DAY, ScoringWeights
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect, sqlite3
 from lobug.storage.vectors import create_vector_tables, pack

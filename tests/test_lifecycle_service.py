@@ -15,9 +15,9 @@ from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, drain, extract_by_keyword, memory_env
 
 from lobug import keys
-from lobug.memory.periodic import Periodic, Task
 from lobug.memory.query import QueryRequest
-from lobug.memory.scoring import DAY
+from lobug.memory.search.scoring import DAY
+from lobug.workers.periodic import Periodic, Task
 
 TEA = "The user drinks oolong tea from a blue teapot every afternoon."
 GC_KEYS = {"rescored", "decayed", "promoted", "demoted", "archived", "soft_deleted", "purged"}

@@ -11,8 +11,9 @@ import pytest
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, facts_json, memory_env
 
-from lobug.memory import base_memory, store
-from lobug.memory.cascades import count_unincorporated, count_unsummarized
+from lobug.memory.store import rows as store
+from lobug.memory.summaries import base_memory
+from lobug.memory.summaries.cascades import count_unincorporated, count_unsummarized
 
 BASE = (
     "User Profile:\n- Name: Alex, works at NASA\nPreferences:\n- Green tea\n"
@@ -208,7 +209,7 @@ async def test_long_cascade_fires_at_20_not_19_and_keeps_the_newest_10(
 async def test_long_cascade_boundary_and_failure_changes_nothing(
     mem: MemoryEnv, script: Script, ollama: tuple[FakeOllamaState, str], clock: Any
 ) -> None:
-    from lobug.memory import enqueue
+    from lobug.memory.jobs import enqueue
 
     async def check() -> None:
         await mem.db.write(

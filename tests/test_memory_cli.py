@@ -18,7 +18,7 @@ from fake_ollama import FakeOllamaState
 from memory_kit import Script, drain, extract_by_keyword
 
 from lobug import keys
-from lobug.memory import vector_state
+from lobug.memory.vectors import gate as vector_state
 
 ALEX = "The user's name is Alex and the user works at NASA."
 TEA = "The user drinks green tea every morning."

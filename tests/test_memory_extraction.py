@@ -14,10 +14,10 @@ from dbutil import query
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, memory_env
 
+from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import HashingEmbedder
-from lobug.memory.ask import InvalidOutput
-from lobug.memory.extraction import Candidate, parse_facts
-from lobug.memory.store import counters, history_of
+from lobug.memory.extract.llm import Candidate, parse_facts
+from lobug.memory.store.rows import counters, history_of
 from lobug.workers import queue
 
 TEA = "The user likes green tea."

@@ -14,9 +14,9 @@ import pytest
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, memory_env
 
-from lobug.memory import delta
 from lobug.memory.query import InvalidMemory
-from lobug.memory.store import counters, history_of
+from lobug.memory.store import delta
+from lobug.memory.store.rows import counters, history_of
 
 PORTLAND = "The user lives in Portland."
 SEATTLE = "The user moved to Seattle."
@@ -264,7 +264,7 @@ async def test_remember_validates_reconciles_and_embeds_later(mem: MemoryEnv) ->
 
 
 def test_migration_m003_recomputes_hashes_and_keys(tmp_path: Path) -> None:
-    from lobug.memory.dedup import content_hash
+    from lobug.memory.store.dedup import content_hash
     from lobug.storage import migrations
     from lobug.storage.sqlite import connect
 

@@ -14,7 +14,10 @@ from memory_kit import Script, drain, extract_by_keyword
 from lobug import keys
 from lobug.chat.prompt import REPLY_FORMAT
 from lobug.llm.embedders import EmbeddingUnavailable
-from lobug.memory import base_memory, knn, retrieval, store
+from lobug.memory.search import prompt as retrieval
+from lobug.memory.store import rows as store
+from lobug.memory.summaries import base_memory
+from lobug.memory.vectors import knn
 
 ALEX = "The user's name is Alex and the user works at NASA."
 ASK_ALEX = "Alex works at NASA, right?"

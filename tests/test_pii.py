@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.pii import PII_TAGS, pii_tags
+from lobug.memory.write.pii import PII_TAGS, pii_tags
 
 
 @pytest.mark.parametrize(

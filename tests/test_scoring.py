@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.scoring import (
+from lobug.memory.search.scoring import (
     DAY,
     Fused,
     ScoringWeights,

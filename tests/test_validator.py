@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.validator import (
+from lobug.memory.write.validator import (
     ADDRESSES_ASSISTANT,
     EMPTY,
     FIRST_PERSON,

@@ -1,6 +1,6 @@
 """The /v1 memory API (CONTRACT.md, lobug/api/openapi.json): parse, call the service, JSON.
 
-No logic lives here: access control, limits and every rule are in `lobug.memory.records*`,
+No logic lives here: access control, limits and every rule are in `lobug.memory.records.service*`,
 which the CLI (`lobug memory …`) calls the same way.
 """
 
@@ -14,7 +14,7 @@ from aiohttp import web
 from lobug import keys
 from lobug.api import v1_params as p
 from lobug.api.auth import principal_of
-from lobug.memory import records_fields as f
+from lobug.memory.records import fields as f
 
 routes = web.RouteTableDef()
 NDJSON = "application/x-ndjson"

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from lobug import errors, keys
 from lobug.api.bodies import read_json_object
-from lobug.memory import records_fields as fields
+from lobug.memory.records import fields
 
 MAX_ID = 2**63 - 1
 MAX_ETAG_CHARS = 256

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from lobug.chat.turns import TurnRecord
+from lobug.conversation import TurnRecord
 
 
 class MemoryHooks(Protocol):

@@ -7,14 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lobug import conversation as turns
 from lobug import errors
-from lobug.chat import turns
 from lobug.chat.hooks import MemoryHooks, NoMemory
 from lobug.chat.prompt import build_messages
 from lobug.chat.sensors import SensorService
-from lobug.chat.turns import TurnRecord
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import ChatConfig
+from lobug.conversation import TurnRecord
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
 from lobug.llm.replies import parse_reply
 from lobug.storage.database import Database

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 
-from lobug.chat.turns import TurnRecord, recent_context_turns
+from lobug.conversation import TurnRecord, recent_context_turns
 from lobug.storage.database import Database
 
 Message = dict[str, str]

@@ -22,10 +22,10 @@ from lobug.cli import memory_api_views as views
 from lobug.cli.main import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
 from lobug.cli.memory_cmd import _database, output
 from lobug.config import Config
-from lobug.memory import enqueue
-from lobug.memory import records_fields as f
-from lobug.memory.records import Records
-from lobug.memory.records_recall import Recall
+from lobug.memory.jobs import enqueue
+from lobug.memory.records import fields as f
+from lobug.memory.records.recall import Recall
+from lobug.memory.records.service import Records
 from lobug.memory.service import MemoryService
 from lobug.workers.runner import JobRunner
 

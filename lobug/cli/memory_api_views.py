@@ -20,10 +20,10 @@ from lobug.cli.tables import (
     table,
     when,
 )
-from lobug.memory import records_fields as f
-from lobug.memory.records import Records
-from lobug.memory.records_export import write_export
-from lobug.memory.records_recall import Recall
+from lobug.memory.records import fields as f
+from lobug.memory.records.recall import Recall
+from lobug.memory.records.service import Records
+from lobug.memory.transfer.export_file import write_export
 
 Result = tuple[Any, str]
 MEMORY_KEYS = ("id", "kind", "content", "category", "store", "layer", "status", "importance",

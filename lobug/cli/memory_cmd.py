@@ -21,11 +21,14 @@ from lobug.app import make_database
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable, make_embedder
-from lobug.memory import base_memory, enqueue, records_views, store
-from lobug.memory.cascades import count_unincorporated, count_unsummarized
-from lobug.memory.records_rows import Scope
-from lobug.memory.reembed import reembed
+from lobug.memory.jobs import enqueue
+from lobug.memory.records import views as records_views
+from lobug.memory.records.rows import Scope
 from lobug.memory.service import MemoryService
+from lobug.memory.store import rows as store
+from lobug.memory.summaries import base_memory
+from lobug.memory.summaries.cascades import count_unincorporated, count_unsummarized
+from lobug.memory.vectors.reembed import reembed
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.storage.vectors import embedding_state, has_vector_tables

@@ -21,8 +21,9 @@ from lobug.cli.memory_import_records import import_file_records, split_lines, su
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable
-from lobug.memory import enqueue, importer
+from lobug.memory.jobs import enqueue
 from lobug.memory.service import MemoryService
+from lobug.memory.transfer import import_turns as importer
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, JobRunner

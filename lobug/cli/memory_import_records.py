@@ -11,15 +11,15 @@ import time
 from typing import Any
 
 from lobug.config import Config
-from lobug.memory import enqueue
-from lobug.memory.records_import import (
+from lobug.memory.jobs import enqueue
+from lobug.memory.service import MemoryService
+from lobug.memory.transfer.import_file import (
     RecordError,
     RecordReport,
     enqueue_vectors,
     import_records,
     parse_record,
 )
-from lobug.memory.service import MemoryService
 from lobug.storage.database import Database
 
 Record = tuple[int, str, dict[str, Any]]

@@ -10,16 +10,19 @@ from functools import partial
 from typing import Any
 
 from lobug.config import Config, MemoryConfig
-from lobug.memory import edits, explain, search, store
-from lobug.memory.heuristics import Candidate
-from lobug.memory.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
-from lobug.memory.lifecycle import GcParams
+from lobug.memory.extract.heuristics import Candidate
+from lobug.memory.lifecycle.gc import gc_pass
+from lobug.memory.lifecycle.policies import GcParams
 from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
-from lobug.memory.reconcile import Origin
-from lobug.memory.scoring import ScoringWeights
+from lobug.memory.search import explain
+from lobug.memory.search import runner as search
+from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
+from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.settings import WritePolicy
-from lobug.memory.upkeep import gc_pass
-from lobug.memory.validator import validate_fact
+from lobug.memory.store import rows as store
+from lobug.memory.write import edits
+from lobug.memory.write.reconcile import Origin
+from lobug.memory.write.validator import validate_fact
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)

@@ -18,20 +18,22 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from lobug.chat.turns import TurnRecord
 from lobug.config import Config
+from lobug.conversation import TurnRecord
 from lobug.llm.embedders import Embedder, make_embedder
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.memory import enqueue, retrieval, settings
-from lobug.memory.cascades import Cascades, short_cascade_due
-from lobug.memory.hits import HitBuffer, SeenMarks
-from lobug.memory.jobs import MemoryJobs
+from lobug.memory import settings
+from lobug.memory.jobs import enqueue
+from lobug.memory.jobs.handlers import MemoryJobs
 from lobug.memory.operations import MemoryOperations
-from lobug.memory.periodic import Periodic, Task
 from lobug.memory.query import InvalidMemory, QueryRequest, QueryResult
-from lobug.memory.retrieval import BaseMemoryCache, Hit, RecentVectors
-from lobug.memory.vector_state import VectorGate
+from lobug.memory.search import prompt as retrieval
+from lobug.memory.search.hits import HitBuffer, SeenMarks
+from lobug.memory.search.prompt import BaseMemoryCache, Hit, RecentVectors
+from lobug.memory.summaries.cascades import Cascades, short_cascade_due
+from lobug.memory.vectors.gate import VectorGate
 from lobug.storage.database import Database
+from lobug.workers.periodic import Periodic, Task
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)

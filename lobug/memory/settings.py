@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lobug.config import Config, LifecycleConfig, ScoringConfig
-from lobug.memory.lifecycle import GcParams
-from lobug.memory.scoring import ScoringWeights
+from lobug.memory.lifecycle.policies import GcParams
+from lobug.memory.search.scoring import ScoringWeights
 
 
 def scoring_weights(cfg: ScoringConfig) -> ScoringWeights:

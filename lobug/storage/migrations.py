@@ -245,8 +245,8 @@ def _fts(conn: Any) -> None:
 def _memory_hash_and_keys(conn: Any) -> None:
     """One content hash everywhere (dedup.content_hash), and the subject/attribute key that
     lets a new fact find the one it contradicts ("lives in Portland" → "moved to Seattle")."""
-    from lobug.memory.dedup import content_hash  # imported here: storage must not need memory
-    from lobug.memory.fact_keys import key_string
+    from lobug.memory.store.dedup import content_hash  # imported here: storage must not need memory
+    from lobug.memory.write.fact_keys import key_string
 
     conn.execute("ALTER TABLE memories ADD COLUMN fact_key TEXT")
     conn.execute(

@@ -1,0 +1,112 @@
+"""LLM fact extraction: the prompt, and a defensive parser for what small models really send."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
+from lobug.llm.ollama_chat import OllamaChat
+from lobug.llm.replies import find_json
+from lobug.memory.store.rows import FACT_TYPES, normalize
+from lobug.memory.summaries import prompts
+
+MAX_FACTS = 20  # per exchange; more is a model rambling, not a user talking
+MAX_FACT_CHARS = 1000  # a bound on garbage; the writing validator (≤ 280) decides and counts
+MIN_FACT_CHARS = 8
+MAX_ASSISTANT_CHARS = 1500  # the reply is context for the user's words, not a source of facts
+_TEXT_KEYS = ("fact", "content", "text", "memory", "statement")
+_LIST_KEYS = ("facts", "memories", "items", "results", "data")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    content: str
+    category: str  # one of FACT_TYPES
+
+
+async def extract(
+    llm: OllamaChat, user_text: str, assistant_text: str | None, *, timeout_s: float
+) -> list[Candidate]:
+    """Facts from one exchange. Raises LLMUnavailable, or InvalidOutput after one reminder."""
+    reply = (assistant_text or "")[:MAX_ASSISTANT_CHARS] or None
+    return await ask(
+        llm,
+        prompts.fact_extraction_messages(user_text, reply),
+        parse_facts,
+        reminder=prompts.EXTRACTION_REMINDER,
+        what="fact extraction",
+        timeout_s=timeout_s,
+        temperature=0.1,
+    )
+
+
+def parse_facts(raw: str) -> list[Candidate]:
+    """Accept a JSON array, one object, or `{"facts": [...]}`, fenced or with prose around it.
+
+    Raises InvalidOutput when there is no usable JSON (an empty array is a valid "nothing").
+    """
+    text = strip_reasoning(raw)
+    try:
+        value = find_json(text)
+    except ValueError:
+        raise InvalidOutput("no JSON in the answer", raw) from None
+    items = _items(value)
+    if items is None:
+        raise InvalidOutput(f"JSON of an unexpected shape ({type(value).__name__})", raw)
+    candidates: list[Candidate] = []
+    seen: set[str] = set()
+    for item in items:
+        candidate = _candidate(item)
+        if candidate is None or normalize(candidate.content) in seen:
+            continue
+        seen.add(normalize(candidate.content))
+        candidates.append(candidate)
+    if items and not candidates and not all(_is_blank(i) for i in items):
+        raise InvalidOutput(f"none of the {len(items)} item(s) is a fact", raw)
+    return candidates[:MAX_FACTS]
+
+
+def _items(value: Any) -> list[Any] | None:
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, dict):
+        return None
+    if not value:
+        return []  # {} — some models' way of saying "nothing"
+    if any(isinstance(value.get(k), str) for k in _TEXT_KEYS):
+        return [value]  # a single fact object
+    for key in _LIST_KEYS:
+        if isinstance(value.get(key), list):
+            return list(value[key])
+    lists = [v for v in value.values() if isinstance(v, list)]
+    return list(lists[0]) if len(lists) == 1 else None
+
+
+def _candidate(item: Any) -> Candidate | None:
+    if isinstance(item, str):
+        text, kind = item, None
+    elif isinstance(item, dict):
+        text = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), "")
+        kind = item.get("type", item.get("category"))
+    else:
+        return None
+    text = " ".join(text.split())
+    if not MIN_FACT_CHARS <= len(text) <= MAX_FACT_CHARS:
+        return None
+    if text[-1] not in ".!?\"'”":
+        text += "."
+    return Candidate(text[0].upper() + text[1:], _category(kind))
+
+
+def _category(kind: Any) -> str:
+    word = re.sub(r"[^a-z]", "", str(kind or "").lower())
+    for known in FACT_TYPES:
+        if word.startswith(known[:5]):  # "preferences", "personal_info", "events", "knowledge"
+            return known
+    return "knowledge"
+
+
+def _is_blank(item: Any) -> bool:
+    return item in (None, "", {}, [])

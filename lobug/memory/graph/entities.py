@@ -1,0 +1,156 @@
+"""The entity registry (seed 003, seed 002 people): canonical names, aliases, memory links."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lobug.memory.graph.ner import COMMON_WORDS, ENTITY_TYPES, Entity, extract_entities
+from lobug.memory.search.fts import escape_like
+
+__all__ = [
+    "ENTITY_TYPES",
+    "Entity",
+    "create_or_get_entity",
+    "entities_in_text",
+    "entity_profile",
+    "extract_entities",
+    "find_entities",
+    "link_entities",
+    "people",
+]
+
+
+def create_or_get_entity(conn: Any, user_id: str, entity: Entity, now: float) -> tuple[int, bool]:
+    """(id, created): by canonical name and type (any case), then by alias; else a new row."""
+    row = conn.execute(
+        "SELECT id, canonical_name, aliases FROM entities WHERE user_id = ? AND type = ?"
+        " AND canonical_name = ? COLLATE NOCASE",
+        (user_id, entity.type, entity.canonical),
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT id, canonical_name, aliases FROM entities WHERE user_id = ? AND type = ?"
+            " AND EXISTS"
+            " (SELECT 1 FROM json_each(entities.aliases) WHERE lower(value) = lower(?))",
+            (user_id, entity.type, entity.canonical),
+        ).fetchone()
+    if row is None:
+        aliases = [entity.text] if entity.text != entity.canonical else []
+        cur = conn.execute(
+            "INSERT INTO entities (user_id, canonical_name, type, aliases, created_at,"
+            " last_mentioned) VALUES (?, ?, ?, ?, ?, ?)",
+            (user_id, entity.canonical, entity.type, json.dumps(aliases), now, now),
+        )
+        return int(cur.lastrowid), True
+    aliases = json.loads(row["aliases"] or "[]")
+    known = {a.lower() for a in aliases} | {row["canonical_name"].lower()}
+    new = [a for a in dict.fromkeys((entity.text, entity.canonical)) if a.lower() not in known]
+    if new:
+        conn.execute(
+            "UPDATE entities SET aliases = ? WHERE id = ?", (json.dumps(aliases + new), row["id"])
+        )
+    return int(row["id"]), False
+
+
+def link_entities(
+    conn: Any, memory_id: int, entities: Iterable[Entity], user_id: str, now: float
+) -> list[int]:
+    """Register entities and link them to a memory; each new link counts one mention."""
+    ids: list[int] = []
+    for entity in entities:
+        entity_id, created = create_or_get_entity(conn, user_id, entity, now)
+        if entity_id in ids:
+            continue
+        ids.append(entity_id)
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+            (memory_id, entity_id),
+        )
+        # Re-linking the same memory (a retried job) must not inflate the count.
+        if cur.rowcount and not created:
+            conn.execute(
+                "UPDATE entities SET mention_count = mention_count + 1, last_mentioned = ?"
+                " WHERE id = ?",
+                (now, entity_id),
+            )
+    return ids
+
+
+def find_entities(conn: Any, user_id: str, query: str, limit: int = 20) -> list[dict[str, Any]]:
+    """Entities whose name or alias contains query; exact names first, then most mentioned."""
+    pattern = "%" + escape_like(query.strip()) + "%"
+    rows = conn.execute(
+        "SELECT * FROM entities WHERE user_id = ? AND (canonical_name LIKE ? ESCAPE '\\'"
+        " OR EXISTS (SELECT 1 FROM json_each(entities.aliases) WHERE value LIKE ? ESCAPE '\\'))"
+        " ORDER BY lower(canonical_name) = lower(?) DESC, mention_count DESC, id LIMIT ?",
+        (user_id, pattern, pattern, query.strip(), limit),
+    ).fetchall()
+    return [_entity_dict(r) for r in rows]
+
+
+def entity_profile(conn: Any, entity_id: int, limit: int = 50) -> dict[str, Any] | None:
+    """The entity and its linked active memories, newest first ("tell me about Jen")."""
+    row = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
+    if row is None:
+        return None
+    memories = conn.execute(
+        "SELECT m.id, m.content, m.category, m.kind, m.created_at FROM memories m"
+        " JOIN memory_entities me ON me.memory_id = m.id WHERE me.entity_id = ?"
+        " AND m.status = 'active' ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+        (entity_id, limit),
+    ).fetchall()
+    return {**_entity_dict(row), "memories": [dict(m) for m in memories]}
+
+
+def people(conn: Any, user_id: str, q: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    """The people index (seed 002): person entities, most mentioned first."""
+    found = (
+        find_entities(conn, user_id, q, limit=10_000)
+        if q
+        else [
+            _entity_dict(r)
+            for r in conn.execute(
+                "SELECT * FROM entities WHERE user_id = ? AND type = 'person'"
+                " ORDER BY mention_count DESC, last_mentioned DESC, id",
+                (user_id,),
+            )
+        ]
+    )
+    return [e for e in found if e["type"] == "person"][:limit]
+
+
+def entities_in_text(conn: Any, user_id: str, text: str, max_words: int = 4) -> list[int]:
+    """Known entities named in text (any case, whole words), e.g. "where does jen live"."""
+    words = re.findall(r"[\w'’@.-]+", text.lower())
+    every = {
+        " ".join(words[i : i + n]).strip(".'’")
+        for n in range(1, max_words + 1)
+        for i in range(len(words) - n + 1)
+    }
+    grams = sorted(g for g in every if g and g not in COMMON_WORDS)
+    if not grams:
+        return []
+    found: list[int] = []
+    for chunk in _chunks(grams, 400):  # stay under SQLite's bound-parameter limit
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT id FROM entities WHERE user_id = ? AND (lower(canonical_name) IN ({marks})"
+            f" OR EXISTS (SELECT 1 FROM json_each(entities.aliases) WHERE lower(value)"
+            f" IN ({marks}))) ORDER BY mention_count DESC, id",
+            (user_id, *chunk, *chunk),
+        ).fetchall()
+        found += [r[0] for r in rows if r[0] not in found]
+    return found
+
+
+def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _entity_dict(row: Any) -> dict[str, Any]:
+    data = dict(row)
+    data["aliases"] = json.loads(data.get("aliases") or "[]")
+    return data

@@ -1,0 +1,94 @@
+"""Relation edges between memories (seed 001 §2): a new fact links to its nearest neighbours.
+
+For a fact just given a vector, its top `link_k` active neighbours with similarity (1 − cosine
+distance) at or above `link_min` become `relations` rows, strength = similarity, one edge per
+pair whichever way round, each with a LINK history event. Retrieval adds a small boost for the
+strongest edge between two candidates of the same search (`hybrid._related_strength`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lobug.memory.lifecycle.forgetting import history
+from lobug.memory.vectors import knn
+
+RELATED_TO = "related_to"
+
+
+def link_neighbours(
+    conn: Any,
+    memory_id: int,
+    vector: Sequence[float],
+    *,
+    user_id: str,
+    link_min: float,
+    k: int,
+    now: float,
+    actor: str,
+    found: Sequence[tuple[knn.MemoryRow, float]] | None = None,
+) -> list[tuple[int, float]]:
+    """Create the edges (in the caller's transaction); returns (neighbour id, strength).
+
+    found: the vector's nearest facts when the caller has them already (one KNN scan, not two).
+    """
+    if k <= 0:
+        return []
+    if found is None:
+        found = knn.nearest_facts(conn, vector, user_id=user_id, k=k + 1)
+    made: list[tuple[int, float]] = []
+    for row, distance in found:
+        if row.id == memory_id or len(made) >= k or 1.0 - distance < link_min:
+            continue
+        strength = round(1.0 - distance, 6)
+        if link(conn, memory_id, row.id, strength, user_id=user_id, now=now, actor=actor):
+            made.append((row.id, strength))
+    return made
+
+
+def link(
+    conn: Any,
+    from_id: int,
+    to_id: int,
+    strength: float,
+    *,
+    user_id: str,
+    now: float,
+    actor: str,
+    relation_type: str = RELATED_TO,
+) -> bool:
+    """One edge, unless the pair is linked already (either direction); history LINK."""
+    exists = conn.execute(
+        "SELECT 1 FROM relations WHERE relation_type = ? AND ((from_id = ? AND to_id = ?)"
+        " OR (from_id = ? AND to_id = ?))",
+        (relation_type, from_id, to_id, to_id, from_id),
+    ).fetchone()
+    if exists is not None or from_id == to_id:
+        return False
+    conn.execute(
+        "INSERT INTO relations (user_id, from_id, to_id, relation_type, strength, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (user_id, from_id, to_id, relation_type, strength, now),
+    )
+    history(
+        conn,
+        from_id,
+        "LINK",
+        user_id=user_id,
+        now=now,
+        actor=actor,
+        new=str(to_id),
+        meta={"to": to_id, "type": relation_type, "strength": strength},
+    )
+    return True
+
+
+def strongest(conn: Any, memory_id: int) -> list[dict[str, Any]]:
+    """The memory's edges, strongest first (for explain)."""
+    rows = conn.execute(
+        "SELECT CASE WHEN from_id = ? THEN to_id ELSE from_id END AS other, relation_type,"
+        " strength FROM relations WHERE from_id = ? OR to_id = ? ORDER BY strength DESC LIMIT 10",
+        (memory_id, memory_id, memory_id),
+    ).fetchall()
+    return [{"id": r[0], "type": r[1], "strength": r[2]} for r in rows]

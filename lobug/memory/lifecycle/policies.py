@@ -1,0 +1,226 @@
+"""Memory lifecycle policies (seeds 000, 001 §7, 003): decay, promotion, archive, TTL, purge.
+
+This module holds the layer moves (promote, archive, demote, capacity) and the GC pass that
+runs every policy; forgetting (decay, TTL, restore, confirm) is in `forgetting`, hard deletion
+in `purge`; all are re-exported here.
+
+Every function works in the caller's write transaction, takes an explicit `now` (epoch seconds)
+and returns counts. Status changes write one `history` row per memory (old/new = the status or
+layer, `meta` = the reason and the numbers behind it); bulk passes that change no status
+(rescoring, decay) write one summary row per run instead, so history does not grow by the
+size of the store every night.
+
+Protection: pinned memories are never decayed, archived, demoted, TTL'd or capacity-evicted;
+confirmed memories (decay_rate 0) never decay and are never TTL'd. `memory_vectors` holds active
+memories only (see `knn`), so a memory leaving `active` loses its vector and a restore needs a
+re-embed. Summaries belong to the cascades and are left alone here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lobug.memory.lifecycle.forgetting import (
+    IN_KINDS,
+    SEEN,
+    apply_decay,
+    confirm,
+    history,
+    restore,
+    set_status,
+    soft_delete,
+    ttl_soft_delete,
+)
+from lobug.memory.lifecycle.purge import purge_due, purge_memory
+from lobug.memory.search.scoring import DAY, ScoringWeights, memory_score
+
+__all__ = [
+    "GcParams",
+    "apply_decay",
+    "capacity_cleanup",
+    "confirm",
+    "demote_or_archive",
+    "history",
+    "promote",
+    "purge_due",
+    "purge_memory",
+    "restore",
+    "run_gc",
+    "soft_delete",
+    "store_scores",
+    "ttl_soft_delete",
+]
+
+
+@dataclass(frozen=True)
+class GcParams:
+    weights: ScoringWeights = field(default_factory=ScoringWeights)
+    soft_delete_below: float = 0.05  # seed 003 confidence threshold
+    purge_after_days: float = 30.0  # seed 001 §7
+    promote_hits: int = 3  # seed 000
+    promote_seen_within_days: float = 7.0
+    archive_score_below: float = 0.5
+    archive_idle_days: float = 30.0
+    mid_capacity: int = 500
+    ttl_idle_days: float = 60.0
+    ttl_importance_below: float = 0.5  # below the default importance of an ordinary memory
+
+
+def store_scores(conn: Any, now: float, weights: ScoringWeights) -> int:
+    """Store each live memory's seed-000 score in attributes.score (for explain and listing)."""
+    rows = conn.execute(f"SELECT * FROM memories WHERE status != 'soft_deleted' AND {IN_KINDS}")
+    count = 0
+    for row in rows.fetchall():
+        score = memory_score(row, weights, now).total
+        conn.execute(
+            "UPDATE memories SET attributes = json_set(attributes, '$.score', ?,"
+            " '$.scored_at', ?) WHERE id = ?",
+            (round(score, 6), now, row["id"]),
+        )
+        count += 1
+    return count
+
+
+def promote(
+    conn: Any,
+    now: float,
+    hits_min: int = 3,
+    seen_within_days: float = 7.0,
+    *,
+    actor: str = "system",
+) -> int:
+    """mid → long for memories used often (hits ≥ hits_min) and seen within the window."""
+    rows = conn.execute(
+        f"SELECT id, user_id, hits FROM memories WHERE status = 'active' AND layer = 'mid'"
+        f" AND {IN_KINDS} AND hits >= ? AND ? - {SEEN} <= ?",
+        (hits_min, now, seen_within_days * DAY),
+    ).fetchall()
+    for row in rows:
+        conn.execute("UPDATE memories SET layer = 'long' WHERE id = ?", (row["id"],))
+        history(
+            conn,
+            row["id"],
+            "PROMOTE",
+            user_id=row["user_id"],
+            now=now,
+            actor=actor,
+            old="mid",
+            new="long",
+            meta={"hits": row["hits"]},
+        )
+    return len(rows)
+
+
+def demote_or_archive(
+    conn: Any,
+    now: float,
+    weights: ScoringWeights,
+    score_below: float = 0.5,
+    max_age_days: float = 30.0,
+    *,
+    actor: str = "system",
+) -> dict[str, int]:
+    """Archive weak or long-idle mid memories; demote weak long ones to mid. Never deletes."""
+    rows = conn.execute(
+        f"SELECT * FROM memories WHERE status = 'active' AND pinned = 0 AND {IN_KINDS}"
+    ).fetchall()
+    archived = demoted = 0
+    for row in rows:
+        score = memory_score(row, weights, now)
+        # Idle age (since last use), not creation age: a memory still in use is not stale.
+        if row["layer"] == "mid" and (score.total < score_below or score.age_days > max_age_days):
+            reason = "low_score" if score.total < score_below else "idle"
+            set_status(
+                conn,
+                row,
+                "archived",
+                now,
+                "ARCHIVE",
+                {
+                    "reason": reason,
+                    "score": round(score.total, 6),
+                    "age_days": round(score.age_days, 3),
+                },
+                actor=actor,
+            )
+            archived += 1
+        elif row["layer"] == "long" and score.total < score_below:
+            conn.execute("UPDATE memories SET layer = 'mid' WHERE id = ?", (row["id"],))
+            history(
+                conn,
+                row["id"],
+                "DEMOTE",
+                user_id=row["user_id"],
+                now=now,
+                actor=actor,
+                old="long",
+                new="mid",
+                meta={"score": round(score.total, 6)},
+            )
+            demoted += 1
+    return {"archived": archived, "demoted": demoted}
+
+
+def capacity_cleanup(
+    conn: Any,
+    now: float,
+    mid_capacity: int = 500,
+    weights: ScoringWeights | None = None,
+    *,
+    actor: str = "system",
+) -> int:
+    """Archive the lowest-scored unpinned mid memories of each user beyond mid_capacity."""
+    weights = weights or ScoringWeights()
+    archived = 0
+    users = conn.execute(
+        f"SELECT user_id, COUNT(*) AS n FROM memories WHERE status = 'active' AND layer = 'mid'"
+        f" AND {IN_KINDS} GROUP BY user_id HAVING n > ?",
+        (mid_capacity,),
+    ).fetchall()
+    for user in users:
+        rows = conn.execute(
+            f"SELECT * FROM memories WHERE status = 'active' AND layer = 'mid' AND pinned = 0"
+            f" AND {IN_KINDS} AND user_id = ?",
+            (user["user_id"],),
+        ).fetchall()
+        # Weakest first; among equals the longest idle, then the oldest row.
+        ranked = sorted(
+            rows,
+            key=lambda r: (
+                memory_score(r, weights, now).total,
+                r["last_accessed"] or r["created_at"],
+                r["id"],
+            ),
+        )
+        for row in ranked[: max(0, user["n"] - mid_capacity)]:
+            set_status(conn, row, "archived", now, "ARCHIVE", {"reason": "capacity"}, actor=actor)
+            archived += 1
+    return archived
+
+
+def run_gc(
+    conn: Any, now: float, params: GcParams | None = None, *, actor: str = "system"
+) -> dict[str, int]:
+    """One GC pass (seed 000 order): decay, scores, promote, archive, capacity, TTL, purge."""
+    p = params or GcParams()
+    decay = apply_decay(conn, now, p.soft_delete_below, p.purge_after_days, actor=actor)
+    rescored = store_scores(conn, now, p.weights)
+    promoted = promote(conn, now, p.promote_hits, p.promote_seen_within_days, actor=actor)
+    moved = demote_or_archive(
+        conn, now, p.weights, p.archive_score_below, p.archive_idle_days, actor=actor
+    )
+    evicted = capacity_cleanup(conn, now, p.mid_capacity, p.weights, actor=actor)
+    ttl = ttl_soft_delete(
+        conn, now, p.ttl_idle_days, p.ttl_importance_below, p.purge_after_days, actor=actor
+    )
+    purged = purge_due(conn, now, actor)
+    return {
+        "rescored": rescored,
+        "decayed": decay["decayed"],
+        "promoted": promoted,
+        "demoted": moved["demoted"],
+        "archived": moved["archived"] + evicted,
+        "soft_deleted": decay["soft_deleted"] + ttl,
+        "purged": purged,
+    }

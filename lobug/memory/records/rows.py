@@ -1,0 +1,189 @@
+"""Who sees which rows (`Scope`), the SQL that says so, and rows as the /v1 API's dicts.
+
+One visibility rule for every door (HTTP, CLI): a memory is visible when its store is one the
+principal's trust reads (seed 002) and its category (uncategorised counts as `general`) is in
+the agent's allowlist (seed 001 §5). Conversation turns belong to the `private` store and count
+as uncategorised. A row the caller may not see is reported as missing (404), never as
+forbidden, so ids do not reveal what exists; asking for a store or category outright is 403.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lobug import errors
+from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy, Principal, visible_stores
+from lobug.memory.store.delta import Change
+
+TURN_STORE = "private"
+MEMORY_KEYS = (
+    "id", "kind", "content", "category", "layer", "store", "status", "importance", "confidence",
+    "hits", "mention_count", "pinned", "tags", "pii", "created_at", "updated_at",
+    "last_accessed", "valid_from", "valid_until", "purge_at", "supersedes", "session_id",
+)  # fmt: skip
+# What an ETag covers: what a person edits or the lifecycle moves, not the hit counters that
+# every retrieval bumps (those would turn every read-modify-write into a false conflict).
+ETAG_KEYS = (
+    "content", "category", "importance", "tags", "pinned", "store", "status", "layer", "kind",
+    "valid_until", "supersedes",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one principal may see: stores by trust, categories by the agent's allowlist."""
+
+    principal: Principal
+    stores: tuple[str, ...]
+    categories: frozenset[str] | None  # None: every category
+
+    @classmethod
+    def of(cls, principal: Principal, policy: CategoryPolicy) -> Scope:
+        return cls(principal, visible_stores(principal), policy.allowed(principal))
+
+    @property
+    def actor(self) -> str:
+        """For history rows: how the caller came in and as whom (never a token)."""
+        return f"{self.principal.via}:{self.principal.agent}"
+
+    @property
+    def unrestricted(self) -> bool:
+        return self.categories is None and set(self.stores) == set(STORES)
+
+    @property
+    def reads_turns(self) -> bool:
+        return TURN_STORE in self.stores and self.allows_category(None)
+
+    def allows_category(self, category: str | None) -> bool:
+        return self.categories is None or (category or UNCATEGORIZED) in self.categories
+
+    def sees(self, row: Mapping[str, Any]) -> bool:
+        return row["store"] in self.stores and self.allows_category(row["category"])
+
+    def sees_change(self, change: Change) -> bool:
+        return (change.store or TURN_STORE) in self.stores and self.allows_category(change.category)
+
+    def where(self, alias: str = "m") -> tuple[str, list[Any]]:
+        """SQL condition (and its parameters) selecting the memories this scope sees."""
+        if not self.stores or self.categories == frozenset():
+            return "0", []
+        clause = f"{alias}.store IN ({marks(self.stores)})"
+        params: list[Any] = list(self.stores)
+        if self.categories is not None:
+            names = sorted(self.categories)
+            clause += f" AND COALESCE({alias}.category, '{UNCATEGORIZED}') IN ({marks(names)})"
+            params += names
+        return clause, params
+
+    def require_turns(self) -> None:
+        if not self.reads_turns:
+            raise errors.forbidden(
+                f"{self.principal.describe()} may not read or write conversation turns "
+                f"(they belong to the '{TURN_STORE}' store)"
+            )
+
+    def require_unrestricted(self, what: str) -> None:
+        if not self.unrestricted:
+            raise errors.forbidden(
+                f"{what} needs full trust and access to every category; "
+                f"{self.principal.describe()} has less"
+            )
+
+
+def marks(values: Iterable[Any]) -> str:
+    return ",".join("?" * len(list(values)))
+
+
+def loads(text: str | None, default: Any) -> Any:
+    try:
+        value = json.loads(text) if text else default
+    except ValueError:
+        return default
+    return value if isinstance(value, type(default)) else default
+
+
+def etag(row: Mapping[str, Any]) -> str:
+    data = json.dumps([row[k] for k in ETAG_KEYS], ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
+
+
+def memory_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A `memories` row as the API's Memory object (with its ETag)."""
+    data = {key: row[key] for key in MEMORY_KEYS}
+    data["pinned"] = bool(data["pinned"])
+    data["tags"] = loads(row["tags"], [])
+    data["pii"] = loads(row["pii"], [])
+    data["etag"] = etag(row)
+    return data
+
+
+def history_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("id", "memory_id", "event", "old_value", "new_value", "actor", "ts")
+    return {**{k: row[k] for k in keys}, "meta": loads(row["meta"], {})}
+
+
+def entity_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("id", "canonical_name", "type", "summary", "mention_count", "store", "created_at",
+            "last_mentioned")  # fmt: skip
+    return {**{k: row[k] for k in keys}, "aliases": loads(row["aliases"], [])}
+
+
+def turn_dict(row: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("id", "session_id", "device_id", "role", "text", "ts", "ref", "action")
+    return {k: row[k] for k in keys}
+
+
+# -- reads (on a reader connection) --------------------------------------------------------------
+def memory_row(conn: Any, memory_id: int, user_id: str) -> Any:
+    return conn.execute(
+        "SELECT * FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id)
+    ).fetchone()
+
+
+def visible_memory(conn: Any, scope: Scope, memory_id: int, user_id: str) -> Any:
+    """The row, or 404 when it does not exist or the scope may not see it."""
+    row = memory_row(conn, memory_id, user_id)
+    if row is None or not scope.sees(row):
+        raise errors.not_found(f"no memory {memory_id}")
+    return row
+
+
+def entity_visible_sql(scope: Scope, alias: str = "e") -> tuple[str, list[Any]]:
+    """An entity is visible through a visible, not soft-deleted memory that mentions it."""
+    if scope.unrestricted:
+        return "1", []
+    where, params = scope.where("m")
+    return (
+        f"EXISTS (SELECT 1 FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
+        f" WHERE me.entity_id = {alias}.id AND m.status != 'soft_deleted' AND {where})",
+        params,
+    )
+
+
+def why_dict(raw: dict[str, Any]) -> dict[str, Any]:
+    """`MemoryService.why` as the API's WhyResponse: `score` the final number, `terms` every
+    numeric term of the breakdown (nested ones as `memory.recency`), `breakdown` as computed."""
+    breakdown = raw.get("score")
+    if not isinstance(breakdown, dict):
+        return raw
+    terms: dict[str, float] = {}
+    for key, value in breakdown.items():
+        if isinstance(value, dict):
+            terms.update({f"{key}.{k}": v for k, v in value.items() if _number(v)})
+        elif _number(value) and key != "final":
+            terms[key] = value
+    return {
+        **raw,
+        "score": float(breakdown.get("final", 0.0)),
+        "terms": terms,
+        "breakdown": breakdown,
+        "matched_rules": raw.get("rules", []),
+    }
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

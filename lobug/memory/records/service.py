@@ -1,0 +1,237 @@
+"""Records: the memory API's service layer (HTTP /v1 and `lobug memory` share it).
+
+Every method takes the calling `Principal` and enforces trust-gated stores and category
+allowlists itself (see `records_rows.Scope`), so no door can skip a check. Retrieval, the
+lifecycle and forgetting are `MemoryService`'s; this layer checks access, then calls it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from lobug import errors
+from lobug.access import CategoryPolicy, Principal, check_write_store
+from lobug.memory.query import InvalidMemory
+from lobug.memory.records import writes
+from lobug.memory.records.rows import (
+    Scope,
+    entity_dict,
+    history_dict,
+    memory_dict,
+    memory_row,
+    visible_memory,
+    why_dict,
+)
+from lobug.memory.records.views import entity_row, entity_rows, list_rows, stats, timeline_rows
+from lobug.memory.transfer.export_file import export_chunks
+from lobug.storage.database import Database
+
+if TYPE_CHECKING:
+    from lobug.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+USER = "default"  # one household per daemon (ARCHITECTURE.md); the CLI may name another
+
+
+class Records:
+    def __init__(
+        self,
+        db: Database,
+        policy: CategoryPolicy,
+        *,
+        memory: MemoryService | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.policy = policy
+        self.memory = memory
+        self.clock = clock
+
+    def scope(self, principal: Principal) -> Scope:
+        return Scope.of(principal, self.policy)
+
+    def service(self, what: str) -> MemoryService:
+        if self.memory is None:
+            raise errors.unavailable(
+                f"{what} needs long-term memory, which is off (memory.enabled)"
+            )
+        return self.memory
+
+    # -- reads -------------------------------------------------------------------------------------
+    async def get(self, principal: Principal, memory_id: int, *, user_id: str = USER) -> dict:
+        row = await self.db.read(visible_memory, self.scope(principal), memory_id, user_id)
+        return memory_dict(row)
+
+    async def list_memories(
+        self,
+        principal: Principal,
+        *,
+        q: str | None = None,
+        kind: str | None = None,
+        layer: str | None = None,
+        status: str | None = "active",
+        category: str | None = None,
+        store: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        user_id: str = USER,
+    ) -> dict[str, Any]:
+        """Newest first, or by FTS5 rank with `q`. An explicit category outside the agent's
+        allowlist is 403 (seed 001 §5); an explicit store the trust cannot read is simply
+        empty (seed 002 intersects stores)."""
+        if category is not None:
+            self.policy.check_categories(principal, [category])
+        rows = await self.db.read(
+            partial(
+                list_rows,
+                scope=self.scope(principal),
+                user_id=user_id,
+                q=q,
+                filters={"kind": kind, "layer": layer, "status": status,
+                         "category": category, "store": store},
+                limit=limit,
+                offset=offset,
+            )
+        )  # fmt: skip
+        memories = [memory_dict(r) for r in rows]
+        return {"memories": memories, "count": len(memories)}
+
+    async def history(
+        self, principal: Principal, memory_id: int, *, limit: int = 100, user_id: str = USER
+    ) -> dict[str, Any]:
+        scope = self.scope(principal)
+
+        def read(conn: Any) -> list[Any]:
+            row = memory_row(conn, memory_id, user_id)
+            # A purged memory leaves its PURGE event: only an unrestricted caller sees that.
+            if (row is None and not scope.unrestricted) or (
+                row is not None and not scope.sees(row)
+            ):
+                raise errors.not_found(f"no memory {memory_id}")
+            events = conn.execute(
+                "SELECT * FROM history WHERE memory_id = ? AND user_id = ?"
+                " ORDER BY id DESC LIMIT ?",
+                (memory_id, user_id, limit),
+            ).fetchall()
+            if not events and row is None:
+                raise errors.not_found(f"no memory {memory_id}")
+            return events
+
+        events = await self.db.read(read)
+        return {"memory_id": memory_id, "events": [history_dict(e) for e in events]}
+
+    async def timeline(
+        self,
+        principal: Principal,
+        anchor: int,
+        *,
+        before: int = 5,
+        after: int = 5,
+        user_id: str = USER,
+    ) -> dict[str, Any]:
+        rows = await self.db.read(
+            timeline_rows, self.scope(principal), anchor, before, after, user_id
+        )
+        return {"anchor": anchor, "items": [memory_dict(r) for r in rows]}
+
+    async def entities(
+        self, principal: Principal, *, q: str | None = None, limit: int = 50, user_id: str = USER
+    ) -> dict[str, Any]:
+        rows = await self.db.read(entity_rows, self.scope(principal), q, limit, user_id)
+        return {"entities": [entity_dict(r) for r in rows]}
+
+    async def entity(self, principal: Principal, entity_id: int, *, user_id: str = USER) -> dict:
+        row, linked = await self.db.read(entity_row, self.scope(principal), entity_id, user_id)
+        return {**entity_dict(row), "memories": [memory_dict(m) for m in linked]}
+
+    async def stats(self, principal: Principal, *, user_id: str = USER) -> dict[str, Any]:
+        return await self.db.read(stats, self.scope(principal), user_id)
+
+    async def why(
+        self, principal: Principal, memory_id: int, *, q: str | None = None, user_id: str = USER
+    ) -> dict[str, Any]:
+        await self.db.read(visible_memory, self.scope(principal), memory_id, user_id)
+        found = await self.service("why").why(memory_id, query=q, user_id=user_id)
+        if found is None:
+            raise errors.not_found(f"no memory {memory_id}")
+        return why_dict(found)
+
+    # -- writes ------------------------------------------------------------------------------------
+    async def create(
+        self, principal: Principal, fields: dict[str, Any], *, user_id: str = USER
+    ) -> dict[str, Any]:
+        scope = self.scope(principal)
+        fields = {**fields, "store": check_write_store(principal, fields["store"])}
+        writes.check_category(scope, fields["category"])
+        try:
+            done = await self.service("remembering").remember(
+                **fields, user_id=user_id, actor=scope.actor
+            )
+        except InvalidMemory as exc:
+            raise errors.invalid_request(str(exc), field="content", reason=exc.reason) from None
+        memory_id, action = int(done["id"]), str(done.get("action") or "added")
+        return {**await self.get(principal, memory_id, user_id=user_id), "action": action}
+
+    async def update(
+        self,
+        principal: Principal,
+        memory_id: int,
+        changes: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        user_id: str = USER,
+    ) -> dict[str, Any]:
+        memory = self.memory
+        await self.db.write(
+            partial(
+                writes.update,
+                if_match=if_match,
+                user_id=user_id,
+                now=self.clock(),
+                max_attempts=memory.max_attempts if memory is not None else 6,
+            ),
+            self.scope(principal),
+            memory_id,
+            changes,
+        )
+        if memory is not None:
+            memory.wake()  # the embed job for a changed text
+        return await self.get(principal, memory_id, user_id=user_id)
+
+    async def delete(
+        self, principal: Principal, memory_id: int, *, purge: bool = False, user_id: str = USER
+    ) -> dict[str, Any]:
+        scope = self.scope(principal)
+        await self.db.read(visible_memory, scope, memory_id, user_id)
+        await self.service("forgetting").forget(memory_id, purge=purge, actor=scope.actor)
+        row = await self.db.read(memory_row, memory_id, user_id)
+        if row is None:
+            return {"id": memory_id, "status": "purged", "purge_at": None}
+        return {"id": memory_id, "status": row["status"], "purge_at": row["purge_at"]}
+
+    async def restore(
+        self, principal: Principal, memory_id: int, *, user_id: str = USER
+    ) -> dict[str, Any]:
+        scope = self.scope(principal)
+        row = await self.db.read(visible_memory, scope, memory_id, user_id)
+        if row["status"] == "active":
+            raise errors.conflict(f"memory {memory_id} is active; there is nothing to restore")
+        await self.service("restoring").restore(memory_id, actor=scope.actor)
+        return await self.get(principal, memory_id, user_id=user_id)
+
+    async def gc(self, principal: Principal) -> dict[str, int]:
+        scope = self.scope(principal)
+        scope.require_unrestricted("a GC pass (it changes every memory)")
+        return await self.service("gc").gc(actor=scope.actor)
+
+    async def export_chunks(
+        self, principal: Principal, *, user_id: str = USER
+    ) -> AsyncGenerator[bytes, None]:
+        """Everything the user owns as JSON lines; only for a caller who may see everything."""
+        self.scope(principal).require_unrestricted("an export")
+        async for chunk in export_chunks(self.db, user_id, self.clock()):
+            yield chunk

@@ -1,0 +1,312 @@
+"""Hybrid retrieval: vector KNN, FTS5 BM25 and entity matches, fused by RRF, then re-scored.
+
+Works on memories (facts, summaries, …) and on turns (episodes) alike; see `Corpus`. Each
+`*_ranks` function returns ids best first, already filtered (user, status, store, category), so
+the fused list never holds a row the caller may not see. The formula is in `scoring`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lobug.memory.graph.entities import entities_in_text
+from lobug.memory.lifecycle.purge import has_table
+from lobug.memory.search.corpus import (
+    MEMORIES,
+    TURNS,
+    Corpus,
+    SearchFilter,
+    visible_ids,
+    where_clause,
+)
+from lobug.memory.search.fts import fts_available
+from lobug.memory.search.lexical import bm25_ranks, text_ranks
+from lobug.memory.search.scoring import Fused, RescoreBreakdown, ScoringWeights, fuse, rescore
+from lobug.storage.vectors import pack
+
+# The whole retrieval surface in one place: corpus and filter types, the lexical lists.
+__all__ = [
+    "MEMORIES",
+    "TURNS",
+    "Corpus",
+    "SearchFilter",
+    "SearchHit",
+    "bm25_ranks",
+    "entity_ranks",
+    "fuse_and_rescore",
+    "hybrid_rank",
+    "hybrid_search",
+    "ranked_lists",
+    "text_ranks",
+    "vector_knn",
+    "vector_ranks",
+]
+
+VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
+_LIST_ORDER = ("vector", "bm25", "entity")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: int
+    score: float
+    fused: Fused
+    breakdown: RescoreBreakdown | None = None
+
+    def explain(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "score": self.score,
+            "rrf": self.fused.rrf,
+            "ranks": dict(self.fused.ranks),
+        }
+        if self.breakdown is not None:
+            data["breakdown"] = self.breakdown.as_dict()
+        return data
+
+
+def vector_knn(
+    conn: Any,
+    query_vec: Sequence[float],
+    k: int,
+    *,
+    corpus: Corpus = MEMORIES,
+    flt: SearchFilter | None = None,
+    oversample: float = 1.25,
+    max_distance: float | None = None,
+) -> list[tuple[int, float]]:
+    """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first."""
+    if k <= 0:
+        return []
+    blob = pack(query_vec)
+    # vec0 cannot filter by our columns: fetch more neighbours than k, filter, and widen the
+    # net while invisible rows (other users, archived, other stores) crowd out the visible.
+    # The exact scan costs more with a larger k, so start a little above it: one user's active
+    # facts (the common case) need no more.
+    fetch = min(VEC_MAX_K, max(k + 8, int(k * oversample)))
+    while True:
+        near = conn.execute(
+            f"SELECT {corpus.vec_key}, distance FROM {corpus.vectors}"
+            f" WHERE embedding MATCH ? AND k = ? ORDER BY distance",
+            (blob, fetch),
+        ).fetchall()
+        # A zero query vector (no words the embedder knows) has no cosine distance at all.
+        fetched = len(near)
+        near = [r for r in near if r[1] is not None]
+        far = max_distance is not None and bool(near) and float(near[-1][1]) > max_distance
+        if max_distance is not None:
+            near = [r for r in near if float(r[1]) <= max_distance]
+        visible = visible_ids(conn, corpus, flt or SearchFilter(), [int(r[0]) for r in near])
+        hits = [(int(r[0]), float(r[1])) for r in near if int(r[0]) in visible]
+        # Past the distance floor a wider net cannot find anything closer.
+        if len(hits) >= k or far or fetched < fetch or fetch >= VEC_MAX_K:
+            return hits[:k]
+        fetch = min(VEC_MAX_K, fetch * 4)
+
+
+def vector_ranks(
+    conn: Any,
+    query_vec: Sequence[float],
+    k: int,
+    *,
+    corpus: Corpus = MEMORIES,
+    flt: SearchFilter | None = None,
+    max_distance: float | None = None,
+) -> list[int]:
+    found = vector_knn(conn, query_vec, k, corpus=corpus, flt=flt, max_distance=max_distance)
+    return [i for i, _ in found]
+
+
+def entity_ranks(
+    conn: Any, query: str, k: int, *, corpus: Corpus = MEMORIES, flt: SearchFilter | None = None
+) -> list[int]:
+    """Rows naming the entities the query names; more of them first, then newest."""
+    flt = flt or SearchFilter()
+    entity_ids = entities_in_text(conn, flt.user_id, query)
+    if not entity_ids:
+        return []
+    where, params = where_clause(corpus, flt)
+    marks = ",".join("?" * len(entity_ids))
+    if corpus.table == "memories":
+        rows = conn.execute(
+            f"SELECT d.id, COUNT(DISTINCT me.entity_id) AS n FROM memory_entities me"
+            f" JOIN memories d ON d.id = me.memory_id WHERE me.entity_id IN ({marks})"
+            f" AND {where} GROUP BY d.id ORDER BY n DESC, d.created_at DESC, d.id DESC LIMIT ?",
+            (*entity_ids, *params, k),
+        ).fetchall()
+        return [int(r[0]) for r in rows]
+    # Turns have no link table: an entity matches a turn whose text names it (or an alias).
+    counts: dict[int, int] = {}
+    for entity_id in entity_ids:
+        names = _names(conn, entity_id)
+        query_text = " OR ".join('"' + n.replace('"', '""') + '"' for n in names)
+        matched = (
+            bm25_ranks(conn, query_text, VEC_MAX_K, corpus=corpus, flt=flt)
+            if (fts_available(conn, corpus.fts))
+            else text_ranks(conn, " ".join(names), VEC_MAX_K, corpus=corpus, flt=flt)
+        )
+        for turn_id in matched:
+            counts[turn_id] = counts.get(turn_id, 0) + 1
+    # Newest first among equals: ids grow with time in the turns table.
+    return sorted(counts, key=lambda t: (-counts[t], -t))[:k]
+
+
+def _names(conn: Any, entity_id: int) -> list[str]:
+    row = conn.execute(
+        "SELECT canonical_name, aliases FROM entities WHERE id = ?", (entity_id,)
+    ).fetchone()
+    return list(dict.fromkeys([row["canonical_name"], *json.loads(row["aliases"] or "[]")]))
+
+
+def hybrid_search(
+    conn: Any,
+    text: str,
+    query_vec: Sequence[float] | None,
+    k: int = 10,
+    *,
+    corpus: Corpus = MEMORIES,
+    flt: SearchFilter | None = None,
+    weights: ScoringWeights | None = None,
+    depth: int = 50,
+    now: float | None = None,
+    lists: Sequence[str] | None = None,
+    min_similarity: float | None = None,
+) -> list[SearchHit]:
+    """Fuse the ranked lists by RRF; with `now`, re-score by the memory's own signals too."""
+    hits, _ = hybrid_rank(
+        conn,
+        text,
+        query_vec,
+        corpus=corpus,
+        flt=flt,
+        weights=weights,
+        depth=depth,
+        now=now,
+        lists=lists,
+        min_similarity=min_similarity,
+    )
+    return hits[:k]
+
+
+def hybrid_rank(
+    conn: Any,
+    text: str,
+    query_vec: Sequence[float] | None,
+    *,
+    corpus: Corpus = MEMORIES,
+    flt: SearchFilter | None = None,
+    weights: ScoringWeights | None = None,
+    depth: int = 50,
+    now: float | None = None,
+    lists: Sequence[str] | None = None,
+    min_similarity: float | None = None,
+) -> tuple[list[SearchHit], Mapping[int, Any]]:
+    """Every fused candidate, best first, and (when re-scored) their rows by id."""
+    weights = weights or ScoringWeights()
+    ranked = ranked_lists(
+        conn,
+        text,
+        query_vec,
+        corpus=corpus,
+        flt=flt,
+        weights=weights,
+        depth=depth,
+        lists=lists,
+        min_similarity=min_similarity,
+    )
+    return fuse_and_rescore(conn, ranked, corpus=corpus, weights=weights, now=now)
+
+
+def ranked_lists(
+    conn: Any,
+    text: str,
+    query_vec: Sequence[float] | None,
+    *,
+    corpus: Corpus = MEMORIES,
+    flt: SearchFilter | None = None,
+    weights: ScoringWeights | None = None,
+    depth: int = 50,
+    lists: Sequence[str] | None = None,
+    min_similarity: float | None = None,
+) -> dict[str, list[int]]:
+    """The ranked lists (ids, best first) for `lists` — separable, so a caller may compute the
+    vector list and the lexical ones on two connections at once.
+
+    min_similarity: a floor for the vector list (1 − cosine distance); the lexical and entity
+    lists have their own bar (shared words, a named entity).
+    """
+    weights = weights or ScoringWeights()
+    flt = flt or SearchFilter()
+    lists = corpus.lists if lists is None else lists
+    ranked: dict[str, list[int]] = {}
+    if "vector" in lists and query_vec is not None and has_table(conn, corpus.vectors):
+        max_distance = None if min_similarity is None else 1.0 - min_similarity
+        ranked["vector"] = vector_ranks(
+            conn, query_vec, depth, corpus=corpus, flt=flt, max_distance=max_distance
+        )
+    if "bm25" in lists:
+        ranked["bm25"] = text_ranks(
+            conn, text, depth, corpus=corpus, flt=flt, min_words=weights.bm25_min_words
+        )
+    if "entity" in lists:
+        ranked["entity"] = entity_ranks(conn, text, depth, corpus=corpus, flt=flt)
+    return ranked
+
+
+def fuse_and_rescore(
+    conn: Any,
+    ranked: Mapping[str, list[int]],
+    *,
+    corpus: Corpus = MEMORIES,
+    weights: ScoringWeights | None = None,
+    now: float | None = None,
+) -> tuple[list[SearchHit], Mapping[int, Any]]:
+    """RRF over the lists; with `now`, re-scored by each row's own signals (rows returned)."""
+    weights = weights or ScoringWeights()
+    # A fixed list order: the fused order of equal scores must not depend on which list was
+    # computed first (explain recomputes the lists in one go, a query in parallel).
+    ordered = {name: list(ranked[name]) for name in sorted(ranked, key=_LIST_ORDER.index)}
+    fused = fuse(ordered, weights.rrf_k, weights.list_weights)
+    if now is None:
+        return [SearchHit(f.id, f.rrf_norm, f) for f in fused], {}
+    rows = _rows(conn, corpus, [f.id for f in fused])
+    related = _related_strength(conn, [f.id for f in fused]) if corpus.table == "memories" else {}
+    hits = []
+    for f in fused:
+        score, breakdown = rescore(f, rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))
+        hits.append(SearchHit(f.id, score, f, breakdown))
+    # Stable: equal scores keep the fused order, so explain can reproduce a ranking exactly.
+    hits.sort(key=lambda h: -h.score)
+    return hits, rows
+
+
+def _rows(conn: Any, corpus: Corpus, ids: Sequence[int]) -> Mapping[int, Any]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", tuple(ids))
+    return {int(r["id"]): r for r in rows}
+
+
+def _related_strength(conn: Any, ids: Sequence[int]) -> dict[int, float]:
+    """Per candidate, its strongest edge to another candidate (seed 001 §2).
+
+    Only edges inside the result set count: a memory strongly tied to another relevant one is
+    likelier relevant itself, while a globally well-connected memory is not, for this query.
+    """
+    if len(ids) < 2:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT from_id, to_id, strength FROM relations WHERE from_id IN ({marks})"
+        f" AND to_id IN ({marks})",
+        (*ids, *ids),
+    ).fetchall()
+    best: dict[int, float] = {}
+    for a, b, strength in rows:
+        for node in (a, b):
+            best[node] = max(best.get(node, 0.0), float(strength))
+    return best

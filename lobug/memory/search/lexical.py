@@ -1,0 +1,136 @@
+"""Lexical ranked lists: FTS5 BM25, or LIKE where this SQLite has no FTS5 (seed 000)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lobug.memory.search.corpus import MEMORIES, Corpus, SearchFilter, visible_ids, where_clause
+from lobug.memory.search.fts import (
+    MIN_PREFIX_CHARS,
+    build_fts_query,
+    fold,
+    fts_available,
+    like_patterns,
+    min_match_query,
+    query_tokens,
+    scan_words,
+    token_matches,
+)
+
+MAX_FETCH = 4096
+
+
+def bm25_ranks(
+    conn: Any,
+    fts_query: str | None,
+    k: int,
+    *,
+    corpus: Corpus = MEMORIES,
+    flt: SearchFilter | None = None,
+) -> list[int]:
+    """Ids by FTS5 bm25 for a query from `build_fts_query` (None → no list), newest first
+    among equals.
+
+    Ranked in the FTS index alone, then filtered: joining every match to its row to test the
+    filter costs more than the ranking when a query word is common. Like the vector list, the
+    net widens while invisible rows (other users, archived, other stores) crowd out the rest.
+    """
+    if not fts_query:
+        return []
+    flt = flt or SearchFilter()
+    fetch = min(MAX_FETCH, 2 * k)
+    while True:
+        rows = conn.execute(
+            f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ?"
+            f" ORDER BY bm25({corpus.fts}), rowid DESC LIMIT ?",
+            (fts_query, fetch),
+        ).fetchall()
+        ids = [int(r[0]) for r in rows]
+        visible = visible_ids(conn, corpus, flt, ids)
+        found = [i for i in ids if i in visible]
+        if len(found) >= k or len(ids) < fetch or fetch >= MAX_FETCH:
+            return found[:k]
+        fetch = min(MAX_FETCH, fetch * 4)
+
+
+def text_ranks(
+    conn: Any,
+    text: str,
+    k: int,
+    *,
+    corpus: Corpus = MEMORIES,
+    flt: SearchFilter | None = None,
+    min_words: int = 1,
+) -> list[int]:
+    """BM25 when FTS5 is there; otherwise LIKE (seed 000), most matched words first.
+
+    min_words: a hit must contain at least this many of the query's words (all of them if the
+    query has fewer), like Lucene's minimum-should-match. In fusion a row sharing only "kids"
+    with "which of the kids can't have nuts?" is noise the vector list has already judged,
+    and RRF would reward it merely for appearing in a second list.
+    """
+    tokens = query_tokens(text)
+    need = min(max(1, min_words), len(tokens))
+    fetch = k if need <= 1 else min(MAX_FETCH, k * 4)
+    fts = fts_available(conn, corpus.fts)
+    if fts and (expression := min_match_query(tokens, need)) is not None:
+        # The index itself keeps only rows with enough of the words: no row is ranked, joined
+        # or scanned in Python only to be dropped (the common case; long queries fall back).
+        return bm25_ranks(conn, expression, k, corpus=corpus, flt=flt)
+    if fts:
+        ids = bm25_ranks(conn, build_fts_query(text), fetch, corpus=corpus, flt=flt)
+    else:
+        ids = _like_ranks(conn, text, fetch, corpus, flt or SearchFilter())
+    if need > 1 and ids:
+        matched = _matcher([fold(t) for t in tokens])
+        texts = _texts(conn, corpus, ids)
+        ids = [i for i in ids if matched(texts.get(i, "")) >= need]
+    return ids[:k]
+
+
+def _matcher(tokens: Sequence[str]) -> Callable[[str], int]:
+    """A function counting how many of the query's words a text holds, as FTS5 matches them
+    (whole word, or prefix for 4+ letters). ASCII text — nearly every memory — is searched
+    with one compiled pattern per word; anything else goes through the exact scanner."""
+    ascii_patterns = [
+        re.compile(rf"(?<![a-z0-9]){re.escape(t)}" + ("" if _prefix(t) else r"(?![a-z0-9])"))
+        for t in tokens
+        if t.isascii()
+    ]
+
+    def count(text: str) -> int:
+        if text.isascii() and len(ascii_patterns) == len(tokens):
+            low = text.lower()
+            return sum(1 for pattern in ascii_patterns if pattern.search(low))
+        words = set(scan_words(text))
+        return sum(1 for t in tokens if any(token_matches(t, w) for w in words))
+
+    return count
+
+
+def _prefix(token: str) -> bool:
+    return len(token) >= MIN_PREFIX_CHARS  # as build_fts_query: a prefix match for 4+ letters
+
+
+def _texts(conn: Any, corpus: Corpus, ids: Sequence[int]) -> dict[int, str]:
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT id, {corpus.text} FROM {corpus.table} WHERE id IN ({marks})", tuple(ids)
+    )
+    return {int(r[0]): str(r[1]) for r in rows}
+
+
+def _like_ranks(conn: Any, text: str, k: int, corpus: Corpus, flt: SearchFilter) -> list[int]:
+    patterns = like_patterns(text)
+    if not patterns:
+        return []
+    where, params = where_clause(corpus, flt)
+    hits = " + ".join(f"(d.{corpus.text} LIKE ? ESCAPE '\\')" for _ in patterns)
+    rows = conn.execute(
+        f"SELECT d.id, {hits} AS n FROM {corpus.table} d WHERE {where} AND n > 0"
+        f" ORDER BY n DESC, d.id DESC LIMIT ?",
+        (*patterns, *params, k),
+    ).fetchall()
+    return [int(r[0]) for r in rows]

@@ -1,0 +1,278 @@
+"""A QueryRequest run against the database: hybrid ranking, filters, threshold, token budget.
+
+Memories and raw turns (kind `episode`) are ranked separately (`hybrid`) and merged by final
+score: both are on the same scale (relevance normalised per corpus, plus the same memory
+terms). `run_parallel` computes the word lists while the query is being embedded, then the
+vector list, then fuses; `rank_all` computes the same lists in one connection and is what
+`explain` uses, so a why() for a query reproduces query()'s ranking exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from lobug.conversation import CONVERSATION_TURN
+from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
+from lobug.memory.search import hybrid
+from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
+from lobug.memory.search.hybrid import SearchHit
+from lobug.memory.search.scoring import ScoringWeights
+from lobug.storage.database import Database
+
+DEPTH = 50  # candidates per ranked list
+# Never returned, whatever the filter says: a soft-deleted memory is deleted for the user and
+# only waits for its purge (seed 001 §7).
+HIDDEN_STATUSES = ("soft_deleted",)
+EPISODE_STORE = "private"  # turns are the owner's own conversation log
+
+
+@dataclass(frozen=True)
+class Ranked:
+    corpus: Corpus
+    hit: SearchHit
+    row: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return EPISODE if self.corpus is TURNS else str(self.row["kind"])
+
+    @property
+    def text(self) -> str:
+        return str(self.row[self.corpus.text])
+
+    def explain(self) -> dict[str, Any]:
+        assert self.hit.breakdown is not None  # rank_all always re-scores
+        return self.hit.breakdown.as_dict()
+
+
+def memory_filter(req: QueryRequest, exclude_since: float | None = None) -> SearchFilter | None:
+    kinds = tuple(k for k in req.kinds if k != EPISODE)
+    statuses = tuple(s for s in req.filters.status if s not in HIDDEN_STATUSES)
+    if not kinds or not statuses or not req.stores:
+        return None
+    f = req.filters
+    return SearchFilter(
+        user_id=f.user_id,
+        statuses=statuses,
+        kinds=kinds,
+        stores=tuple(req.stores),
+        categories=None if req.categories is None else tuple(req.categories),
+        exclude_session=req.exclude_session_id,
+        exclude_session_since=exclude_since,
+        session=f.session_id,
+        pinned=f.pinned,
+        layer=f.layer,
+        importance_min=f.importance_min,
+        importance_max=f.importance_max,
+        updated_after=f.updated_after,
+        updated_before=f.updated_before,
+    )
+
+
+def turn_filter(req: QueryRequest) -> SearchFilter | None:
+    f = req.filters
+    # Turns have no category, pin, layer or importance: a filter on those excludes them.
+    narrowed = (
+        req.categories is not None
+        or f.pinned is not None
+        or f.layer is not None
+        or f.importance_min is not None
+        or f.importance_max is not None
+    )
+    if EPISODE not in req.kinds or EPISODE_STORE not in req.stores or narrowed:
+        return None
+    return SearchFilter(
+        user_id=f.user_id,
+        roles=None if f.role is None else (f.role,),
+        exclude_session=req.exclude_session_id,
+        session=f.session_id,
+        updated_after=f.updated_after,
+        updated_before=f.updated_before,
+    )
+
+
+VECTOR_LIST = ("vector",)
+WORD_LISTS = ("bm25", "entity")
+Lists = dict[str, dict[str, list[int]]]  # corpus table -> list name -> ids, best first
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One search: the request and how to run it."""
+
+    req: QueryRequest
+    weights: ScoringWeights
+    min_similarity: float | None = None  # the vector list's floor (the prompt's)
+    depth: int = DEPTH
+    # The prompt's session exclusion lasts while the working memory (this many messages)
+    # still holds the conversation: see `window_start`.
+    window: int | None = None
+
+    def corpora(self, conn: Any) -> list[tuple[Corpus, SearchFilter]]:
+        since = None
+        if self.window is not None and self.req.exclude_session_id is not None:
+            since = window_start(conn, self.req.exclude_session_id, self.window)
+        found = [(MEMORIES, memory_filter(self.req, since)), (TURNS, turn_filter(self.req))]
+        return [(corpus, flt) for corpus, flt in found if flt is not None]
+
+
+def window_start(conn: Any, session_id: str, size: int) -> float | None:
+    """When the oldest message the working memory holds was said; None while it holds the
+    whole session (what the chat's WorkingMemory loads: no noise, no apologies)."""
+    rows = conn.execute(
+        f"SELECT ts FROM turns WHERE session_id = ? AND {CONVERSATION_TURN}"
+        " ORDER BY id DESC LIMIT ?",
+        (session_id, size),
+    ).fetchall()
+    return float(rows[-1][0]) if len(rows) >= size else None
+
+
+def ranked_lists(
+    conn: Any, plan: Plan, vector: Sequence[float] | None, parts: Sequence[str]
+) -> Lists:
+    """The `parts` lists of every corpus the request covers."""
+    found: Lists = {}
+    for corpus, flt in plan.corpora(conn):
+        found[corpus.table] = hybrid.ranked_lists(
+            conn,
+            plan.req.text,
+            vector,
+            corpus=corpus,
+            flt=flt,
+            weights=plan.weights,
+            depth=plan.depth,
+            lists=[name for name in corpus.lists if name in parts],
+            min_similarity=plan.min_similarity,
+        )
+    return found
+
+
+def finish(conn: Any, plan: Plan, lists: Lists, *, now: float) -> list[Ranked]:
+    """Fuse and re-score each corpus's lists; every candidate, best first (ties: memories)."""
+    ranked: list[Ranked] = []
+    for corpus in (MEMORIES, TURNS):
+        if corpus.table not in lists:
+            continue
+        hits, rows = hybrid.fuse_and_rescore(
+            conn, lists[corpus.table], corpus=corpus, weights=plan.weights, now=now
+        )
+        ranked += [Ranked(corpus, h, rows[h.id]) for h in hits if h.id in rows]
+    # Python's sort is stable: within a corpus the order fuse_and_rescore chose is kept.
+    ranked.sort(key=lambda r: -r.hit.score)
+    return ranked
+
+
+def rank_all(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[Ranked]:
+    """Every candidate, best first, in one connection (explain)."""
+    return finish(conn, plan, ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS), now=now)
+
+
+def cut(ranked: Sequence[Ranked], req: QueryRequest) -> list[Ranked]:
+    """Threshold, then top_k, then the token budget (always at least one result)."""
+    kept: list[Ranked] = []
+    used = 0
+    for item in ranked:
+        if len(kept) >= req.top_k:
+            break
+        if req.threshold is not None and item.hit.score < req.threshold:
+            break  # sorted by score: nothing after this one passes either
+        cost = tokens_of(item.text)
+        if req.budget_tokens is not None and kept and used + cost > req.budget_tokens:
+            break
+        kept.append(item)
+        used += cost
+    return kept
+
+
+def results(conn: Any, plan: Plan, lists: Lists, *, now: float) -> list[QueryResult]:
+    """Fuse, re-score, cut, and attach the memories' source turns."""
+    kept = cut(finish(conn, plan, lists, now=now), plan.req)
+    sources = memory_sources(conn, [r.hit.id for r in kept if r.corpus is MEMORIES])
+    return [_result(r, sources) for r in kept]
+
+
+def run(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[QueryResult]:
+    """The whole search in one connection."""
+    return results(conn, plan, ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS), now=now)
+
+
+@dataclass
+class Pending:
+    """The query vector (awaited) and the word lists, still running on a reader connection."""
+
+    vector: Sequence[float] | None
+    lists: asyncio.Future[Lists]
+
+
+async def while_embedding(
+    db: Database, plan: Plan, vector: Awaitable[Sequence[float] | None]
+) -> Pending:
+    """Start the word lists (they need no vector), then wait for the vector."""
+    words = asyncio.ensure_future(db.read(ranked_lists, plan, None, WORD_LISTS))
+    try:
+        return Pending(await vector, words)
+    except BaseException:
+        words.cancel()
+        raise
+
+
+def merge_lists(near: Lists, words: Lists) -> Lists:
+    return {table: {**near.get(table, {}), **found} for table, found in words.items()}
+
+
+async def run_parallel(
+    db: Database, plan: Plan, vector: Awaitable[Sequence[float] | None], *, now: float
+) -> list[QueryResult]:
+    """The search with the word lists computed while the query is embedded, and the KNN scan
+    on another reader connection; then the fusion. Same lists, same result as `run`."""
+    words = await while_embedding(db, plan, vector)
+    near: Lists = {}
+    if words.vector is not None:
+        near = await db.read(ranked_lists, plan, words.vector, VECTOR_LIST)
+    return await db.read(partial(results, now=now), plan, merge_lists(near, await words.lists))
+
+
+def memory_sources(conn: Any, ids: Sequence[int]) -> dict[int, tuple[dict[str, Any], ...]]:
+    """The turns each memory came from (provenance), oldest first, one entry per turn."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT DISTINCT s.memory_id, s.turn_id, t.ref FROM memory_sources s"
+        f" JOIN turns t ON t.id = s.turn_id WHERE s.memory_id IN ({marks})"
+        f" ORDER BY s.memory_id, s.turn_id",
+        tuple(ids),
+    ).fetchall()
+    found: dict[int, list[dict[str, Any]]] = {}
+    for memory_id, turn_id, ref in rows:
+        found.setdefault(int(memory_id), []).append({"turn_id": int(turn_id), "ref": ref})
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def _result(item: Ranked, sources: Mapping[int, tuple[dict[str, Any], ...]]) -> QueryResult:
+    row = item.row
+    if item.corpus is TURNS:
+        return QueryResult(
+            id=item.hit.id,
+            kind=EPISODE,
+            category=None,
+            text=item.text,
+            score=item.hit.score,
+            store=EPISODE_STORE,
+            sources=({"turn_id": item.hit.id, "ref": row["ref"]},),
+            explain=item.explain(),
+        )
+    return QueryResult(
+        id=item.hit.id,
+        kind=item.kind,
+        category=row["category"],
+        text=item.text,
+        score=item.hit.score,
+        store=str(row["store"]),
+        sources=sources.get(item.hit.id, ()),
+        explain=item.explain(),
+    )

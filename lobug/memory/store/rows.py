@@ -1,0 +1,324 @@
+"""Memory rows with their history events and provenance links, the base memory, and counters."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from lobug.memory.store.dedup import content_hash
+
+# One hash for "the same memory" everywhere: dedup.content_hash (store.content_hash is it).
+
+FACT_TYPES = ("personal", "preference", "knowledge", "event")
+
+_SPACES = re.compile(r"\s+")
+_EDGE_PUNCT = re.compile(r"^[\s\"'“”‘’`]+|[\s\"'“”‘’`.!?;:,]+$")
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    id: int
+    user_id: str
+    kind: str
+    content: str
+    category: str | None
+    status: str
+    importance: float
+    mention_count: int
+    created_at: float
+    updated_at: float
+    valid_until: float | None
+    supersedes: int | None
+    pinned: bool
+    hash: str | None
+    source_from: int | None
+    source_to: int | None
+    incorporated: bool
+    store: str = "private"
+
+    @classmethod
+    def from_row(cls, row: Any) -> MemoryRow:
+        return cls(
+            id=row["id"],
+            user_id=row["user_id"],
+            kind=row["kind"],
+            content=row["content"],
+            category=row["category"],
+            status=row["status"],
+            importance=row["importance"],
+            mention_count=row["mention_count"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            valid_until=row["valid_until"],
+            supersedes=row["supersedes"],
+            pinned=bool(row["pinned"]),
+            hash=row["hash"],
+            source_from=row["source_from"],
+            source_to=row["source_to"],
+            incorporated=bool(row["incorporated"]),
+            store=row["store"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def normalize(text: str) -> str:
+    """Case, spacing and edge punctuation ignored (the extraction parser's repeat check)."""
+    return _EDGE_PUNCT.sub("", _SPACES.sub(" ", text).strip()).lower()
+
+
+def row_dict(row: Any) -> dict[str, Any]:
+    """A memories row for callers outside the DB layer: JSON columns decoded, flags as bools."""
+    data = dict(row)
+    for key in ("tags", "pii", "rules"):
+        if key in data:
+            data[key] = json.loads(data[key] or "[]")
+    if "attributes" in data:
+        data["attributes"] = json.loads(data["attributes"] or "{}")
+    for key in ("pinned", "incorporated"):
+        if key in data:
+            data[key] = bool(data[key])
+    return data
+
+
+# -- memory rows -------------------------------------------------------------------------------
+def insert_memory(
+    conn: Any,
+    *,
+    user_id: str,
+    kind: str,
+    content: str,
+    now: float,
+    actor: str,
+    category: str | None = None,
+    importance: float = 0.5,
+    supersedes: int | None = None,
+    session_id: str | None = None,
+    source_from: int | None = None,
+    source_to: int | None = None,
+    attributes: dict[str, Any] | None = None,
+    history_meta: dict[str, Any] | None = None,
+    store: str = "private",
+    pinned: bool = False,
+    tags: Iterable[str] = (),
+    pii: Iterable[str] = (),
+    rules: Iterable[str] = (),
+    fact_key: str | None = None,
+    decay_rate: float | None = None,
+) -> int:
+    """A new memory row and its ADD event, in the caller's transaction."""
+    cur = conn.execute(
+        "INSERT INTO memories (user_id, kind, content, category, importance, created_at,"
+        " updated_at, valid_from, supersedes, hash, session_id, source_from, source_to,"
+        " attributes, store, pinned, tags, pii, rules, fact_key, decay_rate)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " COALESCE(?, 0.1))",
+        (
+            user_id,
+            kind,
+            content,
+            category,
+            importance,
+            now,
+            now,
+            now,
+            supersedes,
+            content_hash(content),
+            session_id,
+            source_from,
+            source_to,
+            json.dumps(attributes or {}),
+            store,
+            int(pinned),
+            json.dumps(list(tags)),
+            json.dumps(list(pii)),
+            json.dumps(list(rules)),
+            fact_key,
+            decay_rate,
+        ),
+    )
+    memory_id = int(cur.lastrowid)
+    add_history(
+        conn,
+        user_id=user_id,
+        memory_id=memory_id,
+        event="ADD",
+        new_value=content,
+        actor=actor,
+        now=now,
+        meta=history_meta,
+    )
+    return memory_id
+
+
+def archive_memory(
+    conn: Any,
+    memory: MemoryRow,
+    *,
+    now: float,
+    actor: str,
+    new_value: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> None:
+    """Retire a memory (superseded or outdated): kept for history, no longer active."""
+    conn.execute(
+        "UPDATE memories SET status = 'archived', valid_until = ?, updated_at = ? WHERE id = ?",
+        (now, now, memory.id),
+    )
+    add_history(
+        conn,
+        user_id=memory.user_id,
+        memory_id=memory.id,
+        event="ARCHIVE",
+        old_value=memory.content,
+        new_value=new_value,
+        actor=actor,
+        now=now,
+        meta=meta,
+    )
+
+
+def mention_again(
+    conn: Any,
+    memory: MemoryRow,
+    *,
+    now: float,
+    actor: str,
+    meta: dict[str, Any] | None = None,
+    said: str | None = None,
+) -> None:
+    """The same fact was stated again (seed 000): one more mention and hit, seen now, and a
+    MERGE event with what was said (`said`, when the words differed)."""
+    conn.execute(
+        "UPDATE memories SET mention_count = mention_count + 1, hits = hits + 1,"
+        " last_accessed = ?, updated_at = ? WHERE id = ?",
+        (now, now, memory.id),
+    )
+    add_history(
+        conn,
+        user_id=memory.user_id,
+        memory_id=memory.id,
+        event="MERGE",
+        old_value=memory.content,
+        new_value=said or memory.content,
+        actor=actor,
+        now=now,
+        meta={"reason": "exact_duplicate", **(meta or {})},
+    )
+
+
+def get_memory(conn: Any, memory_id: int) -> MemoryRow | None:
+    row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return None if row is None else MemoryRow.from_row(row)
+
+
+def active_by_hash(
+    conn: Any, user_id: str, digest: str, kind: str = "fact", store: str | None = None
+) -> MemoryRow | None:
+    sql = "SELECT * FROM memories WHERE user_id = ? AND hash = ? AND kind = ? AND status = 'active'"
+    params: list[Any] = [user_id, digest, kind]
+    if store is not None:
+        sql += " AND store = ?"
+        params.append(store)
+    row = conn.execute(sql + " ORDER BY id LIMIT 1", params).fetchone()
+    return None if row is None else MemoryRow.from_row(row)
+
+
+def list_memories(
+    conn: Any,
+    *,
+    user_id: str = "default",
+    kind: str = "fact",
+    status: str | None = "active",
+    limit: int = 100,
+) -> list[MemoryRow]:
+    sql, params = "SELECT * FROM memories WHERE user_id = ? AND kind = ?", [user_id, kind]
+    if status is not None:
+        sql += " AND status = ?"
+        params.append(status)
+    rows = conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*params, limit]).fetchall()
+    return [MemoryRow.from_row(r) for r in rows]
+
+
+def top_facts(conn: Any, user_id: str, limit: int) -> list[MemoryRow]:
+    """The facts most worth keeping in view: important, often mentioned, recent."""
+    rows = conn.execute(
+        "SELECT * FROM memories WHERE user_id = ? AND kind = 'fact' AND status = 'active'"
+        " ORDER BY pinned DESC, importance DESC, mention_count DESC, updated_at DESC LIMIT ?",
+        (user_id, limit),
+    ).fetchall()
+    return [MemoryRow.from_row(r) for r in rows]
+
+
+# -- history and provenance --------------------------------------------------------------------
+def add_history(
+    conn: Any,
+    *,
+    user_id: str,
+    memory_id: int | None,
+    event: str,
+    actor: str,
+    now: float,
+    old_value: str | None = None,
+    new_value: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> None:
+    conn.execute(
+        "INSERT INTO history (user_id, memory_id, event, old_value, new_value, actor, meta, ts)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, memory_id, event, old_value, new_value, actor, json.dumps(meta or {}), now),
+    )
+
+
+def history_of(conn: Any, memory_id: int) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT event, old_value, new_value, actor, meta, ts FROM history WHERE memory_id = ?"
+        " ORDER BY id",
+        (memory_id,),
+    ).fetchall()
+    return [{**dict(r), "meta": json.loads(r["meta"])} for r in rows]
+
+
+def link_sources(
+    conn: Any, memory_id: int, turn_ids: Iterable[int], reason: str = "extracted"
+) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO memory_sources (memory_id, turn_id, reason) VALUES (?, ?, ?)",
+        [(memory_id, turn_id, reason) for turn_id in turn_ids],
+    )
+
+
+def sources_of(conn: Any, memory_id: int) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT s.turn_id, s.reason, t.ref FROM memory_sources s JOIN turns t ON t.id = s.turn_id"
+        " WHERE s.memory_id = ? ORDER BY s.turn_id",
+        (memory_id,),
+    ).fetchall()
+    return [dict(r) for r in rows]
+
+
+def extracted_from(conn: Any, turn_id: int) -> bool:
+    """Whether an extraction already recorded facts from this turn (re-runs must not repeat)."""
+    row = conn.execute(
+        "SELECT 1 FROM memory_sources WHERE turn_id = ? AND reason = 'extracted' LIMIT 1",
+        (turn_id,),
+    ).fetchone()
+    return row is not None
+
+
+# -- counters (in `meta`, so they survive restarts and the CLI can read them) -----------------
+def bump_counter(conn: Any, name: str, n: int = 1) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET"
+        " value = CAST(CAST(value AS INTEGER) + ? AS TEXT)",
+        (f"counter.{name}", str(n), n),
+    )
+
+
+def counters(conn: Any) -> dict[str, int]:
+    rows = conn.execute("SELECT key, value FROM meta WHERE key LIKE 'counter.%'").fetchall()
+    return {r[0].removeprefix("counter."): int(r[1]) for r in rows}

@@ -1,0 +1,302 @@
+"""The two cascades of seed 004 §7: turns → summaries → the base memory document.
+
+Short: when a user has ≥ `short_term_threshold` unsummarised messages, all but the newest
+`short_term_keep` become one summary (a `memories` row, kind `summary`, with the turn id range).
+Long: when ≥ `long_term_threshold` summaries are unincorporated, all but the newest
+`long_term_keep` are distilled, with the current base memory and the top facts, into a new base
+memory. The LLM is called outside any transaction; its answer is written in one transaction that
+first checks nothing moved meanwhile. A failed call changes nothing and the job retries.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from lobug.config import MemoryConfig
+from lobug.conversation import CONVERSATION_TURN
+from lobug.llm.ask import InvalidOutput, ask, plain_text
+from lobug.llm.ollama_chat import OllamaChat
+from lobug.memory.jobs import enqueue
+from lobug.memory.store import rows as store
+from lobug.memory.summaries import base_memory, prompts
+from lobug.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+ACTOR = "cascade"
+# A backlog (an import, a long outage) is summarised in several calls, each small enough for a
+# small model's context window.
+MAX_BATCH_TURNS = 40
+MAX_BATCH_SUMMARIES = 40
+MAX_TURN_CHARS = 600
+TOP_FACTS = 10
+_ELIGIBLE = CONVERSATION_TURN
+_LABEL = re.compile(r"^(?:summary|here is the summary)\s*:\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TurnLine:
+    id: int
+    session_id: str
+    role: str
+    text: str
+
+
+# -- short cascade: DB side ----------------------------------------------------------------------
+def count_unsummarized(conn: Any, user_id: str) -> int:
+    sql = f"SELECT COUNT(*) FROM turns WHERE user_id = ? AND summarized = 0 AND {_ELIGIBLE}"
+    return int(conn.execute(sql, (user_id,)).fetchone()[0])
+
+
+def short_cascade_due(conn: Any, user_id: str, threshold: int) -> bool:
+    """Whether at least `threshold` messages wait for a summary.
+
+    Asked on every exchange, so it reads at most `threshold` index rows instead of counting a
+    backlog that grows while the LLM is away.
+    """
+    sql = (
+        "SELECT COUNT(*) FROM (SELECT 1 FROM turns WHERE user_id = ? AND summarized = 0"
+        f" AND {_ELIGIBLE} LIMIT ?)"
+    )
+    return int(conn.execute(sql, (user_id, threshold)).fetchone()[0]) >= threshold
+
+
+def short_batch(conn: Any, user_id: str, threshold: int, keep: int) -> list[TurnLine]:
+    count = count_unsummarized(conn, user_id)
+    if count < threshold:
+        return []
+    rows = conn.execute(
+        f"SELECT id, session_id, role, text FROM turns WHERE user_id = ? AND summarized = 0"
+        f" AND {_ELIGIBLE} ORDER BY id LIMIT ?",
+        (user_id, min(count - keep, MAX_BATCH_TURNS)),
+    ).fetchall()
+    return [TurnLine(r["id"], r["session_id"], r["role"], r["text"]) for r in rows]
+
+
+def transcript(lines: list[TurnLine]) -> str:
+    out: list[str] = []
+    session = None
+    for line in lines:
+        if session is not None and line.session_id != session:
+            out.append("(a new conversation starts)")
+        session = line.session_id
+        who = "User" if line.role == "user" else prompts.ASSISTANT_NAME
+        text = " ".join(line.text.split())
+        if len(text) > MAX_TURN_CHARS:
+            text = text[:MAX_TURN_CHARS] + " …"
+        out.append(f"{who}: {text}")
+    return "\n".join(out)
+
+
+def store_summary(
+    conn: Any,
+    user_id: str,
+    lines: list[TurnLine],
+    summary: str,
+    *,
+    now: float,
+    config: MemoryConfig,
+    max_attempts: int,
+) -> int | None:
+    ids = [line.id for line in lines]
+    marks = ",".join("?" * len(ids))
+    still = conn.execute(
+        f"SELECT COUNT(*) FROM turns WHERE id IN ({marks}) AND summarized = 0", ids
+    ).fetchone()[0]
+    if still != len(ids):
+        return None  # another run summarised them meanwhile
+    memory_id = store.insert_memory(
+        conn,
+        user_id=user_id,
+        kind="summary",
+        content=summary,
+        now=now,
+        actor=ACTOR,
+        source_from=ids[0],
+        source_to=ids[-1],
+        history_meta={"turns": len(ids)},
+    )
+    store.link_sources(conn, memory_id, ids, reason="summarized")
+    # Noise (IGNORE, apologies) inside the range is settled with it.
+    conn.execute(
+        "UPDATE turns SET summarized = 1 WHERE user_id = ? AND summarized = 0 AND id <= ?",
+        (user_id, ids[-1]),
+    )
+    if count_unincorporated(conn, user_id) >= config.long_term_threshold:
+        enqueue.cascade(
+            conn, enqueue.CASCADE_LONG, user_id=user_id, now=now, max_attempts=max_attempts
+        )
+    return memory_id
+
+
+# -- long cascade: DB side -----------------------------------------------------------------------
+def count_unincorporated(conn: Any, user_id: str) -> int:
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM memories WHERE user_id = ? AND kind = 'summary'"
+            " AND status = 'active' AND incorporated = 0",
+            (user_id,),
+        ).fetchone()[0]
+    )
+
+
+def long_batch(conn: Any, user_id: str, threshold: int, keep: int) -> list[store.MemoryRow]:
+    count = count_unincorporated(conn, user_id)
+    if count < threshold:
+        return []
+    rows = conn.execute(
+        "SELECT * FROM memories WHERE user_id = ? AND kind = 'summary' AND status = 'active'"
+        " AND incorporated = 0 ORDER BY id LIMIT ?",
+        (user_id, min(count - keep, MAX_BATCH_SUMMARIES)),
+    ).fetchall()
+    return [store.MemoryRow.from_row(r) for r in rows]
+
+
+def distill_inputs(conn: Any, user_id: str) -> tuple[str, list[str]]:
+    return base_memory.get_base(conn, user_id), [
+        f.content for f in store.top_facts(conn, user_id, TOP_FACTS)
+    ]
+
+
+def store_base(
+    conn: Any, user_id: str, summaries: list[store.MemoryRow], content: str, *, now: float
+) -> bool:
+    ids = [s.id for s in summaries]
+    marks = ",".join("?" * len(ids))
+    still = conn.execute(
+        f"SELECT COUNT(*) FROM memories WHERE id IN ({marks}) AND incorporated = 0", ids
+    ).fetchone()[0]
+    if still != len(ids):
+        return False
+    base_memory.set_base(
+        conn,
+        user_id,
+        content,
+        now=now,
+        actor=ACTOR,
+        meta={"summaries": ids, "words": len(content.split())},
+    )
+    conn.execute(
+        f"UPDATE memories SET incorporated = 1, updated_at = ? WHERE id IN ({marks})", [now, *ids]
+    )
+    return True
+
+
+# -- output checks ---------------------------------------------------------------------------------
+def parse_summary(raw: str) -> str:
+    text = _LABEL.sub("", plain_text(raw)).strip()
+    if len(text) < 20 or text[0] in "[{":
+        raise InvalidOutput("not a summary paragraph", raw)
+    return text[:3000]
+
+
+def distill_parser(max_words: int) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        text = plain_text(raw)
+        lowered = text.lower()
+        if sum(h.lower() in lowered for h in prompts.DISTILL_HEADINGS) < 2:
+            raise InvalidOutput("not a base memory document (headings missing)", raw)
+        return _cap_words(text, int(max_words * 1.5))
+
+    return parse
+
+
+def _cap_words(text: str, limit: int) -> str:
+    kept, words = [], 0
+    for line in text.splitlines():
+        words += len(line.split())
+        if words > limit:
+            break
+        kept.append(line)
+    return "\n".join(kept).strip()
+
+
+# -- orchestration -------------------------------------------------------------------------------
+class Cascades:
+    def __init__(
+        self,
+        db: Database,
+        llm: OllamaChat,
+        config: MemoryConfig,
+        *,
+        clock: Callable[[], float],
+        max_attempts: int,
+        on_base_written: Callable[[str], None],
+    ) -> None:
+        self.db = db
+        self.llm = llm
+        self.config = config
+        self.clock = clock
+        self.max_attempts = max_attempts
+        self.on_base_written = on_base_written
+
+    async def run_short(self, user_id: str) -> int:
+        """Summarise while the threshold is met; returns how many summaries were written."""
+        cfg, written = self.config, 0
+        while True:
+            lines = await self.db.read(
+                short_batch, user_id, cfg.short_term_threshold, cfg.short_term_keep
+            )
+            if not lines:
+                return written
+            summary = await ask(
+                self.llm,
+                prompts.summarize_conversation_messages(transcript(lines)),
+                parse_summary,
+                reminder=prompts.SUMMARY_REMINDER,
+                what="summary",
+                timeout_s=cfg.llm_timeout_s,
+                temperature=0.3,
+            )
+            memory_id = await self.db.write(
+                partial(
+                    store_summary, now=self.clock(), config=cfg, max_attempts=self.max_attempts
+                ),
+                user_id,
+                lines,
+                summary,
+            )
+            if memory_id is None:
+                return written
+            written += 1
+            log.info(
+                "summary #%d of turns %d..%d for %s", memory_id, lines[0].id, lines[-1].id, user_id
+            )
+
+    async def run_long(self, user_id: str) -> int:
+        cfg, written = self.config, 0
+        while True:
+            batch = await self.db.read(
+                long_batch, user_id, cfg.long_term_threshold, cfg.long_term_keep
+            )
+            if not batch:
+                return written
+            base, facts = await self.db.read(distill_inputs, user_id)
+            messages = prompts.distill_base_memory_messages(
+                base, [s.content for s in batch], facts, cfg.base_memory_max_words
+            )
+            content = await ask(
+                self.llm,
+                messages,
+                distill_parser(cfg.base_memory_max_words),
+                reminder=prompts.DISTILL_REMINDER,
+                what="base memory distillation",
+                timeout_s=cfg.llm_timeout_s,
+                temperature=0.3,
+            )
+            ok = await self.db.write(partial(store_base, now=self.clock()), user_id, batch, content)
+            self.on_base_written(user_id)
+            if not ok:
+                return written
+            written += 1
+            log.info(
+                "base memory of %s rewritten from %d summaries (%d words)",
+                user_id,
+                len(batch),
+                len(content.split()),
+            )

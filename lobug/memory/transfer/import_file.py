@@ -1,0 +1,246 @@
+"""Import an export file (`records_export`) losslessly, in one write transaction.
+
+Ids: a table's rows keep their ids when none of them is taken in the target (a fresh database),
+so export → import → export gives the same lines except `meta.exported_at`. When any id is
+taken (merging into a database in use) that table's rows get new ids and every reference
+(sources, links, relations, history, `supersedes`) is rewritten. Rows already present are
+matched and skipped — a turn by session, role, time and text; a memory by content and
+creation time; an entity by name and type — so importing the same file twice adds nothing.
+Columns the target does not have are dropped (an older schema); `user_id` is the target's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lobug.memory.jobs import enqueue
+from lobug.memory.jobs.handlers import VECTOR_KINDS
+from lobug.memory.transfer.export_file import TYPES
+
+ID_TABLES = {"turn": "turns", "memory": "memories", "entity": "entities"}
+OWN_ID_TABLES = {**ID_TABLES, "relation": "relations", "history": "history"}
+
+
+class RecordError(ValueError):
+    """One line of an export file is not a usable record."""
+
+
+@dataclass
+class RecordReport:
+    added: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    remapped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    turn_ids: list[int] = field(default_factory=list)
+    memory_ids: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": dict(self.added),
+            "skipped": dict(self.skipped),
+            "remapped_ids": self.remapped,
+            "errors": self.errors,
+        }
+
+
+def parse_record(value: Any) -> tuple[str, dict[str, Any]]:
+    kind, data = value.get("type"), value.get("data")
+    if kind not in TYPES:
+        raise RecordError(f"unknown record type {kind!r} (known: {', '.join(TYPES)})")
+    if not isinstance(data, dict):
+        raise RecordError("'data' must be an object")
+    if kind in OWN_ID_TABLES and (
+        isinstance(data.get("id"), bool) or not isinstance(data.get("id"), int)
+    ):
+        raise RecordError(f"a {kind} record needs an integer 'id'")
+    return kind, data
+
+
+def import_records(
+    conn: Any, records: Sequence[tuple[int, str, dict[str, Any]]], *, user_id: str
+) -> RecordReport:
+    """Insert the records (lineno, type, data) in the caller's write transaction."""
+    report = RecordReport()
+    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {kind: [] for kind in TYPES}
+    for lineno, kind, data in records:
+        groups[kind].append((lineno, data))
+    keep = {}
+    for kind, table in OWN_ID_TABLES.items():
+        keep[kind] = _ids_free(conn, table, [d["id"] for _, d in groups[kind]])
+        if not keep[kind]:
+            report.remapped.append(table)
+    maps: dict[str, dict[int, int]] = {kind: {} for kind in ID_TABLES}
+    columns = _Columns(conn)
+
+    def insert(kind: str, table: str, data: dict[str, Any], **fixed: Any) -> int:
+        row = {k: v for k, v in data.items() if k in columns[table] and k != "user_id"}
+        if kind in OWN_ID_TABLES and not keep[kind]:
+            row.pop("id", None)
+        row.update(fixed)
+        if "user_id" in columns[table]:
+            row["user_id"] = user_id
+        names = list(row)
+        cur = conn.execute(
+            f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"
+            f" VALUES ({', '.join('?' * len(names))})",
+            [row[n] for n in names],
+        )
+        if cur.rowcount:
+            report.added[kind] += 1
+        else:
+            report.skipped[kind] += 1
+        return int(cur.lastrowid or 0) if cur.rowcount else 0
+
+    for _, data in groups["session"]:
+        insert("session", "sessions", data)
+    for lineno, data in groups["turn"]:
+        found = conn.execute(
+            "SELECT id FROM turns WHERE user_id = ? AND session_id IS ? AND role IS ? AND ts IS ?"
+            " AND text IS ?",
+            (user_id, data.get("session_id"), data.get("role"), data.get("ts"), data.get("text")),
+        ).fetchone()
+        if found is not None:
+            maps["turn"][data["id"]] = found[0]
+            report.skipped["turn"] += 1
+            continue
+        new = _guard(report, lineno, lambda d=data: insert("turn", "turns", d))
+        if new:
+            maps["turn"][data["id"]] = new
+            report.turn_ids.append(new)
+    superseding: list[tuple[int, int]] = []
+    for lineno, data in groups["memory"]:
+        found = conn.execute(
+            "SELECT id FROM memories WHERE user_id = ? AND created_at IS ? AND content IS ?",
+            (user_id, data.get("created_at"), data.get("content")),
+        ).fetchone()
+        if found is not None:
+            maps["memory"][data["id"]] = found[0]
+            report.skipped["memory"] += 1
+            continue
+        new = _guard(
+            report, lineno, lambda d=data: insert("memory", "memories", d, supersedes=None)
+        )
+        if new:
+            maps["memory"][data["id"]] = new
+            report.memory_ids.append(new)
+            if data.get("supersedes") is not None:
+                superseding.append((new, data["supersedes"]))
+    for new, old in superseding:  # after every row exists: supersedes is a foreign key
+        if old in maps["memory"]:
+            conn.execute(
+                "UPDATE memories SET supersedes = ? WHERE id = ?", (maps["memory"][old], new)
+            )
+    for _, data in groups["memory_source"]:
+        ids = _mapped(maps, memory=data.get("memory_id"), turn=data.get("turn_id"))
+        if ids is None:
+            report.skipped["memory_source"] += 1
+            continue
+        insert("memory_source", "memory_sources", data, memory_id=ids[0], turn_id=ids[1])
+    for _, data in groups["base_memory"]:
+        current = conn.execute(
+            "SELECT updated_at FROM base_memory WHERE user_id = ?", (user_id,)
+        ).fetchone()
+        if current is not None and current[0] >= (data.get("updated_at") or 0):
+            report.skipped["base_memory"] += 1
+            continue
+        conn.execute("DELETE FROM base_memory WHERE user_id = ?", (user_id,))
+        insert("base_memory", "base_memory", data)
+    for lineno, data in groups["entity"]:
+        found = conn.execute(
+            "SELECT id FROM entities WHERE user_id = ? AND canonical_name = ? AND type = ?",
+            (user_id, data.get("canonical_name"), data.get("type")),
+        ).fetchone()
+        if found is not None:
+            maps["entity"][data["id"]] = found[0]
+            report.skipped["entity"] += 1
+            continue
+        new = _guard(report, lineno, lambda d=data: insert("entity", "entities", d))
+        if new:
+            maps["entity"][data["id"]] = new
+    for _, data in groups["memory_entity"]:
+        memory = maps["memory"].get(data.get("memory_id"))  # type: ignore[arg-type]
+        entity = maps["entity"].get(data.get("entity_id"))  # type: ignore[arg-type]
+        if memory is None or entity is None:
+            report.skipped["memory_entity"] += 1
+            continue
+        insert("memory_entity", "memory_entities", data, memory_id=memory, entity_id=entity)
+    for _, data in groups["relation"]:
+        ends = _mapped(maps, memory=data.get("from_id"), other=data.get("to_id"))
+        if ends is None:
+            report.skipped["relation"] += 1
+            continue
+        insert("relation", "relations", data, from_id=ends[0], to_id=ends[1])
+    for _, data in groups["history"]:
+        original = data.get("memory_id")
+        target: int | None = maps["memory"].get(original) if original is not None else None
+        if original is not None and target is None:
+            target = original if keep["memory"] else None  # e.g. a purged memory's PURGE event
+        if conn.execute(
+            "SELECT 1 FROM history WHERE user_id = ? AND (memory_id IS ? OR memory_id IS ?)"
+            " AND event IS ? AND ts IS ? AND actor IS ? AND old_value IS ? AND new_value IS ?"
+            " LIMIT 1",
+            (user_id, target, original, data.get("event"), data.get("ts"), data.get("actor"),
+             data.get("old_value"), data.get("new_value")),
+        ).fetchone():  # fmt: skip
+            # Already here: a memory imported before, or (same file again) a purged one's event.
+            report.skipped["history"] += 1
+            continue
+        insert("history", "history", data, memory_id=target)
+    return report
+
+
+def enqueue_vectors(conn: Any, report: RecordReport, *, now: float, max_attempts: int) -> int:
+    """Durable embed jobs for what the import added (vectors are not exported)."""
+    for turn_id in report.turn_ids:
+        enqueue.embed_turn(conn, turn_id, now=now, max_attempts=max_attempts)
+    active = [
+        memory_id
+        for memory_id in report.memory_ids
+        if conn.execute(
+            f"SELECT 1 FROM memories WHERE id = ? AND status = 'active'"
+            f" AND kind IN ({','.join('?' * len(VECTOR_KINDS))})",
+            (memory_id, *VECTOR_KINDS),
+        ).fetchone()
+    ]
+    for memory_id in active:
+        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+    return len(report.turn_ids) + len(active)
+
+
+def _ids_free(conn: Any, table: str, ids: Iterable[int]) -> bool:
+    wanted = list(ids)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        if conn.execute(f"SELECT 1 FROM {table} WHERE id IN ({marks}) LIMIT 1", chunk).fetchone():
+            return False
+    return True
+
+
+def _mapped(maps: dict[str, dict[int, int]], **ids: Any) -> tuple[int, int] | None:
+    (_, first), (name, second) = list(ids.items())
+    a = maps["memory"].get(first)
+    b = maps["turn" if name == "turn" else "memory"].get(second)
+    return None if a is None or b is None else (a, b)
+
+
+def _guard(report: RecordReport, lineno: int, action: Any) -> int:
+    try:
+        return int(action())
+    except Exception as exc:  # noqa: BLE001 - the driver's IntegrityError/InterfaceError
+        report.errors.append(f"line {lineno}: {exc}")
+        return 0
+
+
+class _Columns(dict[str, frozenset[str]]):
+    def __init__(self, conn: Any) -> None:
+        super().__init__()
+        self.conn = conn
+
+    def __missing__(self, table: str) -> frozenset[str]:
+        names = frozenset(r[1] for r in self.conn.execute(f"PRAGMA table_info({table})"))
+        self[table] = names
+        return names

@@ -1,0 +1,65 @@
+"""Vector rows and KNN queries on the sqlite-vec tables (`k = ?`, cosine distance).
+
+`memory_vectors` holds the vectors of *active* facts only: archiving a fact removes its vector,
+so a KNN scan never wastes time on rows it would filter out (and stays exact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lobug.memory.store.rows import MemoryRow
+from lobug.storage.vectors import pack
+
+# Extra neighbours fetched so rows of other users can be filtered out and k still be met.
+OVERSAMPLE = 8
+
+
+def put_memory_vector(conn: Any, memory_id: int, vector: Sequence[float]) -> None:
+    # vec0 has no upsert: delete first so a re-run of the same job cannot trip the primary key.
+    conn.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,))
+    conn.execute(
+        "INSERT INTO memory_vectors (memory_id, embedding) VALUES (?, ?)", (memory_id, pack(vector))
+    )
+
+
+def drop_memory_vector(conn: Any, memory_id: int) -> None:
+    conn.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,))
+
+
+def put_turn_vector(conn: Any, turn_id: int, vector: Sequence[float]) -> None:
+    conn.execute("DELETE FROM turn_vectors WHERE turn_id = ?", (turn_id,))
+    conn.execute(
+        "INSERT INTO turn_vectors (turn_id, embedding) VALUES (?, ?)", (turn_id, pack(vector))
+    )
+
+
+def has_turn_vector(conn: Any, turn_id: int) -> bool:
+    row = conn.execute("SELECT 1 FROM turn_vectors WHERE turn_id = ?", (turn_id,)).fetchone()
+    return row is not None
+
+
+def nearest_facts(
+    conn: Any,
+    vector: Sequence[float],
+    *,
+    user_id: str,
+    k: int,
+    max_distance: float | None = None,
+) -> list[tuple[MemoryRow, float]]:
+    """The k active facts of `user_id` closest to `vector`, nearest first, with their distance."""
+    sql = (
+        "SELECT m.*, v.distance AS distance FROM ("
+        " SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
+        ") v JOIN memories m ON m.id = v.memory_id"
+        " WHERE m.user_id = ? AND m.kind = 'fact' AND m.status = 'active'"
+    )
+    params: list[Any] = [pack(vector), k + OVERSAMPLE, user_id]
+    if max_distance is not None:
+        sql += " AND v.distance <= ?"
+        params.append(max_distance)
+    rows = conn.execute(sql + " ORDER BY v.distance LIMIT ?", [*params, k]).fetchall()
+    # A zero vector has no cosine distance (NULL): it is near nothing.
+    found = [r for r in rows if r["distance"] is not None]
+    return [(MemoryRow.from_row(r), float(r["distance"])) for r in found]

@@ -1,0 +1,94 @@
+"""Explicit memory edits (the /v1 API, the CLI): remember, forget, restore — DB side.
+
+Each runs inside one write transaction with its history events and delta bumps; vectors are
+made by an `embed_memory` job enqueued in the same transaction, so the call never waits on an
+embedder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lobug.memory.extract.heuristics import Candidate
+from lobug.memory.jobs import enqueue
+from lobug.memory.jobs.handlers import VECTOR_KINDS
+from lobug.memory.lifecycle import policies as lifecycle
+from lobug.memory.settings import WritePolicy
+from lobug.memory.store import delta
+from lobug.memory.store import rows as store
+from lobug.memory.write.reconcile import Origin, reconcile
+
+# What the caller sees: an exact repeat is a merge too.
+ACTIONS = {"added": "added", "merged": "merged", "repeated": "merged", "superseded": "superseded"}
+# Delta bullets of deletions carry no text (the text is what the user asked to forget).
+ERASED = "a memory was erased"
+FORGOTTEN = "a memory was forgotten"
+
+
+def remember(
+    conn: Any,
+    cand: Candidate,
+    *,
+    origin: Origin,
+    policy: WritePolicy,
+    now: float,
+    max_attempts: int,
+) -> dict[str, Any]:
+    """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action."""
+    outcome = reconcile(conn, cand, None, origin=origin, policy=policy, now=now)
+    if outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
+        enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
+    if outcome.action in ("merged", "repeated") and origin.pinned:
+        # Asking to remember a known fact as pinned pins the fact that is kept.
+        conn.execute("UPDATE memories SET pinned = 1 WHERE id = ?", (outcome.memory_id,))
+    row = conn.execute("SELECT * FROM memories WHERE id = ?", (outcome.memory_id,)).fetchone()
+    data = store.row_dict(row)
+    data["action"] = ACTIONS[outcome.action]
+    data["replaced_id"] = outcome.replaced_id
+    return data
+
+
+def forget(
+    conn: Any, memory_id: int, *, purge: bool, actor: str, now: float, purge_after_days: float
+) -> bool:
+    """Soft delete (purged after purge_after_days), or purge now; False when there is no such
+    memory. Forgetting a soft-deleted memory again without purge changes nothing."""
+    row = store.get_memory(conn, memory_id)
+    if row is None:
+        return False
+    if purge:
+        lifecycle.purge_memory(conn, memory_id, actor, now=now, reason="forget")
+        meta = {"summary": ERASED, "category": row.category, "store": row.store}
+        delta.bump(conn, None, None, "deleted", meta, now, row.user_id)
+        return True
+    if lifecycle.soft_delete(conn, memory_id, now, purge_after_days, actor=actor):
+        # No text: a forgotten memory must not come back into the prompt through the header.
+        meta = {"summary": FORGOTTEN, "category": row.category, "store": row.store}
+        delta.bump(conn, None, memory_id, "soft_deleted", meta, now, row.user_id)
+    return True
+
+
+def restore(conn: Any, memory_id: int, *, actor: str, now: float, max_attempts: int) -> bool:
+    """Archived or soft-deleted → active again, valid again, re-embedded; False when there is
+    no such memory (restoring an active memory changes nothing)."""
+    row = store.get_memory(conn, memory_id)
+    if row is None:
+        return False
+    if not lifecycle.restore(conn, memory_id, now, actor):
+        return True
+    conn.execute(
+        "UPDATE memories SET valid_until = NULL, updated_at = ? WHERE id = ?", (now, memory_id)
+    )
+    if row.kind in VECTOR_KINDS:
+        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+    delta.bump(conn, None, memory_id, "restored", _meta(row), now, row.user_id)
+    return True
+
+
+def _meta(row: store.MemoryRow) -> dict[str, Any]:
+    return {
+        "content": row.content,
+        "category": row.category,
+        "importance": row.importance,
+        "store": row.store,
+    }
