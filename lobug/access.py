@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from lobug import errors
-from lobug.config import TRUST_LEVELS, ApiConfig, ConfigError, TokenConfig
+from lobug.config import TRUST_LEVELS, ApiConfig, Config, ConfigError, TokenConfig, load_config
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +152,18 @@ def is_loopback(remote: str | None) -> bool:
         return False
     mapped = getattr(address, "ipv4_mapped", None)
     return address.is_loopback or bool(mapped and mapped.is_loopback)
+
+
+def load_config_checked(
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """`load_config`, then the categories file: a bad one fails at startup (CLI and `serve`)
+    with a ConfigError naming the file and key. Here, not in config: config imports no lobug."""
+    config = load_config(path, env, overrides)
+    CategoryPolicy.load(config.api.categories_file)
+    return config
 
 
 class AccessControl:

@@ -252,7 +252,9 @@ def load_config(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> Config:
-    """Merge defaults ← TOML file ← environment ← overrides ("section.key" → value)."""
+    """Merge defaults ← TOML file ← environment ← overrides ("section.key" → value).
+
+    The categories file is not read here; `lobug.access.load_config_checked` also checks it."""
     env = os.environ if env is None else env
     raw: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
     if path is not None:
@@ -467,10 +469,8 @@ def _validate_api(api: ApiConfig) -> None:
         seen_names.add(entry.name)
     if api.device_token is not None:
         _check_secret("api.device_token", api.device_token)
-    if api.categories_file is not None:
-        from lobug.access import CategoryPolicy  # imported here: lobug.access imports config
-
-        CategoryPolicy.load(api.categories_file)  # fail at startup, naming the file and key
+    # api.categories_file's contents are checked by lobug.access.load_config_checked (config
+    # imports nothing from lobug; the policy's parser lives in access, above config).
 
 
 def _check_secret(key: str, secret: str) -> None:

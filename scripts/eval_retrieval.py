@@ -32,7 +32,8 @@ from lobug.memory.graph.entities import create_or_get_entity, extract_entities  
 from lobug.memory.search.hybrid import (  # noqa: E402
     TURNS,
     entity_ranks,
-    hybrid_search,
+    fuse_and_rescore,
+    ranked_lists,
     text_ranks,
     vector_ranks,
 )
@@ -103,29 +104,22 @@ def rankings(
     corpus: Corpus, question: str, vector: list[float], weights: ScoringWeights, depth: int
 ) -> dict[str, list[int]]:
     conn = corpus.conn
-    hybrid = hybrid_search(
-        conn, question, vector, depth, corpus=TURNS, weights=weights, depth=depth
-    )
-    rescored = hybrid_search(
-        conn, question, vector, depth, corpus=TURNS, weights=weights, depth=depth, now=NOW
-    )
-    with_entity = hybrid_search(
-        conn,
-        question,
-        vector,
-        depth,
-        corpus=TURNS,
-        weights=weights,
-        depth=depth,
-        lists=("vector", "bm25", "entity"),
-    )
+
+    def fused(lists: tuple[str, ...] | None = None, now: float | None = None) -> list[int]:
+        # What the search runner does per corpus: the ranked lists, then fusion (+ re-score).
+        found = ranked_lists(
+            conn, question, vector, corpus=TURNS, weights=weights, depth=depth, lists=lists
+        )
+        hits, _ = fuse_and_rescore(conn, found, corpus=TURNS, weights=weights, now=now)
+        return [h.id for h in hits[:depth]]
+
     return {
-        "hybrid+entity": [h.id for h in with_entity],
+        "hybrid+entity": fused(("vector", "bm25", "entity")),
         "vector": vector_ranks(conn, vector, depth, corpus=TURNS),
         "bm25": text_ranks(conn, question, depth, corpus=TURNS),
         "entity": entity_ranks(conn, question, depth, corpus=TURNS),
-        "hybrid": [h.id for h in hybrid],
-        "hybrid+rescore": [h.id for h in rescored],
+        "hybrid": fused(),
+        "hybrid+rescore": fused(now=NOW),
     }
 
 

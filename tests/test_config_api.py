@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lobug.access import load_config_checked
 from lobug.config import ConfigError, TokenConfig, load_config
 
 TOKEN_A = "tok-aaaaaaaaaaaaaaaa"
@@ -108,9 +109,31 @@ def test_config_show_prints_tokens_redacted(tmp_path: Path) -> None:
 
 
 def test_categories_file_is_checked_at_load(tmp_path: Path) -> None:
+    # load_config_checked (lobug.access) is what the CLI and `serve` load with; config itself
+    # imports nothing from lobug, so the policy file is checked one layer up.
     with pytest.raises(ConfigError, match="api.categories_file: .*does not exist"):
-        load_config(None, env={}, overrides={"api.categories_file": str(tmp_path / "nope.toml")})
+        load_config_checked(
+            None, env={}, overrides={"api.categories_file": str(tmp_path / "nope.toml")}
+        )
     bad = tmp_path / "cats.toml"
     bad.write_text('[allowlists]\nplanner = ["taks"]\n')
     with pytest.raises(ConfigError, match="allowlists.planner: unknown category 'taks'"):
-        load_config(None, env={"LOBUG_API_CATEGORIES_FILE": str(bad)})
+        load_config_checked(None, env={"LOBUG_API_CATEGORIES_FILE": str(bad)})
+
+
+def test_cli_bad_categories_file_exits_2_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "cats.toml"
+    bad.write_text('[allowlists]\nplanner = ["taks"]\n')
+    path = tmp_path / "c.toml"
+    path.write_text(f'[api]\ncategories_file = "{bad}"\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "lobug", "--config", str(path), "config", "show"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"},
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lobug: config error: api.categories_file: ")
+    assert str(bad) in lines[0] and "allowlists.planner: unknown category 'taks'" in lines[0]

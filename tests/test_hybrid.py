@@ -15,9 +15,11 @@ from lobug.memory.search.hybrid import (
     MEMORIES,
     TURNS,
     SearchFilter,
+    SearchHit,
     bm25_ranks,
     entity_ranks,
-    hybrid_search,
+    fuse_and_rescore,
+    ranked_lists,
     text_ranks,
     vector_knn,
     vector_ranks,
@@ -43,6 +45,23 @@ def conn(tmp_path: Path) -> Iterator[Any]:
     create_vector_tables(db, 4)
     yield db
     db.close()
+
+
+def hybrid_search(
+    conn: Any,
+    text: str,
+    vec: list[float] | None,
+    k: int = 10,
+    *,
+    corpus: Any = MEMORIES,
+    flt: SearchFilter | None = None,
+    weights: ScoringWeights | None = None,
+    now: float | None = None,
+) -> list[SearchHit]:
+    """The two steps the search runner takes per corpus: the ranked lists, then the fusion."""
+    lists = ranked_lists(conn, text, vec, corpus=corpus, flt=flt, weights=weights)
+    hits, _ = fuse_and_rescore(conn, lists, corpus=corpus, weights=weights, now=now)
+    return hits[:k]
 
 
 def memory(conn: Any, content: str, vec: list[float] | None = None, **cols: Any) -> int:
@@ -218,13 +237,20 @@ def test_turn_search_filters_sessions_and_skips_the_entity_list(conn: Any) -> No
 
 
 @pytest.mark.parametrize("text", ['"', "NEAR(", "*", "🙂" * 100, "x" * 10_000, "", "AND OR"])
-def test_hostile_queries_do_not_raise(conn: Any, text: str) -> None:
-    memory(conn, "The user likes tea.", unit(1))
-    hybrid_search(conn, text, unit(1), now=NOW)
-    hybrid_search(conn, text, unit(1), corpus=TURNS)
+def test_hostile_queries_are_plain_words(conn: Any, text: str) -> None:
+    tea = memory(conn, "The user likes tea.", unit(1))
+    said = turn(conn, "I like tea.", unit(1), NOW)
+    # FTS5 syntax in the query is quoted away: the vector still finds the memory, and no word
+    # list matches (nothing stored shares a word with these queries).
+    (hit,) = hybrid_search(conn, text, unit(1), now=NOW)
+    assert hit.id == tea and set(hit.fused.ranks) == {"vector"}
+    (hit,) = hybrid_search(conn, text, unit(1), corpus=TURNS)
+    assert hit.id == said and set(hit.fused.ranks) == {"vector"}
 
 
 def test_explain_is_json_serialisable(conn: Any) -> None:
     memory(conn, "The user likes tea.", unit(1))
     (hit,) = hybrid_search(conn, "tea", unit(1), now=NOW)
-    json.dumps(hit.explain())
+    explained = hit.explain()
+    assert json.loads(json.dumps(explained)) == explained
+    assert explained["breakdown"]["final"] == hit.score

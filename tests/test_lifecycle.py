@@ -14,6 +14,7 @@ from lobug.memory.graph.entities import Entity, link_entities
 from lobug.memory.lifecycle import policies as lifecycle
 from lobug.memory.lifecycle.policies import GcParams
 from lobug.memory.search.scoring import DAY, ScoringWeights
+from lobug.memory.store.rows import add_history
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect, sqlite3
 from lobug.storage.vectors import create_vector_tables, pack
@@ -264,7 +265,15 @@ def full_memory(conn: Any) -> tuple[int, int, int]:
         " VALUES ('s', 1, ?, 'created', ?, ?)",
         (secret, json.dumps({"t": SECRET}), NOW),
     )
-    lifecycle.history(conn, secret, "ADD", user_id="default", now=NOW, new=f"code {SECRET}")
+    add_history(
+        conn,
+        user_id="default",
+        memory_id=secret,
+        event="ADD",
+        actor="system",
+        now=NOW,
+        new_value=f"code {SECRET}",
+    )
     return secret, other, newer
 
 

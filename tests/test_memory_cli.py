@@ -132,10 +132,12 @@ async def test_import_stores_extracts_embeds_and_reports_bad_lines(
     assert json.loads(out)["skipped"] == 4 and json.loads(out)["stored"] == 0
 
     code, out, _ = await lobug(config, "memory", "facts", "--json")
-    assert code == 0 and [f["content"] for f in json.loads(out)] == [JAZZ, TEA, ALEX]
-    code, out, _ = await lobug(config, "memory", "search", "Alex works at NASA, right?", "--json")
-    found = json.loads(out)
-    assert found["mode"] == "vector" and found["results"][0]["content"] == ALEX
+    facts = json.loads(out)["memories"]
+    assert code == 0 and [f["content"] for f in facts] == [JAZZ, TEA, ALEX]
+    question = "Alex works at NASA, right?"
+    code, out, _ = await lobug(config, "memory", "search", question, "--full", "--json")
+    found = json.loads(out)["results"]
+    assert found[0]["text"] == ALEX and "vector" in found[0]["explain"]["ranks"]
     code, out, _ = await lobug(config, "memory", "stats", "--json")
     stats = json.loads(out)
     assert (stats["facts_active"], stats["turns_unsummarized"], stats["jobs"]) == (3, 4, {})

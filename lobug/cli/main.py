@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lobug import __version__
-from lobug.config import Config, ConfigError, load_config
+from lobug.access import load_config_checked
+from lobug.config import Config, ConfigError
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -23,7 +24,7 @@ COMMAND_MODULES = (
     "lobug.cli.jobs_cmd",
     "lobug.cli.db_cmd",
     "lobug.cli.ops_cmd",
-    "lobug.cli.memory_cmd",
+    "lobug.cli.memory",
 )
 
 
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        config = load_config(args.config, overrides=overrides_from_args(args))
+        config = load_config_checked(args.config, overrides=overrides_from_args(args))
     except ConfigError as exc:
         print(f"lobug: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE

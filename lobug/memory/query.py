@@ -8,6 +8,7 @@ from typing import Any
 KINDS = ("fact", "summary", "reflection", "insight", "procedural", "episode")
 EPISODE = "episode"  # a raw turn, searched in `turns` rather than `memories`
 CHARS_PER_TOKEN = 4
+MAX_QUERY_CHARS = 2000  # what any door accepts as a query, and what is embedded of it
 
 
 class InvalidMemory(ValueError):

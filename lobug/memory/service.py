@@ -3,8 +3,8 @@
 Inline (per turn): embed the user's words, hybrid search over facts, the cached base memory.
 In the turn's transactions: enqueue the durable jobs (embed, extract, cascade checks). In the
 background: jobs (JobRunner), retrieval hits and delta seen-marks flushed every
-`memory.hit_flush_s`, and the periodic GC. The API's calls (query, why, remember,
-forget, restore, gc) are thin: the work is in `search`, `explain`, `edits` and `upkeep`.
+`memory.hit_flush_s`, and the periodic GC. The API's calls (query, why, remember, forget,
+restore, gc) are thin: the work is in `search`, `write` and `lifecycle`.
 """
 
 from __future__ import annotations
@@ -14,36 +14,40 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from lobug.access import STORES
 from lobug.config import Config
 from lobug.conversation import TurnRecord
 from lobug.llm.embedders import Embedder, make_embedder
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import settings
+from lobug.memory.extract.heuristics import Candidate
 from lobug.memory.jobs import enqueue
 from lobug.memory.jobs.handlers import MemoryJobs
-from lobug.memory.operations import MemoryOperations
-from lobug.memory.query import InvalidMemory, QueryRequest, QueryResult
-from lobug.memory.search import prompt as retrieval
-from lobug.memory.search.hits import HitBuffer, SeenMarks
-from lobug.memory.search.prompt import BaseMemoryCache, Hit, RecentVectors
+from lobug.memory.lifecycle.gc import gc_pass
+from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
+from lobug.memory.search import explain, prompt, runner
+from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
+from lobug.memory.store import rows
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.vectors.gate import VectorGate
+from lobug.memory.vectors.query import QueryVectors, RecentVectors
+from lobug.memory.write import edits
+from lobug.memory.write.reconcile import Origin
+from lobug.memory.write.validator import validate_fact
 from lobug.storage.database import Database
 from lobug.workers.periodic import Periodic, Task
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 2000
-
 __all__ = ["InvalidMemory", "MemoryService", "QueryRequest", "QueryResult"]
 
 
-class MemoryService(MemoryOperations):
+class MemoryService:
     def __init__(
         self,
         *,
@@ -72,8 +76,11 @@ class MemoryService(MemoryOperations):
         self.gate = VectorGate(
             backend=config.embedding.backend, model=embedder.name, dim=embedder.dim
         )
-        self.base_cache = BaseMemoryCache()
-        self.recent = RecentVectors()
+        self.base_cache = prompt.BaseMemoryCache()
+        recent = RecentVectors()
+        self.vectors = QueryVectors(
+            db, embedder, self.gate, timeout_s=config.embedding.timeout_s, recent=recent
+        )
         self.cascades = Cascades(
             db,
             llm,
@@ -92,11 +99,10 @@ class MemoryService(MemoryOperations):
             clock=clock,
             cascades=self.cascades,
             policy=self.policy,
-            recent=self.recent,
+            recent=recent,
         )
         self._wake: Callable[[], None] = lambda: None
         self._warm: asyncio.Task[None] | None = None
-        self._query_failing = False
 
     @classmethod
     def create(
@@ -113,7 +119,7 @@ class MemoryService(MemoryOperations):
         """Never fails the daemon's start: without vectors, memory still works (and says so)."""
         try:
             await self.db.write(self.gate.setup)
-        except Exception as exc:  # noqa: BLE001 - e.g. disk full; retried by _recheck_gate
+        except Exception as exc:  # noqa: BLE001 - e.g. disk full; retried by QueryVectors.recheck
             self.gate.setup_failed(exc)
         if self.config.embedding.backend == "local" and self.gate.enabled:
             # Loading sentence-transformers takes seconds; the first turn should not pay it.
@@ -161,8 +167,7 @@ class MemoryService(MemoryOperations):
         base = self.base_cache.get(user_id)
         header = None
         try:
-            await self._recheck_gate()
-            plan = retrieval.context_plan(
+            plan = prompt.context_plan(
                 text,
                 user_id=user_id,
                 session_id=session_id,
@@ -173,10 +178,10 @@ class MemoryService(MemoryOperations):
             )
             now = self.clock()
             shown = self.seen.shown(user_id, session_id)
-            fetched, found, news = await retrieval.context(
+            fetched, found, news = await prompt.context(
                 self.db,
                 plan,
-                self._embed_query(text) if self.gate.enabled else _none(),
+                await self.vectors.later(text),
                 want_base=base is None,
                 now=now,
                 shown=shown,
@@ -188,10 +193,10 @@ class MemoryService(MemoryOperations):
             # Shown now, written later with the hits: the hot path stays free of writes.
             self.seen.mark(user_id, session_id, news.rev)
             self.hits.add([r.id for r in found], now)
-            return retrieval.sections(base, [r.text for r in found], header)
+            return prompt.sections(base, [r.text for r in found], header)
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             log.warning("memory retrieval failed; answering without it", exc_info=True)
-            return retrieval.sections(base or "", [], header)
+            return prompt.sections(base or "", [], header)
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):
@@ -223,74 +228,143 @@ class MemoryService(MemoryOperations):
     def wake(self) -> None:
         self._wake()
 
-    # -- queries (CLI, /health) -------------------------------------------------------------------
-    async def search(
-        self, text: str, *, user_id: str = "default", k: int | None = None
-    ) -> list[Hit]:
-        """KNN search as the prompt does it, without the similarity floor (for people)."""
-        await self._recheck_gate()
-        if not self.gate.enabled:
-            return []
-        vectors = await self.jobs.embed([text[:MAX_QUERY_CHARS]])
-        return await self.db.read(
-            partial(
-                retrieval.relevant_facts,
-                user_id=user_id,
-                k=k or self.memory.top_k,
-                min_similarity=0.0,
-            ),
-            vectors[0],
-        )
-
+    # -- /health ---------------------------------------------------------------------------------
     async def embedding_status(self) -> dict[str, Any]:
-        await self._recheck_gate()
+        await self.vectors.recheck()
         return self.gate.report()
 
-    async def _recheck_gate(self) -> None:
-        if not self.gate.due():
-            return
-        if self.gate.setup_error is None:
-            await self.db.read(self.gate.recheck)
-            return
-        try:
-            await self.db.write(self.gate.setup)
-        except Exception as exc:  # noqa: BLE001 - still failing: try again later
-            self.gate.setup_failed(exc)
+    # -- the /v1 interface -----------------------------------------------------------------------
+    async def query(self, req: QueryRequest) -> list[QueryResult]:
+        """Hybrid search with filters, threshold and budget; hits are counted off the request
+        path. Works without vectors (BM25 + entities)."""
+        vector = await self.vectors.later(req.text)
+        now = self.clock()
+        plan = runner.Plan(req, self.weights)
+        results = await runner.run_parallel(self.db, plan, vector, now=now)
+        self.hits.add([r.id for r in results if r.kind != EPISODE], now)
+        return results
 
-    async def _search_vector(self, text: str) -> list[float] | None:
-        await self._recheck_gate()
-        return await self._embed_query(text) if self.gate.enabled else None
-
-    async def _search_vector_later(self, text: str) -> Awaitable[list[float] | None]:
-        """The query's vector as an awaitable, the gate checked now: the caller starts the
-        word lists before waiting for the embedder."""
-        await self._recheck_gate()
-        return self._embed_query(text) if self.gate.enabled else _none()
-
-    async def _embed_query(self, text: str) -> list[float] | None:
-        try:
-            vectors = await asyncio.wait_for(
-                self.embedder.embed([text[:MAX_QUERY_CHARS]]), self.config.embedding.timeout_s
+    async def why(
+        self, memory_id: int, *, query: str | None = None, user_id: str = "default"
+    ) -> dict[str, Any] | None:
+        """Score terms, list ranks, rules, history; None when there is no such memory."""
+        vector = await self.vectors.now(query) if query is not None else None
+        now = self.clock()
+        return await self.db.read(
+            lambda conn: explain.explain(
+                conn,
+                memory_id,
+                user_id=user_id,
+                query=query,
+                vector=vector,
+                now=now,
+                weights=self.weights,
             )
-        except Exception as exc:  # noqa: BLE001 - EmbeddingUnavailable, timeout, model errors
-            self.gate.error = f"{type(exc).__name__}: {exc}"
-            # Once per outage at WARNING; every turn would flood the journal.
-            level = logging.DEBUG if self._query_failing else logging.WARNING
-            log.log(level, "cannot embed the query (%s); no relevant memories this turn", exc)
-            self._query_failing = True
-            return None
-        if self._query_failing:
-            log.info("query embedding works again")
-        self._query_failing = False
-        self.gate.error = None
-        if len(text) <= MAX_QUERY_CHARS:
-            self.recent.put(text, vectors[0])
-        return vectors[0]
+        )
 
+    async def gc(self, *, actor: str = "api") -> dict[str, int]:
+        """One GC pass (decay, scores, promotion, archive, TTL, purge) in the writer."""
+        result = await self.db.write(
+            partial(gc_pass, now=self.clock(), params=self.gc_params, actor=actor)
+        )
+        log.info("memory gc (%s): %s", actor, result)
+        return result
 
-async def _none() -> None:
-    return None
+    async def remember(
+        self,
+        *,
+        content: str,
+        kind: str = "fact",
+        category: str | None = None,
+        importance: float = 0.5,
+        tags: tuple[str, ...] | list[str] = (),
+        store: str = "private",
+        pinned: bool = False,
+        user_id: str = "default",
+        actor: str,
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Validate, reconcile like an extracted fact, embed later; the row plus `action`
+        (added | merged | superseded). Raises InvalidMemory (a ValueError) with the reason."""
+        if store not in STORES:
+            raise InvalidMemory("bad_store", f"store must be one of {', '.join(STORES)}")
+        if not 0.0 <= float(importance) <= 1.0:
+            raise InvalidMemory("bad_importance", "importance must be between 0 and 1")
+        result = validate_fact(content, kind)
+        if not result.ok:
+            reason = result.reason or "invalid"
+            await self.db.write(_count_rejection, reason)
+            raise InvalidMemory(reason, f"memory rejected: {reason.replace('_', ' ')}")
+        cand = Candidate(result.text, category, float(importance), (), kind)
+        origin = Origin(
+            user_id=user_id,
+            session_id=session_id,
+            actor=actor,
+            store=store,
+            pinned=pinned,
+            tags=tuple(tags),
+            source="user",
+        )
+        row = await self.db.write(
+            partial(
+                edits.remember,
+                origin=origin,
+                policy=self.policy,
+                now=self.clock(),
+                max_attempts=self.max_attempts,
+            ),
+            cand,
+        )
+        self._wake()
+        return row
 
+    async def forget(self, memory_id: int, *, purge: bool, actor: str) -> bool:
+        """Soft delete (purge after `lifecycle.purge_after_days`) or purge now."""
+        return await self.db.write(
+            partial(
+                edits.forget,
+                purge=purge,
+                actor=actor,
+                now=self.clock(),
+                purge_after_days=self.gc_params.purge_after_days,
+            ),
+            memory_id,
+        )
+
+    async def restore(self, memory_id: int, *, actor: str) -> bool:
+        """Archived or soft-deleted → active; its vector is remade by a job."""
+        restored = await self.db.write(
+            partial(edits.restore, actor=actor, now=self.clock(), max_attempts=self.max_attempts),
+            memory_id,
+        )
+        self._wake()
+        return restored
+
+    async def flush_hits(self) -> int:
+        """Write the retrieval hits counted so far and the delta revisions sessions were shown
+        (one transaction); returns the memories touched."""
+        pending, seen = self.hits.take(), self.seen.take()
+        if not pending and not seen:
+            return 0
+        try:
+            return await self.db.write(partial(_flush, now=self.clock()), pending, seen)
+        except Exception:
+            self.hits.put_back(pending)
+            self.seen.put_back(seen)
+            raise
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.memory.hit_flush_s)
+            try:
+                await self.flush_hits()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - kept for the next flush
+                log.warning("could not write retrieval hits (%s); retrying", exc)
+
+    async def _gc(self) -> None:
+        await self.gc(actor="scheduler")
 
 @contextlib.contextmanager
 def _guarded(conn: Any, what: str, turn_id: int) -> Any:
@@ -303,3 +377,18 @@ def _guarded(conn: Any, what: str, turn_id: int) -> Any:
         log.exception("could not enqueue memory work for %s %d", what, turn_id)
     finally:
         conn.execute("RELEASE memory_hooks")
+
+def _flush(
+    conn: Any,
+    pending: dict[int, tuple[int, float]],
+    seen: dict[tuple[str, str], int],
+    *,
+    now: float,
+) -> int:
+    apply_seen(conn, seen)
+    return apply_hits(conn, pending, now=now)
+
+
+def _count_rejection(conn: Any, reason: str) -> None:
+    rows.bump_counter(conn, "validator_rejected_total")
+    rows.bump_counter(conn, f"validator_rejected.{reason}")

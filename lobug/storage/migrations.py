@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lobug.storage.frozen import content_hash, key_string  # m003's own frozen copies
+
 log = logging.getLogger(__name__)
 
 M001_CORE = """
@@ -244,10 +246,8 @@ def _fts(conn: Any) -> None:
 
 def _memory_hash_and_keys(conn: Any) -> None:
     """One content hash everywhere (dedup.content_hash), and the subject/attribute key that
-    lets a new fact find the one it contradicts ("lives in Portland" → "moved to Seattle")."""
-    from lobug.memory.store.dedup import content_hash  # imported here: storage must not need memory
-    from lobug.memory.write.fact_keys import key_string
-
+    lets a new fact find the one it contradicts ("lives in Portland" → "moved to Seattle").
+    Uses the frozen copies in lobug.storage.frozen: this migration must never change."""
     conn.execute("ALTER TABLE memories ADD COLUMN fact_key TEXT")
     conn.execute(
         "CREATE INDEX idx_memories_fact_key ON memories(user_id, fact_key)"

@@ -105,6 +105,15 @@ def _load_vec(conn: Any) -> bool:
         return False
 
 
+def has_table(conn: Any, name: str) -> bool:
+    """Whether the schema has a table `name`; virtual tables (FTS5, vec0) count, as SQLite
+    lists them with type 'table' too. Indexes, views and triggers do not."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
+
+
 def capabilities(conn: Any) -> Capabilities:
     options = {row[0] for row in conn.execute("PRAGMA compile_options")}
     try:

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lobug.storage.sqlite import has_table
+
 log = logging.getLogger(__name__)
 
 VECTOR_TABLES = {"memory_vectors": "memory_id", "turn_vectors": "turn_id"}
@@ -95,7 +97,4 @@ def drop_vector_tables(conn: Any) -> None:
 
 
 def has_vector_tables(conn: Any) -> bool:
-    row = conn.execute(
-        "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('memory_vectors', 'turn_vectors')"
-    ).fetchone()
-    return bool(row[0] == 2)
+    return all(has_table(conn, table) for table in VECTOR_TABLES)

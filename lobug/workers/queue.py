@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3 as _stdlib_sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +153,36 @@ def counts(conn: Any) -> dict[str, int]:
         state: conn.execute("SELECT COUNT(*) FROM jobs WHERE state = ?", (state,)).fetchone()[0]
         for state in ("pending", "running", "failed")
     }
+
+
+def counts_by_kind(conn: Any, kinds: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Live jobs of these kinds: state -> kind -> count (done jobs left out)."""
+    marks = ",".join("?" * len(kinds))
+    rows = conn.execute(
+        f"SELECT kind, state, COUNT(*) FROM jobs WHERE kind IN ({marks})"
+        " AND state != 'done' GROUP BY kind, state",
+        tuple(kinds),
+    ).fetchall()
+    result: dict[str, dict[str, int]] = {}
+    for kind, state, n in rows:
+        result.setdefault(state, {})[kind] = int(n)
+    return result
+
+
+def pending_count(conn: Any, kinds: Sequence[str]) -> int:
+    marks = ",".join("?" * len(kinds))
+    sql = f"SELECT COUNT(*) FROM jobs WHERE state = 'pending' AND kind IN ({marks})"
+    return int(conn.execute(sql, tuple(kinds)).fetchone()[0])
+
+
+def next_run_after(conn: Any, kinds: Sequence[str]) -> float | None:
+    """When the earliest pending job of these kinds may run; None when there is none."""
+    marks = ",".join("?" * len(kinds))
+    row = conn.execute(
+        f"SELECT MIN(run_after) FROM jobs WHERE state = 'pending' AND kind IN ({marks})",
+        tuple(kinds),
+    ).fetchone()
+    return None if row[0] is None else float(row[0])
 
 
 def list_jobs(conn: Any, *, state: str | None = None, limit: int = 50) -> list[Job]:

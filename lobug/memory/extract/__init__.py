@@ -1,1 +1,3 @@
-"""extract."""
+"""Extraction: the facts one exchange proposes (LLM and heuristic candidates) and the `extract` job
+that reconciles them.
+"""

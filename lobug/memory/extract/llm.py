@@ -9,7 +9,7 @@ from typing import Any
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.llm.replies import find_json
-from lobug.memory.store.rows import FACT_TYPES, normalize
+from lobug.memory.store.rows import FACT_TYPES
 from lobug.memory.summaries import prompts
 
 MAX_FACTS = 20  # per exchange; more is a model rambling, not a user talking
@@ -18,6 +18,8 @@ MIN_FACT_CHARS = 8
 MAX_ASSISTANT_CHARS = 1500  # the reply is context for the user's words, not a source of facts
 _TEXT_KEYS = ("fact", "content", "text", "memory", "statement")
 _LIST_KEYS = ("facts", "memories", "items", "results", "data")
+_SPACES = re.compile(r"\s+")
+_EDGE_PUNCT = re.compile(r"^[\s\"'“”‘’`]+|[\s\"'“”‘’`.!?;:,]+$")
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,9 @@ def parse_facts(raw: str) -> list[Candidate]:
     seen: set[str] = set()
     for item in items:
         candidate = _candidate(item)
-        if candidate is None or normalize(candidate.content) in seen:
+        if candidate is None or _repeat_key(candidate.content) in seen:
             continue
-        seen.add(normalize(candidate.content))
+        seen.add(_repeat_key(candidate.content))
         candidates.append(candidate)
     if items and not candidates and not all(_is_blank(i) for i in items):
         raise InvalidOutput(f"none of the {len(items)} item(s) is a fact", raw)
@@ -110,3 +112,13 @@ def _category(kind: Any) -> str:
 
 def _is_blank(item: Any) -> bool:
     return item in (None, "", {}, [])
+
+
+def _repeat_key(text: str) -> str:
+    """A fact as the parser's repeat check sees it: case, spacing and edge punctuation ignored.
+
+    Looser than `dedup.normalize` (the content hash's form, which also folds inner punctuation
+    and Unicode forms): the parser only drops what a model plainly said twice in one answer;
+    near repeats are the writer's to merge.
+    """
+    return _EDGE_PUNCT.sub("", _SPACES.sub(" ", text).strip()).lower()

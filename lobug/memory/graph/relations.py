@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lobug.memory.lifecycle.forgetting import history
+from lobug.memory.store.rows import add_history
 from lobug.memory.vectors import knn
 
 RELATED_TO = "related_to"
@@ -71,14 +71,14 @@ def link(
         " VALUES (?, ?, ?, ?, ?, ?)",
         (user_id, from_id, to_id, relation_type, strength, now),
     )
-    history(
+    add_history(
         conn,
-        from_id,
-        "LINK",
         user_id=user_id,
-        now=now,
+        memory_id=from_id,
+        event="LINK",
         actor=actor,
-        new=str(to_id),
+        now=now,
+        new_value=str(to_id),
         meta={"to": to_id, "type": relation_type, "strength": strength},
     )
     return True

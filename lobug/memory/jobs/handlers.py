@@ -20,12 +20,12 @@ from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
 from lobug.memory.extract.job import ExtractJob
 from lobug.memory.graph import relations
 from lobug.memory.jobs import enqueue
-from lobug.memory.search.prompt import RecentVectors
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.summaries.cascades import Cascades
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.gate import VectorGate
+from lobug.memory.vectors.query import RecentVectors
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater

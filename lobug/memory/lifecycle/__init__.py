@@ -1,1 +1,3 @@
-"""lifecycle."""
+"""Forgetting and keeping: status changes, decay, promotion, archive, TTL, purge, and the GC pass
+that runs them.
+"""

@@ -1,45 +1,24 @@
 """Forgetting and its reversal (seeds 001 §7, 003): decay, TTL soft delete, restore, confirm.
 
 Shares the conventions of `lifecycle`: the caller's transaction, an explicit `now`, one history
-row per status change. A memory leaving `active` loses its vector (`memory_vectors` holds
-active memories only), so a restore needs a re-embed.
+row per status change (`status.change_status`). A memory leaving `active` loses its vector
+(`memory_vectors` holds active memories only), so a restore needs a re-embed.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections import Counter
 from typing import Any
 
-from lobug.memory.lifecycle.purge import has_table
+from lobug.memory.lifecycle.status import Sql, change_status
 from lobug.memory.search.scoring import DAY, ebbinghaus
-
-log = logging.getLogger(__name__)
+from lobug.memory.store.rows import add_history
 
 # Summaries are cascade inputs (the cascades keep and retire them), so no policy touches them.
 KINDS = ("fact", "insight", "procedural", "reflection")
 IN_KINDS = "kind IN ('fact', 'insight', 'procedural', 'reflection')"
 SEEN = "COALESCE(last_accessed, created_at)"  # "last seen": the last use, else creation
-
-
-def history(
-    conn: Any,
-    memory_id: int | None,
-    event: str,
-    *,
-    user_id: str,
-    now: float,
-    actor: str = "system",
-    old: str | None = None,
-    new: str | None = None,
-    meta: dict[str, Any] | None = None,
-) -> None:
-    conn.execute(
-        "INSERT INTO history (user_id, memory_id, event, old_value, new_value, actor, meta, ts)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (user_id, memory_id, event, old, new, actor, json.dumps(meta or {}, sort_keys=True), now),
-    )
 
 
 def apply_decay(
@@ -87,7 +66,15 @@ def apply_decay(
             )
             decayed[row["user_id"]] += 1
     for user_id, count in sorted(decayed.items()):
-        history(conn, None, "DECAY", user_id=user_id, now=now, actor=actor, meta={"decayed": count})
+        add_history(
+            conn,
+            user_id=user_id,
+            memory_id=None,
+            event="DECAY",
+            actor=actor,
+            now=now,
+            meta={"decayed": count},
+        )
     return {"decayed": sum(decayed.values()), "soft_deleted": deleted}
 
 
@@ -148,21 +135,18 @@ def restore(conn: Any, memory_id: int, now: float, actor: str = "user") -> bool:
         return False
     # A restore is the user vouching for the memory: full confidence, decay clock reset, so
     # the next GC does not take it straight back.
-    conn.execute(
-        "UPDATE memories SET status = 'active', purge_at = NULL, confidence = 1.0,"
-        " last_accessed = ?, attributes = json_set(attributes, '$.decayed_at', ?) WHERE id = ?",
-        (now, now, memory_id),
-    )
-    history(
+    change_status(
         conn,
-        memory_id,
-        "RESTORE",
-        user_id=row["user_id"],
+        row,
+        "active",
         now=now,
+        event="RESTORE",
         actor=actor,
-        old=row["status"],
-        new="active",
         meta={"needs_vector": True},
+        purge_at=None,
+        confidence=1.0,
+        last_accessed=now,
+        attributes=Sql("json_set(attributes, '$.decayed_at', ?)", (now,)),
     )
     return True
 
@@ -175,13 +159,13 @@ def confirm(conn: Any, memory_id: int, now: float, actor: str = "user") -> bool:
     if row is None:
         return False
     conn.execute("UPDATE memories SET confidence = 1.0, decay_rate = 0 WHERE id = ?", (memory_id,))
-    history(
+    add_history(
         conn,
-        memory_id,
-        "UPDATE",
         user_id=row["user_id"],
-        now=now,
+        memory_id=memory_id,
+        event="UPDATE",
         actor=actor,
+        now=now,
         meta={"confirmed": True, "confidence": row["confidence"], "decay_rate": row["decay_rate"]},
     )
     return True
@@ -198,56 +182,15 @@ def _soft_delete(
     confidence: float | None = None,
     actor: str = "system",
 ) -> None:
-    conn.execute(
-        "UPDATE memories SET status = 'soft_deleted', purge_at = ?,"
-        " confidence = COALESCE(?, confidence) WHERE id = ?",
-        (now + purge_after_days * DAY, confidence, row["id"]),
-    )
-    _drop_vector(conn, row["id"])
-    history(
+    purge_at = now + purge_after_days * DAY
+    change_status(
         conn,
-        row["id"],
-        event,
-        user_id=row["user_id"],
+        row,
+        "soft_deleted",
         now=now,
+        event=event,
         actor=actor,
-        old=row["status"],
-        new="soft_deleted",
-        meta={**meta, "purge_at": now + purge_after_days * DAY},
+        meta={**meta, "purge_at": purge_at},
+        purge_at=purge_at,
+        **({} if confidence is None else {"confidence": confidence}),
     )
-
-
-def set_status(
-    conn: Any,
-    row: Any,
-    status: str,
-    now: float,
-    event: str,
-    meta: dict[str, Any],
-    *,
-    actor: str = "system",
-) -> None:
-    conn.execute("UPDATE memories SET status = ? WHERE id = ?", (status, row["id"]))
-    _drop_vector(conn, row["id"])
-    history(
-        conn,
-        row["id"],
-        event,
-        user_id=row["user_id"],
-        now=now,
-        actor=actor,
-        old=row["status"],
-        new=status,
-        meta=meta,
-    )
-
-
-def _drop_vector(conn: Any, memory_id: int) -> None:
-    if not has_table(conn, "memory_vectors"):
-        return
-    try:
-        conn.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,))
-    except Exception as exc:  # noqa: BLE001 - the driver's OperationalError, either driver
-        # Without sqlite-vec loaded the vec0 table cannot be touched; retrieval filters by
-        # status anyway, and a purge (which must remove it) refuses to proceed instead.
-        log.warning("cannot drop vector of memory %s: %s", memory_id, exc)

@@ -2,7 +2,7 @@
 
 This module holds the layer moves (promote, archive, demote, capacity) and the GC pass that
 runs every policy; forgetting (decay, TTL, restore, confirm) is in `forgetting`, hard deletion
-in `purge`; all are re-exported here.
+in `purge`, the one status change in `status`; the first two are re-exported here.
 
 Every function works in the caller's write transaction, takes an explicit `now` (epoch seconds)
 and returns counts. Status changes write one `history` row per memory (old/new = the status or
@@ -26,14 +26,14 @@ from lobug.memory.lifecycle.forgetting import (
     SEEN,
     apply_decay,
     confirm,
-    history,
     restore,
-    set_status,
     soft_delete,
     ttl_soft_delete,
 )
 from lobug.memory.lifecycle.purge import purge_due, purge_memory
+from lobug.memory.lifecycle.status import change_status
 from lobug.memory.search.scoring import DAY, ScoringWeights, memory_score
+from lobug.memory.store.rows import add_history
 
 __all__ = [
     "GcParams",
@@ -41,7 +41,6 @@ __all__ = [
     "capacity_cleanup",
     "confirm",
     "demote_or_archive",
-    "history",
     "promote",
     "purge_due",
     "purge_memory",
@@ -98,15 +97,15 @@ def promote(
     ).fetchall()
     for row in rows:
         conn.execute("UPDATE memories SET layer = 'long' WHERE id = ?", (row["id"],))
-        history(
+        add_history(
             conn,
-            row["id"],
-            "PROMOTE",
             user_id=row["user_id"],
-            now=now,
+            memory_id=row["id"],
+            event="PROMOTE",
             actor=actor,
-            old="mid",
-            new="long",
+            now=now,
+            old_value="mid",
+            new_value="long",
             meta={"hits": row["hits"]},
         )
     return len(rows)
@@ -131,31 +130,31 @@ def demote_or_archive(
         # Idle age (since last use), not creation age: a memory still in use is not stale.
         if row["layer"] == "mid" and (score.total < score_below or score.age_days > max_age_days):
             reason = "low_score" if score.total < score_below else "idle"
-            set_status(
+            change_status(
                 conn,
                 row,
                 "archived",
-                now,
-                "ARCHIVE",
-                {
+                now=now,
+                event="ARCHIVE",
+                actor=actor,
+                meta={
                     "reason": reason,
                     "score": round(score.total, 6),
                     "age_days": round(score.age_days, 3),
                 },
-                actor=actor,
             )
             archived += 1
         elif row["layer"] == "long" and score.total < score_below:
             conn.execute("UPDATE memories SET layer = 'mid' WHERE id = ?", (row["id"],))
-            history(
+            add_history(
                 conn,
-                row["id"],
-                "DEMOTE",
                 user_id=row["user_id"],
-                now=now,
+                memory_id=row["id"],
+                event="DEMOTE",
                 actor=actor,
-                old="long",
-                new="mid",
+                now=now,
+                old_value="long",
+                new_value="mid",
                 meta={"score": round(score.total, 6)},
             )
             demoted += 1
@@ -194,7 +193,15 @@ def capacity_cleanup(
             ),
         )
         for row in ranked[: max(0, user["n"] - mid_capacity)]:
-            set_status(conn, row, "archived", now, "ARCHIVE", {"reason": "capacity"}, actor=actor)
+            change_status(
+                conn,
+                row,
+                "archived",
+                now=now,
+                event="ARCHIVE",
+                actor=actor,
+                meta={"reason": "capacity"},
+            )
             archived += 1
     return archived
 

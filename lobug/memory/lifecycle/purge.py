@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from lobug.memory.store.rows import add_history
+from lobug.memory.vectors.knn import drop_memory_vector
+from lobug.storage.sqlite import has_table
 
 
 def purge_memory(
@@ -36,16 +39,14 @@ def purge_memory(
             scrub_fts(conn)
     finally:
         conn.execute(f"PRAGMA secure_delete = {int(previous)}")
-    conn.execute(
-        "INSERT INTO history (user_id, memory_id, event, old_value, new_value, actor, meta, ts)"
-        " VALUES (?, ?, 'PURGE', NULL, NULL, ?, ?, ?)",
-        (
-            row["user_id"],
-            memory_id,
-            actor,
-            json.dumps({"reason": reason, "status": row["status"], **counts}, sort_keys=True),
-            now,
-        ),
+    add_history(
+        conn,
+        user_id=row["user_id"],
+        memory_id=memory_id,
+        event="PURGE",
+        actor=actor,
+        now=now,
+        meta={"reason": reason, "status": row["status"], **counts},
     )
     return True
 
@@ -73,17 +74,11 @@ def scrub_fts(conn: Any) -> None:
         conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
 
 
-def has_table(conn: Any, name: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
-    return row is not None
-
-
 def _delete_everything(conn: Any, memory_id: int) -> dict[str, int]:
     counts: dict[str, int] = {}
-    if has_table(conn, "memory_vectors"):
-        counts["vectors"] = conn.execute(
-            "DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,)
-        ).rowcount
+    vectors = drop_memory_vector(conn, memory_id, strict=True)
+    if vectors is not None:  # no vector table, nothing to count
+        counts["vectors"] = vectors
     entity_ids = [
         r[0]
         for r in conn.execute(

@@ -14,12 +14,12 @@ from typing import Any
 
 from lobug import errors
 from lobug.access import MAX_CATEGORY_CHARS, STORES, check_store_name
+from lobug.memory.query import MAX_QUERY_CHARS
 
 MAX_CONTENT_CHARS = 2000
 MAX_TAGS, MAX_TAG_CHARS = 32, 64
 MAX_ID_CHARS = 128  # session ids and user ids
 MAX_REF_CHARS = 256
-MAX_QUERY_CHARS = 2000
 MAX_LIST_QUERY_CHARS = 500
 MAX_TOP_K = 100
 MAX_BUDGET_TOKENS = 32768

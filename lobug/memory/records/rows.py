@@ -18,6 +18,7 @@ from typing import Any
 from lobug import errors
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy, Principal, visible_stores
 from lobug.memory.store.delta import Change
+from lobug.memory.store.rows import loads, row_dict
 
 TURN_STORE = "private"
 MEMORY_KEYS = (
@@ -98,25 +99,15 @@ def marks(values: Iterable[Any]) -> str:
     return ",".join("?" * len(list(values)))
 
 
-def loads(text: str | None, default: Any) -> Any:
-    try:
-        value = json.loads(text) if text else default
-    except ValueError:
-        return default
-    return value if isinstance(value, type(default)) else default
-
-
 def etag(row: Mapping[str, Any]) -> str:
     data = json.dumps([row[k] for k in ETAG_KEYS], ensure_ascii=False, default=str)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
 
 
 def memory_dict(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A `memories` row as the API's Memory object (with its ETag)."""
-    data = {key: row[key] for key in MEMORY_KEYS}
-    data["pinned"] = bool(data["pinned"])
-    data["tags"] = loads(row["tags"], [])
-    data["pii"] = loads(row["pii"], [])
+    """A `memories` row as the API's Memory object: its API columns decoded as `row_dict`
+    does, and its ETag."""
+    data = row_dict({key: row[key] for key in MEMORY_KEYS})
     data["etag"] = etag(row)
     return data
 

@@ -26,7 +26,15 @@ from lobug.memory.records.rows import (
     visible_memory,
     why_dict,
 )
-from lobug.memory.records.views import entity_row, entity_rows, list_rows, stats, timeline_rows
+from lobug.memory.records.views import (
+    entity_row,
+    entity_rows,
+    list_rows,
+    stats,
+    timeline_rows,
+    upkeep_stats,
+)
+from lobug.memory.summaries.base_memory import get_base
 from lobug.memory.transfer.export_file import export_chunks
 from lobug.storage.database import Database
 
@@ -150,6 +158,19 @@ class Records:
 
     async def stats(self, principal: Principal, *, user_id: str = USER) -> dict[str, Any]:
         return await self.db.read(stats, self.scope(principal), user_id)
+
+    async def upkeep_stats(
+        self, principal: Principal, *, model: str, dim: int, user_id: str = USER
+    ) -> dict[str, Any]:
+        """`stats` plus the machinery (cascade backlog, counters, embedding, jobs): the owner's."""
+        self.scope(principal).require_unrestricted("the memory's upkeep figures")
+        found = await self.db.read(stats, self.scope(principal), user_id)
+        return {**found, **await self.db.read(partial(upkeep_stats, model=model, dim=dim), user_id)}
+
+    async def base(self, principal: Principal, *, user_id: str = USER) -> str:
+        """The base memory document (always in the prompt, so only for unrestricted callers)."""
+        self.scope(principal).require_unrestricted("the base memory")
+        return await self.db.read(get_base, user_id)
 
     async def why(
         self, principal: Principal, memory_id: int, *, q: str | None = None, user_id: str = USER

@@ -6,9 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from lobug.errors import not_found
+from lobug.memory.jobs import enqueue
 from lobug.memory.records.rows import Scope, entity_visible_sql, visible_memory
 from lobug.memory.search.fts import build_fts_query, escape_like, fts_available, like_patterns
+from lobug.memory.store import rows
 from lobug.memory.store.delta import current_rev
+from lobug.memory.summaries.base_memory import get_base
+from lobug.memory.summaries.cascades import count_unincorporated, count_unsummarized
+from lobug.storage.vectors import embedding_state
 from lobug.workers import queue
 
 LIST_COLUMNS = ("kind", "layer", "status", "category", "store")
@@ -132,6 +137,32 @@ def stats(conn: Any, scope: Scope, user_id: str) -> dict[str, Any]:
         ),
         "jobs": queue.counts(conn),
         "delta_rev": current_rev(conn, user_id),
+    }
+
+
+def upkeep_stats(conn: Any, user_id: str, *, model: str, dim: int) -> dict[str, Any]:
+    """The owner's view of the memory's machinery: fact counts, cascade backlog, counters,
+    the stored embedding against the configured one, and the memory jobs still live."""
+
+    def count(sql: str, *params: Any) -> int:
+        return int(conn.execute(sql, params).fetchone()[0])
+
+    state = embedding_state(conn, model, dim)
+    fact_sql = "SELECT COUNT(*) FROM memories WHERE user_id = ? AND kind = 'fact' AND status = ?"
+    return {
+        "facts_active": count(fact_sql, user_id, "active"),
+        "facts_archived": count(fact_sql, user_id, "archived"),
+        "summaries_unincorporated": count_unincorporated(conn, user_id),
+        "turns_unsummarized": count_unsummarized(conn, user_id),
+        "base_memory_words": len(get_base(conn, user_id).split()),
+        "counters": rows.counters(conn),
+        "embedding": {
+            "stored_model": state.stored_model,
+            "stored_dim": state.stored_dim,
+            "config": f"{state.model} ({state.dim}-d)",
+            "mismatch": state.mismatch,
+        },
+        "jobs": queue.counts_by_kind(conn, enqueue.KINDS),
     }
 
 

@@ -8,7 +8,6 @@ writer), writes the row, its `history` event and its delta change (seed 001 §1,
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from lobug import errors
@@ -16,15 +15,12 @@ from lobug.access import check_write_store
 from lobug.memory.graph import entities
 from lobug.memory.jobs import enqueue
 from lobug.memory.jobs.handlers import VECTOR_KINDS
-from lobug.memory.lifecycle.purge import has_table
-from lobug.memory.records.rows import Scope, etag, loads, memory_row, visible_memory
+from lobug.memory.records.rows import Scope, etag, memory_row, visible_memory
 from lobug.memory.store import delta
 from lobug.memory.store import rows as store
 from lobug.memory.vectors import knn
 from lobug.memory.write.fact_keys import key_string
 from lobug.memory.write.pii import pii_tags
-
-log = logging.getLogger(__name__)
 
 STATUS_EVENTS = {"archived": ("ARCHIVE", "deleted"), "active": ("RESTORE", "restored")}
 
@@ -46,16 +42,6 @@ def check_category(scope: Scope, category: str | None) -> None:
             f"(allowed: {allowed})",
             details={"agent": scope.principal.agent, "categories": [category or "general"]},
         )
-
-
-def drop_vector(conn: Any, memory_id: int) -> None:
-    if not has_table(conn, "memory_vectors"):
-        return
-    try:
-        knn.drop_memory_vector(conn, memory_id)
-    except Exception as exc:  # noqa: BLE001 - the driver's OperationalError: vec0 not loaded
-        # Retrieval filters by status and the embed job rewrites it; a purge refuses instead.
-        log.warning("cannot drop the vector of memory %s: %s", memory_id, exc)
 
 
 def update(
@@ -84,7 +70,7 @@ def update(
         check_category(scope, changes["category"])
     old = {key: row[key] for key in changes}
     if "tags" in old:
-        old["tags"] = loads(row["tags"], [])
+        old["tags"] = store.loads(row["tags"], [])
     if "pinned" in old:
         old["pinned"] = bool(row["pinned"])
     columns = dict(changes)
@@ -112,7 +98,7 @@ def update(
     if row["kind"] in VECTOR_KINDS and ("content" in changes or status != row["status"]):
         # The old vector no longer says what the memory says (or the memory left `active`):
         # drop it now; an active memory gets a new one from an embed_memory job.
-        drop_vector(conn, memory_id)
+        knn.drop_memory_vector(conn, memory_id)
         if status == "active":
             enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
     event, change = STATUS_EVENTS.get(status, ("UPDATE", "updated"))

@@ -8,6 +8,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from lobug.storage.sqlite import has_table
+
 # Small on purpose: FTS5's bm25 already discounts common words; these only keep a spoken
 # question ("what's the name of the…") from matching every turn through its glue words.
 # "user": every stored fact is written about "the user" (seed 001 §9), so the word tells no
@@ -120,10 +122,7 @@ def fts_available(conn: Any, table: str = "memories_fts") -> bool:
         _FTS5_COMPILED[library] = "ENABLE_FTS5" in options
     if not _FTS5_COMPILED[library]:
         return False
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-    ).fetchone()
-    return row is not None
+    return has_table(conn, table)
 
 
 def scan_words(text: str) -> list[str]:

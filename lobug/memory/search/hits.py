@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from lobug.memory.lifecycle.forgetting import history
 from lobug.memory.store import delta
+from lobug.memory.store.rows import add_history
 
 MAX_PENDING = 10_000  # ids; far more than a household's memories retrieved in an interval
 
@@ -63,15 +63,15 @@ def apply_hits(conn: Any, pending: dict[int, tuple[int, float]], *, now: float) 
             " last_accessed = MAX(COALESCE(last_accessed, 0), ?) WHERE id = ?",
             (count, seen, memory_id),
         )
-        history(
+        add_history(
             conn,
-            memory_id,
-            "HIT",
             user_id=row["user_id"],
-            now=now,
+            memory_id=memory_id,
+            event="HIT",
             actor="retrieval",
-            old=str(row["hits"]),
-            new=str(row["hits"] + count),
+            now=now,
+            old_value=str(row["hits"]),
+            new_value=str(row["hits"] + count),
             meta={"count": count, "last_accessed": seen},
         )
         touched += 1

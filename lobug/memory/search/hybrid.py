@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory.graph.entities import entities_in_text
-from lobug.memory.lifecycle.purge import has_table
 from lobug.memory.search.corpus import (
     MEMORIES,
     TURNS,
@@ -25,6 +24,7 @@ from lobug.memory.search.corpus import (
 from lobug.memory.search.fts import fts_available
 from lobug.memory.search.lexical import bm25_ranks, text_ranks
 from lobug.memory.search.scoring import Fused, RescoreBreakdown, ScoringWeights, fuse, rescore
+from lobug.storage.sqlite import has_table
 from lobug.storage.vectors import pack
 
 # The whole retrieval surface in one place: corpus and filter types, the lexical lists.
@@ -37,8 +37,6 @@ __all__ = [
     "bm25_ranks",
     "entity_ranks",
     "fuse_and_rescore",
-    "hybrid_rank",
-    "hybrid_search",
     "ranked_lists",
     "text_ranks",
     "vector_knn",
@@ -159,65 +157,6 @@ def _names(conn: Any, entity_id: int) -> list[str]:
         "SELECT canonical_name, aliases FROM entities WHERE id = ?", (entity_id,)
     ).fetchone()
     return list(dict.fromkeys([row["canonical_name"], *json.loads(row["aliases"] or "[]")]))
-
-
-def hybrid_search(
-    conn: Any,
-    text: str,
-    query_vec: Sequence[float] | None,
-    k: int = 10,
-    *,
-    corpus: Corpus = MEMORIES,
-    flt: SearchFilter | None = None,
-    weights: ScoringWeights | None = None,
-    depth: int = 50,
-    now: float | None = None,
-    lists: Sequence[str] | None = None,
-    min_similarity: float | None = None,
-) -> list[SearchHit]:
-    """Fuse the ranked lists by RRF; with `now`, re-score by the memory's own signals too."""
-    hits, _ = hybrid_rank(
-        conn,
-        text,
-        query_vec,
-        corpus=corpus,
-        flt=flt,
-        weights=weights,
-        depth=depth,
-        now=now,
-        lists=lists,
-        min_similarity=min_similarity,
-    )
-    return hits[:k]
-
-
-def hybrid_rank(
-    conn: Any,
-    text: str,
-    query_vec: Sequence[float] | None,
-    *,
-    corpus: Corpus = MEMORIES,
-    flt: SearchFilter | None = None,
-    weights: ScoringWeights | None = None,
-    depth: int = 50,
-    now: float | None = None,
-    lists: Sequence[str] | None = None,
-    min_similarity: float | None = None,
-) -> tuple[list[SearchHit], Mapping[int, Any]]:
-    """Every fused candidate, best first, and (when re-scored) their rows by id."""
-    weights = weights or ScoringWeights()
-    ranked = ranked_lists(
-        conn,
-        text,
-        query_vec,
-        corpus=corpus,
-        flt=flt,
-        weights=weights,
-        depth=depth,
-        lists=lists,
-        min_similarity=min_similarity,
-    )
-    return fuse_and_rescore(conn, ranked, corpus=corpus, weights=weights, now=now)
 
 
 def ranked_lists(

@@ -10,7 +10,6 @@ the working-memory window, facts learned before the window's oldest message come
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -21,27 +20,11 @@ from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
-from lobug.memory.vectors import knn
 from lobug.storage.database import Database
 
 BASE_TTL_S = 30.0  # a base memory written by another process (CLI import) shows up this soon
 CONTEXT_DEPTH = 20  # candidates per ranked list: the prompt takes a handful
 HEADER_BULLETS = 3  # seed 001 §1
-
-
-@dataclass(frozen=True)
-class Hit:
-    memory_id: int
-    content: str
-    similarity: float  # 1 - cosine distance
-
-
-def relevant_facts(
-    conn: Any, vector: Sequence[float], *, user_id: str, k: int, min_similarity: float
-) -> list[Hit]:
-    """Top-k active facts with similarity at or above the floor (seed 004 §8), best first."""
-    found = knn.nearest_facts(conn, vector, user_id=user_id, k=k, max_distance=1 - min_similarity)
-    return [Hit(row.id, row.content, 1.0 - distance) for row, distance in found]
 
 
 def long_term_section(base: str) -> str | None:
@@ -87,25 +70,6 @@ class BaseMemoryCache:
             self._entries.clear()
         else:
             self._entries.pop(user_id, None)
-
-
-class RecentVectors:
-    """The last few query vectors by exact text: the user's words were embedded for retrieval
-    already, so the turn's embed job need not ask the embedder again (an Ollama round trip, or
-    CPU time on a Pi)."""
-
-    def __init__(self, size: int = 64) -> None:
-        self.size = size
-        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
-
-    def put(self, text: str, vector: list[float]) -> None:
-        self._vectors[text] = vector
-        self._vectors.move_to_end(text)
-        while len(self._vectors) > self.size:
-            self._vectors.popitem(last=False)
-
-    def get(self, text: str) -> list[float] | None:
-        return self._vectors.get(text)
 
 
 def context_plan(

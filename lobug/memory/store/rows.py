@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,9 +12,13 @@ from lobug.memory.store.dedup import content_hash
 # One hash for "the same memory" everywhere: dedup.content_hash (store.content_hash is it).
 
 FACT_TYPES = ("personal", "preference", "knowledge", "event")
-
-_SPACES = re.compile(r"\s+")
-_EDGE_PUNCT = re.compile(r"^[\s\"'“”‘’`]+|[\s\"'“”‘’`.!?;:,]+$")
+# The JSON columns of `memories` and what each holds when empty or unreadable.
+JSON_COLUMNS: dict[str, Callable[[], Any]] = {
+    "tags": list,
+    "pii": list,
+    "rules": list,
+    "attributes": dict,
+}
 
 
 @dataclass(frozen=True)
@@ -66,19 +69,22 @@ class MemoryRow:
         return dict(self.__dict__)
 
 
-def normalize(text: str) -> str:
-    """Case, spacing and edge punctuation ignored (the extraction parser's repeat check)."""
-    return _EDGE_PUNCT.sub("", _SPACES.sub(" ", text).strip()).lower()
+def loads(text: str | None, default: Any) -> Any:
+    """A JSON column's value; `default` when it is empty, unreadable or of another type."""
+    try:
+        value = json.loads(text) if text else default
+    except ValueError:
+        return default
+    return value if isinstance(value, type(default)) else default
 
 
 def row_dict(row: Any) -> dict[str, Any]:
-    """A memories row for callers outside the DB layer: JSON columns decoded, flags as bools."""
+    """A memories row (or some of its columns) for callers outside the DB layer: JSON columns
+    decoded, flags as bools."""
     data = dict(row)
-    for key in ("tags", "pii", "rules"):
+    for key, empty in JSON_COLUMNS.items():
         if key in data:
-            data[key] = json.loads(data[key] or "[]")
-    if "attributes" in data:
-        data["attributes"] = json.loads(data["attributes"] or "{}")
+            data[key] = loads(data[key], empty())
     for key in ("pinned", "incorporated"):
         if key in data:
             data[key] = bool(data[key])
@@ -153,33 +159,6 @@ def insert_memory(
         meta=history_meta,
     )
     return memory_id
-
-
-def archive_memory(
-    conn: Any,
-    memory: MemoryRow,
-    *,
-    now: float,
-    actor: str,
-    new_value: str | None = None,
-    meta: dict[str, Any] | None = None,
-) -> None:
-    """Retire a memory (superseded or outdated): kept for history, no longer active."""
-    conn.execute(
-        "UPDATE memories SET status = 'archived', valid_until = ?, updated_at = ? WHERE id = ?",
-        (now, now, memory.id),
-    )
-    add_history(
-        conn,
-        user_id=memory.user_id,
-        memory_id=memory.id,
-        event="ARCHIVE",
-        old_value=memory.content,
-        new_value=new_value,
-        actor=actor,
-        now=now,
-        meta=meta,
-    )
 
 
 def mention_again(
@@ -267,10 +246,21 @@ def add_history(
     new_value: str | None = None,
     meta: dict[str, Any] | None = None,
 ) -> None:
+    """The one writer of `history` rows: every event, with or without a memory (memory_id None
+    for per-run summaries and the base memory); `meta` as JSON with sorted keys."""
     conn.execute(
         "INSERT INTO history (user_id, memory_id, event, old_value, new_value, actor, meta, ts)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (user_id, memory_id, event, old_value, new_value, actor, json.dumps(meta or {}), now),
+        (
+            user_id,
+            memory_id,
+            event,
+            old_value,
+            new_value,
+            actor,
+            json.dumps(meta or {}, sort_keys=True),
+            now,
+        ),
     )
 
 

@@ -197,3 +197,13 @@ def _ts(value: Any) -> float | None:
         except ValueError:
             pass
     raise LineError("'ts' must be a number (Unix seconds) or an ISO 8601 string")
+
+
+def memory_counts(conn: Any, user_id: str) -> tuple[int, int]:
+    """(facts, summaries) of the user, any status: what an import added is the difference."""
+
+    def count(kind: str) -> int:
+        sql = "SELECT COUNT(*) FROM memories WHERE user_id = ? AND kind = ?"
+        return int(conn.execute(sql, (user_id, kind)).fetchone()[0])
+
+    return count("fact"), count("summary")

@@ -6,11 +6,15 @@ so a KNN scan never wastes time on rows it would filter out (and stays exact).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from lobug.memory.store.rows import MemoryRow
+from lobug.storage.sqlite import has_table
 from lobug.storage.vectors import pack
+
+log = logging.getLogger(__name__)
 
 # Extra neighbours fetched so rows of other users can be filtered out and k still be met.
 OVERSAMPLE = 8
@@ -24,8 +28,24 @@ def put_memory_vector(conn: Any, memory_id: int, vector: Sequence[float]) -> Non
     )
 
 
-def drop_memory_vector(conn: Any, memory_id: int) -> None:
-    conn.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,))
+def drop_memory_vector(conn: Any, memory_id: int, *, strict: bool = False) -> int | None:
+    """Remove a memory's vector; returns the rows deleted, None when there is no vector table.
+
+    Without sqlite-vec loaded the vec0 table cannot be touched: by default that is a warning
+    (retrieval filters by status anyway, and an embed job rewrites the vector), `strict` raises
+    the driver's error instead (a purge that left the vector behind would be no purge).
+    """
+    if not has_table(conn, "memory_vectors"):
+        return None
+    try:
+        return int(
+            conn.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,)).rowcount
+        )
+    except Exception as exc:  # noqa: BLE001 - the driver's OperationalError, either driver
+        if strict:
+            raise
+        log.warning("cannot drop the vector of memory %s: %s", memory_id, exc)
+        return 0
 
 
 def put_turn_vector(conn: Any, turn_id: int, vector: Sequence[float]) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from lobug.memory.extract.heuristics import Candidate
 from lobug.memory.graph import relations
 from lobug.memory.graph.entities import extract_entities, link_entities
+from lobug.memory.lifecycle.status import change_status
 from lobug.memory.search.corpus import SearchFilter
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.settings import WritePolicy
@@ -147,15 +148,20 @@ def _against_key(
         return None
     memory_id = _add(conn, cand, key, vector, origin, policy, now, supersedes=replaced[0].id)
     for old in replaced:
-        store.archive_memory(
+        # Kept for history, no longer active (nor in KNN: a restore re-embeds it).
+        change_status(
             conn,
             old,
+            "archived",
             now=now,
+            event="ARCHIVE",
             actor=origin.actor,
+            old_value=old.content,
             new_value=cand.content,
             meta={**origin.history_meta(), "superseded_by": memory_id, "fact_key": key},
+            valid_until=now,
+            updated_at=now,
         )
-        knn.drop_memory_vector(conn, old.id)  # KNN sees active facts only; a restore re-embeds
     return Outcome("superseded", memory_id, replaced[0].id)
 
 

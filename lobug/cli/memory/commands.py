@@ -1,33 +1,34 @@
-"""`lobug memory add-turn|context|remember|list|get|update|forget|restore|why|history|query|gc|
-entities|timeline|export`: every /v1 memory operation from a shell, on the same services.
+"""`lobug memory ACTION`: every /v1 memory operation from a shell, on the same services.
 
 The CLI acts as `cli_principal()` (full trust, every category); `--agent NAME` narrows it to
 that agent's category allowlist, enforced by the same service layer as HTTP. Exit codes: 0 ok;
 1 not found, a conflict or another problem; 2 bad usage, bad input or forbidden.
+
+`facts` and `summaries` are `list --kind fact|summary`; `search` is `query`: one way each.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import asyncio
 import json
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from lobug import errors
-from lobug.access import CLI_AGENT, CategoryPolicy, Principal, cli_principal
-from lobug.cli import memory_api_views as views
-from lobug.cli.main import EXIT_OK, EXIT_PROBLEM, EXIT_USAGE
-from lobug.cli.memory_cmd import _database, output
+from lobug.access import CLI_AGENT, Principal, cli_principal
+from lobug.cli.main import EXIT_OK
+from lobug.cli.memory import views
+from lobug.cli.memory.importing import run_import
+from lobug.cli.memory.reembed import run_reembed
+from lobug.cli.memory.session import drive, exit_code, output, services
 from lobug.config import Config
 from lobug.memory.jobs import enqueue
 from lobug.memory.records import fields as f
 from lobug.memory.records.recall import Recall
 from lobug.memory.records.service import Records
-from lobug.memory.service import MemoryService
-from lobug.workers.runner import JobRunner
 
 TURN_KINDS = (enqueue.EXTRACT, enqueue.EMBED_TURN, enqueue.EMBED_MEMORY)
 EMBED_KINDS = (enqueue.EMBED_MEMORY,)
@@ -37,13 +38,18 @@ NEEDS_SERVICE = {"add-turn", "context", "remember", "update", "forget", "restore
                  "query", "gc"}  # fmt: skip
 
 
-def register(actions: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Any) -> None:
+    memory = sub.add_parser("memory", help="long-term memory: the /v1 operations from a shell")
+    actions = memory.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument("--user", default="default", help="user id (default: default)")
     agent = argparse.ArgumentParser(add_help=False)
     agent.add_argument("--agent", help="act as this agent: its category allowlist applies")
     parents = [common, agent]
 
-    def add(name: str, handler: Command, help: str) -> argparse.ArgumentParser:
-        parser = actions.add_parser(name, parents=parents, help=help)
+    def add(name: str, handler: Command, help: str, **kw: Any) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, parents=parents, help=help, **kw)
         parser.set_defaults(func=_runner(name, handler))
         return parser
 
@@ -63,15 +69,10 @@ def register(actions: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("content")
     _memory_options(p)
     p.add_argument("--kind", choices=f.KINDS, default="fact")
-    p = add("list", views.listing, "list memories, or full-text search them with -q")
-    p.add_argument("-q", help="full-text query")
-    p.add_argument("--kind", choices=f.KINDS)
-    p.add_argument("--layer", choices=f.LAYERS)
-    p.add_argument("--status", choices=f.STATUSES, default="active")
-    p.add_argument("--category")
-    p.add_argument("--store", choices=f.STORES)
-    p.add_argument("--limit", type=int, default=50)
-    p.add_argument("--offset", type=int, default=0)
+    _list_options(add("list", views.listing, "list memories, or full-text search them with -q"))
+    for kind, plural in (("fact", "facts"), ("summary", "summaries")):
+        p = add(plural, views.listing, f"list {plural}: `list --kind {kind}`")
+        _list_options(p, kind=kind)
     for name, handler, text in (
         ("get", views.get, "one memory"),
         ("restore", views.restore, "undo a soft delete (or an archive)"),
@@ -92,7 +93,9 @@ def register(actions: Any, common: argparse.ArgumentParser) -> None:
     p = add("history", views.history, "a memory's audit events, newest first")
     p.add_argument("id", type=int)
     p.add_argument("--limit", type=int, default=100)
-    p = add("query", views.query, "the single retrieval tool (POST /v1/query)")
+    p = add(
+        "query", views.query, "the single retrieval tool (POST /v1/query)", aliases=["search"]
+    )
     p.add_argument("text")
     p.add_argument("--category", action="append", dest="categories")
     p.add_argument("--kind", action="append", dest="kinds", choices=f.QUERY_KINDS)
@@ -113,6 +116,39 @@ def register(actions: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--after", type=int, default=5)
     p = add("export", views.export, "everything of the user as JSON lines (see `import`)")
     p.add_argument("-o", "--output", help="file to write (default: standard output)")
+    add("base", views.base, "print the base memory document")
+    p = actions.add_parser(
+        "stats", parents=parents, help="counts, counters, vector state, memory jobs"
+    )
+    p.set_defaults(func=_plain(views.run_stats))
+
+    imp = actions.add_parser(
+        "import", parents=[common], help="import turns (or an export) from JSONL"
+    )
+    imp.add_argument("file", type=Path, help="lines of {session_id, role, text, ts?, ref?}")
+    imp.set_defaults(func=_plain(run_import))
+    re_ = actions.add_parser(
+        "reembed", parents=[common], help="rebuild all vectors with the configured embedder"
+    )
+    re_.add_argument("--force", action="store_true", help="even when the model already matches")
+    re_.set_defaults(func=_plain(run_reembed))
+
+
+def _list_options(p: argparse.ArgumentParser, *, kind: str | None = None) -> None:
+    p.add_argument("-q", help="full-text query")
+    if kind is None:
+        p.add_argument("--kind", choices=f.KINDS)
+    else:
+        p.set_defaults(kind=kind)
+    p.add_argument("--layer", choices=f.LAYERS)
+    p.add_argument("--status", choices=f.STATUSES, default="active")
+    p.add_argument(
+        "--all", action="store_const", const=None, dest="status", help="every status"
+    )
+    p.add_argument("--category")
+    p.add_argument("--store", choices=f.STORES)
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--offset", type=int, default=0)
 
 
 def _memory_options(p: argparse.ArgumentParser, *, update: bool = False) -> None:
@@ -130,30 +166,28 @@ def _memory_options(p: argparse.ArgumentParser, *, update: bool = False) -> None
         p.add_argument("--session", help="the session the delta header credits")
 
 
-def exit_code(error: errors.ApiError) -> int:
-    """400/403/413/415: the request itself is wrong (usage); anything else is a problem."""
-    return EXIT_USAGE if error.status in (400, 403, 413, 415) else EXIT_PROBLEM
+def _plain(
+    command: Callable[[argparse.Namespace, Config], Coroutine[Any, Any, int]],
+) -> Callable[[argparse.Namespace, Config], int]:
+    return lambda args, config: asyncio.run(command(args, config))
 
 
 def _runner(name: str, handler: Command) -> Callable[[argparse.Namespace, Config], int]:
-    def run(args: argparse.Namespace, config: Config) -> int:
-        import asyncio
-
-        return asyncio.run(_run(name, handler, args, config))
-
-    return run
+    return lambda args, config: asyncio.run(_run(name, handler, args, config))
 
 
 async def _run(name: str, handler: Command, args: argparse.Namespace, config: Config) -> int:
     principal = cli_principal(args.agent or CLI_AGENT)
     try:
         async with services(config, with_memory=name in NEEDS_SERVICE) as (records, recall):
+            if records.memory is not None:
+                recall.drive = drive(records.memory, config, TURN_KINDS)
             if name == "add-turn":
                 recall.extract_wait_s = max(0.0, args.wait)
             data, text = await handler(args, records, recall, principal)
             if name in ("remember", "update", "restore") and records.memory is not None:
                 # No daemon here: make the vector now rather than leave its job pending.
-                await _queue_driver(records.memory, config, EMBED_KINDS)(30.0)
+                await drive(records.memory, config, EMBED_KINDS)(30.0)
     except errors.ApiError as exc:
         print(f"lobug: {exc.message}", file=sys.stderr)
         if args.json:
@@ -162,38 +196,3 @@ async def _run(name: str, handler: Command, args: argparse.Namespace, config: Co
     if data is not None:
         output(args, data, text)
     return EXIT_OK
-
-
-@contextlib.asynccontextmanager
-async def services(config: Config, *, with_memory: bool) -> AsyncIterator[tuple[Records, Recall]]:
-    """The daemon's service layer over the same database, without the HTTP server."""
-    async with _database(config) as db:
-        wanted = with_memory and config.memory.enabled
-        memory = MemoryService.create(config, db=db) if wanted else None
-        if memory is not None:
-            await memory.start()
-        try:
-            policy = CategoryPolicy.load(config.api.categories_file)
-            records = Records(db, policy, memory=memory, clock=time.time)
-            recall = Recall(
-                records,
-                max_text_chars=config.chat.max_text_chars,
-                working_memory_size=config.chat.working_memory_size,
-            )
-            if memory is not None:
-                recall.drive = _queue_driver(memory, config, TURN_KINDS)
-            yield records, recall
-        finally:
-            if memory is not None:
-                await memory.flush_hits()
-                await memory.close()
-
-
-def _queue_driver(
-    memory: MemoryService, config: Config, kinds: tuple[str, ...]
-) -> Callable[[float], Awaitable[Any]]:
-    """No daemon workers here: run these job kinds in-process until idle (or the deadline)."""
-    handlers = memory.jobs.handlers()
-    kinds = tuple(k for k in kinds if k in handlers)
-    runner = JobRunner(memory.db, config.workers, time.time, {k: handlers[k] for k in kinds})
-    return lambda wait_s: runner.run_until_idle(timeout=wait_s)

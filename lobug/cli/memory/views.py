@@ -1,17 +1,20 @@
-"""The `lobug memory` API commands: arguments → the service layer → (JSON data, human text).
+"""The `lobug memory` commands: arguments → the service layer → (JSON data, human text).
 
 Each builds the same request body the HTTP route would get and validates it with the same
-`records_fields` functions, so a bad value fails the same way (and names the option's field).
+`memory.records.fields` functions, so a bad value fails the same way (and names the field).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any
 
-from lobug.access import Principal
+from lobug.access import CLI_AGENT, Principal, cli_principal
+from lobug.cli.main import EXIT_OK
+from lobug.cli.memory.session import output, services
 from lobug.cli.tables import (
     ENTITY_COLUMNS,
     HISTORY_COLUMNS,
@@ -20,6 +23,7 @@ from lobug.cli.tables import (
     table,
     when,
 )
+from lobug.config import Config
 from lobug.memory.records import fields as f
 from lobug.memory.records.recall import Recall
 from lobug.memory.records.service import Records
@@ -177,6 +181,11 @@ async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Pri
     return data, "\n".join(lines) or "(nothing found)"
 
 
+async def base(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    content = await rec.base(who, user_id=args.user)
+    return {"user_id": args.user, "content": content}, content or "(no base memory yet)"
+
+
 async def gc(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
     data = await rec.gc(who)
     return data, "\n".join(f"{k}: {v}" for k, v in data.items())
@@ -242,3 +251,16 @@ def _filter(item: str) -> tuple[str, Any]:
     elif key.startswith("importance_") or (key.startswith("updated_") and _number(raw) != raw):
         value = _number(raw)
     return key, value
+
+
+async def run_stats(args: argparse.Namespace, config: Config) -> int:
+    """`stats`: the /v1 counts plus the machinery (it needs the configured embedder's name)."""
+    async with services(config, with_memory=False) as (rec, _):
+        data = await rec.upkeep_stats(
+            cli_principal(args.agent or CLI_AGENT),
+            model=config.embedding.model,
+            dim=config.embedding.dim,
+            user_id=args.user,
+        )
+    output(args, data, "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items()))
+    return EXIT_OK

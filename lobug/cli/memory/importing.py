@@ -1,7 +1,7 @@
 """`lobug memory import FILE.jsonl`: store the turns, then run their memory jobs to completion.
 
-Lines of an export (`lobug memory export`, with a `type`) are restored as they were instead
-(`memory_import_records`); both kinds may share a file.
+Lines of an export (`lobug memory export`, with a `type`) are restored as they were instead,
+then their vectors are made by the daemon's own embed jobs; both kinds may share a file.
 
 The jobs are the daemon's own (durable rows in `jobs`), run here in-process by a JobRunner.
 Whatever cannot run now (no Ollama, embedder down) stays pending for the daemon, and we say so.
@@ -10,25 +10,33 @@ Whatever cannot run now (no Ollama, embedder down) stays pending for the daemon,
 from __future__ import annotations
 
 import argparse
-import asyncio
+import contextlib
+import json
 import sys
 import time
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
-from lobug.cli.memory_cmd import EXIT_OK, EXIT_PROBLEM, job_counts, open_service, output
-from lobug.cli.memory_import_records import import_file_records, split_lines, summary
+from lobug.cli.main import EXIT_OK, EXIT_PROBLEM
+from lobug.cli.memory.session import database, drain, output
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory.jobs import enqueue
 from lobug.memory.service import MemoryService
 from lobug.memory.transfer import import_turns as importer
+from lobug.memory.transfer.import_file import (
+    RecordError,
+    RecordReport,
+    enqueue_vectors,
+    import_records,
+    parse_record,
+)
 from lobug.storage.database import Database
-from lobug.workers.queue import Job
-from lobug.workers.runner import Handler, JobRunner
+from lobug.workers import queue
 
-RETRY_WAIT_S = 60.0  # wait at most this long for a retrying job's backoff, then leave it
+Record = tuple[int, str, dict[str, Any]]
 
 
 async def run_import(args: argparse.Namespace, config: Config) -> int:
@@ -50,10 +58,10 @@ async def run_import(args: argparse.Namespace, config: Config) -> int:
             )
             errors += restored.errors
             if not lines:
-                jobs = await db.read(job_counts)
+                jobs = await db.read(queue.counts_by_kind, enqueue.KINDS)
                 output(args, {**restored.to_dict(), "jobs": jobs}, summary(restored))
                 return EXIT_PROBLEM if errors else EXIT_OK
-        before = await db.read(_memory_counts, args.user)
+        before = await db.read(importer.memory_counts, args.user)
         existing = await db.read(importer.existing_refs)
         kept = [ln for ln in lines if ln.ref is None or (ln.session_id, ln.ref) not in existing]
         result.skipped = len(lines) - len(kept)
@@ -73,9 +81,9 @@ async def run_import(args: argparse.Namespace, config: Config) -> int:
             bar.update(result.stored, len(kept))
         bar.close()
         kinds, notes = await _runnable_kinds(service, config)
-        await _drain(db, service, kinds, config)
-        after = await db.read(_memory_counts, args.user)
-        jobs = await db.read(job_counts)
+        await drain(service, kinds, config)
+        after = await db.read(importer.memory_counts, args.user)
+        jobs = await db.read(queue.counts_by_kind, enqueue.KINDS)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     data = {
@@ -128,57 +136,66 @@ async def _runnable_kinds(service: MemoryService, config: Config) -> tuple[list[
     return kinds, notes
 
 
-async def _drain(db: Database, service: MemoryService, kinds: list[str], config: Config) -> None:
-    if not kinds:
-        return
-    runner = JobRunner(db, config.workers, time.time)
-    bar = ProgressBar("memory jobs")
-    total = await db.read(_pending, kinds)
+def split_lines(raw: list[str]) -> tuple[list[Record], list[str], list[str]]:
+    """(export records, the other lines with records blanked so numbers stay, record errors).
 
-    async def tick() -> None:
-        nonlocal total
-        remaining = await db.read(_pending, kinds)
-        total = max(total, bar.done + remaining)
-        bar.update(total - remaining, total)
-
-    def counted(handler: Handler) -> Handler:
-        async def run(job: Job) -> None:
-            try:
-                await handler(job)
-            finally:
-                await tick()
-
-        return run
-
-    handlers = service.jobs.handlers()
-    for kind in kinds:
-        runner.register(kind, counted(handlers[kind]))
-    while True:
-        await runner.run_until_idle(timeout=24 * 3600)
-        next_run = await db.read(_next_run_after, kinds)
-        if next_run is None or next_run - time.time() > RETRY_WAIT_S:
-            break
-        await asyncio.sleep(max(0.05, next_run - time.time()))
-    bar.close()
+    A line is an export record when it is a JSON object with a `type` field; every other line
+    goes to the turn importer (`{session_id, role, text, ts?, ref?}`) as before.
+    """
+    records: list[Record] = []
+    errors: list[str] = []
+    rest = list(raw)
+    for index, line in enumerate(raw):
+        if '"type"' not in line:
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue  # the turn importer reports it
+        if not isinstance(value, dict) or "type" not in value:
+            continue
+        rest[index] = ""
+        try:
+            kind, data = parse_record(value)
+        except RecordError as exc:
+            errors.append(f"line {index + 1}: {exc}")
+            continue
+        if kind != "meta":
+            records.append((index + 1, kind, data))
+    return records, rest, errors
 
 
-def _pending(conn: Any, kinds: list[str]) -> int:
-    marks = ",".join("?" * len(kinds))
-    sql = f"SELECT COUNT(*) FROM jobs WHERE state = 'pending' AND kind IN ({marks})"
-    return int(conn.execute(sql, kinds).fetchone()[0])
+async def import_file_records(
+    db: Database, service: MemoryService, records: list[Record], *, user_id: str, config: Config
+) -> RecordReport:
+    def write(conn: Any) -> RecordReport:
+        report = import_records(conn, records, user_id=user_id)
+        enqueue_vectors(conn, report, now=time.time(), max_attempts=config.workers.max_attempts)
+        return report
+
+    report = await db.write(write)
+    if not service.gate.waiting:
+        await drain(service, [enqueue.EMBED_TURN, enqueue.EMBED_MEMORY], config)
+    return report
 
 
-def _next_run_after(conn: Any, kinds: list[str]) -> float | None:
-    marks = ",".join("?" * len(kinds))
-    row = conn.execute(
-        f"SELECT MIN(run_after) FROM jobs WHERE state = 'pending' AND kind IN ({marks})", kinds
-    ).fetchone()
-    return None if row[0] is None else float(row[0])
+def summary(report: RecordReport) -> str:
+    added = ", ".join(f"{n} {k}" for k, n in sorted(report.added.items())) or "nothing"
+    skipped = ", ".join(f"{n} {k}" for k, n in sorted(report.skipped.items()))
+    text = f"restored from the export: {added}"
+    if skipped:
+        text += f"\nalready present (skipped): {skipped}"
+    if report.remapped:
+        text += f"\nnew ids (the old ones were taken) for: {', '.join(report.remapped)}"
+    return text
 
 
-def _memory_counts(conn: Any, user_id: str) -> tuple[int, int]:
-    def count(kind: str) -> int:
-        sql = "SELECT COUNT(*) FROM memories WHERE user_id = ? AND kind = ?"
-        return int(conn.execute(sql, (user_id, kind)).fetchone()[0])
-
-    return count("fact"), count("summary")
+@contextlib.asynccontextmanager
+async def open_service(config: Config) -> AsyncIterator[tuple[Database, MemoryService]]:
+    async with database(config) as db:
+        service = MemoryService.create(config, db=db)
+        try:
+            await service.start()
+            yield db, service
+        finally:
+            await service.close()

@@ -1,0 +1,125 @@
+"""What every `lobug memory` command stands on: the database, the service layer, output, jobs.
+
+No daemon runs the job queue for a CLI command, so commands that enqueue memory work drive the
+daemon's own handlers in-process (`drive`, `drain`) and leave what cannot run for the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+from lobug import errors
+from lobug.access import CategoryPolicy
+from lobug.app import make_database
+from lobug.cli.main import EXIT_PROBLEM, EXIT_USAGE
+from lobug.cli.progress import ProgressBar
+from lobug.config import Config
+from lobug.memory.records.recall import Recall
+from lobug.memory.records.service import Records
+from lobug.memory.service import MemoryService
+from lobug.storage.database import Database
+from lobug.storage.migrations import migrate
+from lobug.workers import queue
+from lobug.workers.queue import Job
+from lobug.workers.runner import Handler, JobRunner
+
+RETRY_WAIT_S = 60.0  # wait at most this long for a retrying job's backoff, then leave it
+
+
+def output(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
+
+
+def exit_code(error: errors.ApiError) -> int:
+    """400/403/413/415: the request itself is wrong (usage); anything else is a problem."""
+    return EXIT_USAGE if error.status in (400, 403, 413, 415) else EXIT_PROBLEM
+
+
+@contextlib.asynccontextmanager
+async def database(config: Config) -> AsyncIterator[Database]:
+    db = make_database(config)
+    await db.open()
+    try:
+        await db.write_raw(migrate)
+        yield db
+    finally:
+        await db.close()
+
+
+@contextlib.asynccontextmanager
+async def services(
+    config: Config, *, with_memory: bool
+) -> AsyncIterator[tuple[Records, Recall]]:
+    """The daemon's service layer over the same database, without the HTTP server."""
+    async with database(config) as db:
+        wanted = with_memory and config.memory.enabled
+        memory = MemoryService.create(config, db=db) if wanted else None
+        if memory is not None:
+            await memory.start()
+        try:
+            policy = CategoryPolicy.load(config.api.categories_file)
+            records = Records(db, policy, memory=memory, clock=time.time)
+            recall = Recall(
+                records,
+                max_text_chars=config.chat.max_text_chars,
+                working_memory_size=config.chat.working_memory_size,
+            )
+            yield records, recall
+        finally:
+            if memory is not None:
+                await memory.flush_hits()
+                await memory.close()
+
+
+def drive(
+    memory: MemoryService, config: Config, kinds: Sequence[str]
+) -> Callable[[float], Awaitable[Any]]:
+    """No daemon workers here: run these job kinds in-process until idle (or the deadline)."""
+    handlers = memory.jobs.handlers()
+    runner = JobRunner(
+        memory.db, config.workers, time.time, {k: handlers[k] for k in kinds if k in handlers}
+    )
+    return lambda wait_s: runner.run_until_idle(timeout=wait_s)
+
+
+async def drain(memory: MemoryService, kinds: Sequence[str], config: Config) -> None:
+    """Run these job kinds to completion with a progress bar; a job backing off for longer
+    than RETRY_WAIT_S (an outage) is left pending for the daemon."""
+    if not kinds:
+        return
+    db = memory.db
+    runner = JobRunner(db, config.workers, time.time)
+    bar = ProgressBar("memory jobs")
+    total = await db.read(queue.pending_count, kinds)
+
+    async def tick() -> None:
+        nonlocal total
+        remaining = await db.read(queue.pending_count, kinds)
+        total = max(total, bar.done + remaining)
+        bar.update(total - remaining, total)
+
+    def counted(handler: Handler) -> Handler:
+        async def run(job: Job) -> None:
+            try:
+                await handler(job)
+            finally:
+                await tick()
+
+        return run
+
+    handlers = memory.jobs.handlers()
+    for kind in kinds:
+        runner.register(kind, counted(handlers[kind]))
+    while True:
+        await runner.run_until_idle(timeout=24 * 3600)
+        next_run = await db.read(queue.next_run_after, kinds)
+        if next_run is None or next_run - time.time() > RETRY_WAIT_S:
+            break
+        await asyncio.sleep(max(0.05, next_run - time.time()))
+    bar.close()
