@@ -23,9 +23,7 @@ from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.memory.records.recall import Recall
-from lobug.memory.records.service import Records
-from lobug.memory.service import MemoryService
+from lobug.memory import MemoryService, Recall, Records
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.speech.transcriber import Transcriber

@@ -49,7 +49,6 @@ sys.path.insert(0, str(ROOT))
 from lobug.config import Config, load_config  # noqa: E402
 from lobug.llm.embedders import Embedder, make_embedder  # noqa: E402
 from lobug.llm.ollama_chat import OllamaChat  # noqa: E402
-from lobug.memory.extract.heuristics import Candidate  # noqa: E402
 from lobug.memory.query import QueryRequest  # noqa: E402
 from lobug.memory.search import prompt as retrieval  # noqa: E402
 from lobug.memory.service import MemoryService  # noqa: E402
@@ -57,6 +56,7 @@ from lobug.memory.settings import write_policy  # noqa: E402
 from lobug.memory.store import rows as store  # noqa: E402
 from lobug.memory.summaries import base_memory  # noqa: E402
 from lobug.memory.vectors import knn  # noqa: E402
+from lobug.memory.write.candidate import Candidate  # noqa: E402
 from lobug.memory.write.reconcile import Origin, reconcile  # noqa: E402
 from lobug.storage import sqlite as sqlite_driver  # noqa: E402
 from lobug.storage.database import Database  # noqa: E402

@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lobug.memory.summaries.prompts import task_of
+from lobug.memory.prompts import task_of
 
 ChatScript = Callable[[dict[str, Any]], str]
 

@@ -17,8 +17,8 @@ from fake_ollama import MEMORY_DEFAULTS
 from lobug import conversation as turns
 from lobug.config import Config
 from lobug.conversation import TurnRecord
+from lobug.memory.prompts import task_of
 from lobug.memory.service import MemoryService
-from lobug.memory.summaries.prompts import task_of
 from lobug.storage.database import Database
 from lobug.workers.runner import JobRunner
 

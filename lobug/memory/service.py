@@ -23,10 +23,8 @@ from lobug.config import Config
 from lobug.conversation import TurnRecord
 from lobug.llm.embedders import Embedder, make_embedder
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.memory import settings
-from lobug.memory.extract.heuristics import Candidate
-from lobug.memory.jobs import enqueue
-from lobug.memory.jobs.handlers import MemoryJobs
+from lobug.memory import enqueue, settings
+from lobug.memory.jobs import MemoryJobs
 from lobug.memory.lifecycle.gc import gc_pass
 from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.search import explain, prompt, runner
@@ -36,6 +34,7 @@ from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import edits
+from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin
 from lobug.memory.write.validator import validate_fact
 from lobug.storage.database import Database

@@ -305,6 +305,13 @@ def migrate(conn: Any) -> list[str]:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Another process (a CLI command next to the daemon) may have applied it between
+            # our read and this lock: look again under the lock.
+            if conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE name = ?", (name,)
+            ).fetchone():
+                conn.execute("COMMIT")
+                continue
             apply(conn)
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",

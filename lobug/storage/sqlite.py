@@ -127,3 +127,14 @@ def capabilities(conn: Any) -> Capabilities:
         vec_version=vec_version,
         driver=sqlite3.__name__,
     )
+
+
+LIKE_ESCAPE = "\\"
+
+
+def escape_like(text: str) -> str:
+    return (
+        text.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
+        .replace("%", LIKE_ESCAPE + "%")
+        .replace("_", LIKE_ESCAPE + "_")
+    )

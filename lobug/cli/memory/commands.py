@@ -25,10 +25,8 @@ from lobug.cli.memory.importing import run_import
 from lobug.cli.memory.reembed import run_reembed
 from lobug.cli.memory.session import drive, exit_code, output, services
 from lobug.config import Config
-from lobug.memory.jobs import enqueue
+from lobug.memory import Recall, Records, enqueue
 from lobug.memory.records import fields as f
-from lobug.memory.records.recall import Recall
-from lobug.memory.records.service import Records
 
 TURN_KINDS = (enqueue.EXTRACT, enqueue.EMBED_TURN, enqueue.EMBED_MEMORY)
 EMBED_KINDS = (enqueue.EMBED_MEMORY,)

@@ -23,8 +23,7 @@ from lobug.cli.memory.session import database, drain, output
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable
-from lobug.memory.jobs import enqueue
-from lobug.memory.service import MemoryService
+from lobug.memory import MemoryService, enqueue
 from lobug.memory.transfer import import_turns as importer
 from lobug.memory.transfer.import_file import (
     RecordError,

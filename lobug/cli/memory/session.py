@@ -20,9 +20,7 @@ from lobug.app import make_database
 from lobug.cli.main import EXIT_PROBLEM, EXIT_USAGE
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
-from lobug.memory.records.recall import Recall
-from lobug.memory.records.service import Records
-from lobug.memory.service import MemoryService
+from lobug.memory import MemoryService, Recall, Records
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.workers import queue

@@ -24,9 +24,8 @@ from lobug.cli.tables import (
     when,
 )
 from lobug.config import Config
+from lobug.memory import Recall, Records
 from lobug.memory.records import fields as f
-from lobug.memory.records.recall import Recall
-from lobug.memory.records.service import Records
 from lobug.memory.transfer.export_file import write_export
 
 Result = tuple[Any, str]

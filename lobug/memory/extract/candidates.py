@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from lobug.memory.extract import llm as extraction
-from lobug.memory.extract.heuristics import Candidate, extract_candidates
+from lobug.memory.extract.heuristics import extract_candidates
 from lobug.memory.store.dedup import dedupe_batch, tokens
+from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import subject_attribute
 from lobug.memory.write.validator import validate_fact
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from lobug.memory.extract.rules import RULES
+from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import FactKey, attribute_value, parse_fact, subject_attribute
 from lobug.memory.write.validator import validate_fact
 
 # Contradiction keys live in fact_keys; they are part of this module's public face.
 __all__ = [
-    "Candidate",
     "FactKey",
     "RULES",
     "attribute_value",
@@ -19,15 +18,6 @@ __all__ = [
     "parse_fact",
     "subject_attribute",
 ]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    content: str
-    category: str | None  # None: uncategorised (a remembered memory may have none)
-    importance: float  # 0..1, as in the memories table
-    rules: tuple[str, ...]  # rule ids that fired, for explain
-    kind: str = "fact"
 
 
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"

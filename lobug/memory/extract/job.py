@@ -20,10 +20,10 @@ from lobug.llm.ask import InvalidOutput
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
 from lobug.memory.extract import candidates
 from lobug.memory.extract import llm as extraction
-from lobug.memory.extract.candidates import Candidate
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash
+from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import ACTOR, Origin, Outcome, reconcile
 from lobug.storage.database import Database
 from lobug.workers import queue

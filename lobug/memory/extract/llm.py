@@ -9,8 +9,8 @@ from typing import Any
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.llm.replies import find_json
+from lobug.memory import prompts
 from lobug.memory.store.rows import FACT_TYPES
-from lobug.memory.summaries import prompts
 
 MAX_FACTS = 20  # per exchange; more is a model rambling, not a user talking
 MAX_FACT_CHARS = 1000  # a bound on garbage; the writing validator (≤ 280) decides and counts

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lobug.memory.graph.ner import COMMON_WORDS, ENTITY_TYPES, Entity, extract_entities
-from lobug.memory.search.fts import escape_like
+from lobug.storage.sqlite import escape_like
 
 __all__ = [
     "ENTITY_TYPES",

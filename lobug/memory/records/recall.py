@@ -16,7 +16,7 @@ from typing import Any
 
 from lobug import conversation as turns
 from lobug.access import UNCATEGORIZED, Principal
-from lobug.memory.jobs import enqueue
+from lobug.memory import enqueue
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, tokens_of
 from lobug.memory.records.rows import Scope, marks, memory_dict
 from lobug.memory.records.service import USER, Records

@@ -12,13 +12,13 @@ from typing import Any
 
 from lobug import errors
 from lobug.access import check_write_store
+from lobug.memory import enqueue
 from lobug.memory.graph import entities
-from lobug.memory.jobs import enqueue
-from lobug.memory.jobs.handlers import VECTOR_KINDS
 from lobug.memory.records.rows import Scope, etag, memory_row, visible_memory
 from lobug.memory.store import delta
 from lobug.memory.store import rows as store
 from lobug.memory.vectors import knn
+from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.memory.write.fact_keys import key_string
 from lobug.memory.write.pii import pii_tags
 

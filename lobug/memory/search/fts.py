@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from lobug.storage.sqlite import has_table
+from lobug.storage.sqlite import escape_like, has_table
 
 # Small on purpose: FTS5's bm25 already discounts common words; these only keep a spoken
 # question ("what's the name of the…") from matching every turn through its glue words.
@@ -31,7 +31,6 @@ MAX_GROUPS = 15
 # A "word" longer than this is a paste or an attack, not a search term; dropping it keeps the
 # expression small without changing what an ordinary question matches.
 MAX_TOKEN_CHARS = 64
-LIKE_ESCAPE = "\\"
 MIN_PREFIX_CHARS = 4
 
 
@@ -101,14 +100,6 @@ def like_pattern(text: str) -> str:
 def like_patterns(text: str, *, max_tokens: int = 8) -> list[str]:
     """One LIKE pattern per search word (ORed by the caller) for the no-FTS5 fallback."""
     return ["%" + escape_like(token) + "%" for token in query_tokens(text, max_tokens=max_tokens)]
-
-
-def escape_like(text: str) -> str:
-    return (
-        text.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
-        .replace("%", LIKE_ESCAPE + "%")
-        .replace("_", LIKE_ESCAPE + "_")
-    )
 
 
 _FTS5_COMPILED: dict[int, bool] = {}  # per SQLite library: asked on every search

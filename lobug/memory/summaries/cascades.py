@@ -21,9 +21,9 @@ from lobug.config import MemoryConfig
 from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.memory.jobs import enqueue
+from lobug.memory import enqueue, prompts
 from lobug.memory.store import rows as store
-from lobug.memory.summaries import base_memory, prompts
+from lobug.memory.summaries import base_memory
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lobug.memory.jobs import enqueue
-from lobug.memory.jobs.handlers import VECTOR_KINDS
+from lobug.memory import enqueue
 from lobug.memory.transfer.export_file import TYPES
+from lobug.memory.vectors.knn import VECTOR_KINDS
 
 ID_TABLES = {"turn": "turns", "memory": "memories", "entity": "entities"}
 OWN_ID_TABLES = {**ID_TABLES, "relation": "relations", "history": "history"}

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from lobug.conversation import insert_turn, resolve_session
-from lobug.memory.jobs import enqueue
+from lobug.memory import enqueue
 from lobug.memory.summaries.cascades import short_cascade_due
 
 MAX_ID_CHARS = 128

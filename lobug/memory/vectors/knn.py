@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 # Extra neighbours fetched so rows of other users can be filtered out and k still be met.
 OVERSAMPLE = 8
 
+VECTOR_KINDS = ("fact",)  # memory_vectors holds active facts only
+
 
 def put_memory_vector(conn: Any, memory_id: int, vector: Sequence[float]) -> None:
     # vec0 has no upsert: delete first so a re-run of the same job cannot trip the primary key.

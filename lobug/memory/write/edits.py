@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from lobug.memory.extract.heuristics import Candidate
-from lobug.memory.jobs import enqueue
-from lobug.memory.jobs.handlers import VECTOR_KINDS
+from lobug.memory import enqueue
 from lobug.memory.lifecycle import policies as lifecycle
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import delta
 from lobug.memory.store import rows as store
+from lobug.memory.vectors.knn import VECTOR_KINDS
+from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin, reconcile
 
 # What the caller sees: an exact repeat is a merge too.

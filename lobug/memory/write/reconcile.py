@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lobug.memory.extract.heuristics import Candidate
 from lobug.memory.graph import relations
 from lobug.memory.graph.entities import extract_entities, link_entities
 from lobug.memory.lifecycle.status import change_status
@@ -36,6 +35,7 @@ from lobug.memory.store import delta
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash, jaccard, normalize
 from lobug.memory.vectors import knn
+from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import key_string, parse_fact
 from lobug.memory.write.pii import pii_tags
 

@@ -17,7 +17,7 @@ import pytest
 
 from lobug.config import Config, load_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "systemd" / "lobug.service"
 EXAMPLE = ROOT / "systemd" / "lobug.toml.example"
 SCRIPTS = [ROOT / "scripts" / "install-service", ROOT / "scripts" / "uninstall-service"]

@@ -17,14 +17,15 @@ from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.memory import enqueue
 from lobug.memory.extract.job import ExtractJob
 from lobug.memory.graph import relations
-from lobug.memory.jobs import enqueue
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.summaries.cascades import Cascades
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.gate import VectorGate
+from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.memory.vectors.query import RecentVectors
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 VECTORS_WAIT_S = 300.0
 IN_FLIGHT_WAIT_S = 5.0
 IN_FLIGHT_MAX_S = 120.0  # older than this without a reply: the turn's reply is not coming
-VECTOR_KINDS = ("fact",)  # memory_vectors holds active facts only (see knn)
 
 
 class MemoryJobs:

@@ -209,7 +209,7 @@ async def test_long_cascade_fires_at_20_not_19_and_keeps_the_newest_10(
 async def test_long_cascade_boundary_and_failure_changes_nothing(
     mem: MemoryEnv, script: Script, ollama: tuple[FakeOllamaState, str], clock: Any
 ) -> None:
-    from lobug.memory.jobs import enqueue
+    from lobug.memory import enqueue
 
     async def check() -> None:
         await mem.db.write(

@@ -19,7 +19,7 @@ from lobug.chat.service import MAX_ID_CHARS
 from lobug.config import ChatConfig
 from lobug.memory.store import delta
 
-DOC_PATH = Path(__file__).resolve().parents[1] / "lobug" / "api" / "openapi.json"
+DOC_PATH = Path(__file__).resolve().parents[2] / "lobug" / "api" / "openapi.json"
 METHODS = ("get", "put", "post", "delete", "patch", "options", "head", "trace")
 # Every /v1 route of CONTRACT.md ("Memory API"), method by method.
 CONTRACT_ROUTES = {
