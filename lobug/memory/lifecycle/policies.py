@@ -91,23 +91,12 @@ def promote(
 ) -> int:
     """mid → long for memories used often (hits ≥ hits_min) and seen within the window."""
     rows = conn.execute(
-        f"SELECT id, user_id, hits FROM memories WHERE status = 'active' AND layer = 'mid'"
+        f"SELECT id, user_id, hits, layer FROM memories WHERE status = 'active' AND layer = 'mid'"
         f" AND {IN_KINDS} AND hits >= ? AND ? - {SEEN} <= ?",
         (hits_min, now, seen_within_days * DAY),
     ).fetchall()
     for row in rows:
-        conn.execute("UPDATE memories SET layer = 'long' WHERE id = ?", (row["id"],))
-        add_history(
-            conn,
-            user_id=row["user_id"],
-            memory_id=row["id"],
-            event="PROMOTE",
-            actor=actor,
-            now=now,
-            old_value="mid",
-            new_value="long",
-            meta={"hits": row["hits"]},
-        )
+        _change_layer(conn, row, "long", "PROMOTE", {"hits": row["hits"]}, now=now, actor=actor)
     return len(rows)
 
 
@@ -145,18 +134,8 @@ def demote_or_archive(
             )
             archived += 1
         elif row["layer"] == "long" and score.total < score_below:
-            conn.execute("UPDATE memories SET layer = 'mid' WHERE id = ?", (row["id"],))
-            add_history(
-                conn,
-                user_id=row["user_id"],
-                memory_id=row["id"],
-                event="DEMOTE",
-                actor=actor,
-                now=now,
-                old_value="long",
-                new_value="mid",
-                meta={"score": round(score.total, 6)},
-            )
+            meta = {"score": round(score.total, 6)}
+            _change_layer(conn, row, "mid", "DEMOTE", meta, now=now, actor=actor)
             demoted += 1
     return {"archived": archived, "demoted": demoted}
 
@@ -231,3 +210,21 @@ def run_gc(
         "soft_deleted": decay["soft_deleted"] + ttl,
         "purged": purged,
     }
+
+
+def _change_layer(
+    conn: Any, row: Any, layer: str, event: str, meta: dict[str, Any], *, now: float, actor: str
+) -> None:
+    """mid ↔ long, with its history row (the layer is the only column that changes)."""
+    conn.execute("UPDATE memories SET layer = ? WHERE id = ?", (layer, row["id"]))
+    add_history(
+        conn,
+        user_id=row["user_id"],
+        memory_id=row["id"],
+        event=event,
+        actor=actor,
+        now=now,
+        old_value=row["layer"],
+        new_value=layer,
+        meta=meta,
+    )
