@@ -173,6 +173,13 @@ def make_embedder(config: EmbeddingConfig, ollama_host: str) -> Embedder:
     return OllamaEmbedder(config, ollama_host)
 
 
+async def close_embedder(embedder: Embedder) -> None:
+    """Close what the embedder holds open: the Ollama client's HTTP pool (others hold none)."""
+    client = getattr(getattr(embedder, "client", None), "_client", None)
+    if client is not None:
+        await client.aclose()
+
+
 def _normalize(vec: Sequence[float]) -> list[float]:
     norm = math.sqrt(sum(v * v for v in vec))
     if norm == 0:

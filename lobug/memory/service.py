@@ -21,7 +21,7 @@ from typing import Any
 from lobug.access import STORES
 from lobug.config import Config
 from lobug.conversation import TurnRecord
-from lobug.llm.embedders import Embedder, make_embedder
+from lobug.llm.embedders import Embedder, close_embedder, make_embedder
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import enqueue, settings
 from lobug.memory.jobs import MemoryJobs
@@ -148,9 +148,7 @@ class MemoryService:
                 await self._warm
         if self.owns_llm:
             await self.llm.close()
-        client = getattr(getattr(self.embedder, "client", None), "_client", None)
-        if client is not None:  # the Ollama embedder's HTTP pool
-            await client.aclose()
+        await close_embedder(self.embedder)
 
     async def _warm_up(self) -> None:
         try:

@@ -9,7 +9,7 @@ from lobug.cli.main import EXIT_OK, EXIT_PROBLEM
 from lobug.cli.memory.session import database, output
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
-from lobug.llm.embedders import EmbeddingUnavailable, make_embedder
+from lobug.llm.embedders import EmbeddingUnavailable, close_embedder, make_embedder
 from lobug.memory.vectors.reembed import reembed
 from lobug.storage.vectors import embedding_state, has_vector_tables
 
@@ -39,9 +39,7 @@ async def run_reembed(args: argparse.Namespace, config: Config) -> int:
             )
             return EXIT_PROBLEM
         finally:
-            client = getattr(getattr(embedder, "client", None), "_client", None)
-            if client is not None:
-                await client.aclose()
+            await close_embedder(embedder)
         bar.close()
     output(
         args,
