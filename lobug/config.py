@@ -104,6 +104,16 @@ class MemoryConfig:
     link_min: float = 0.55  # similarity for a relation edge to a neighbour (seed 001 §2)
     link_k: int = 3  # neighbours considered for relation edges per new fact
     hit_flush_s: float = 5.0  # retrieval hits are counted in memory and written this often
+    # Seed 001 §13: at most this many memories written per exchange, and per user per day.
+    max_writes_per_turn: int = 3
+    max_writes_per_day: int = 100
+    # Newer wins: each new fact is judged (same/update/contradiction/unrelated) against its
+    # this-many nearest stored facts in one batched LLM call per exchange (0 = heuristics only).
+    judge_k: int = 3
+    # Seed 001 §10: profile fields heard by voice wait this long for the user's yes, and a
+    # benign one is applied without it once this many separate turns said it.
+    consent_days: float = 7.0
+    consent_signals: int = 2
 
 
 @dataclass(frozen=True)
@@ -133,9 +143,11 @@ class LifecycleConfig:
 
     gc_interval_s: float = 3600.0
     # Ebbinghaus rate (per day) of a memory of importance 0; a memory's own rate is this
-    # times (1 − importance), so what matters fades slower (0.5 → 0.05/day: about 60 days).
+    # times (1 − importance), so what matters fades slower (0.5 → 0.05/day: a strength of 20
+    # days). Decay lowers rank only; every use divides the rate (see store/strength.py).
     decay_rate: float = 0.1
-    soft_delete_below: float = 0.05
+    reinforce_gain: float = 1.0
+    max_strength_days: float = 3650.0
     purge_after_days: float = 30.0
     promote_hits: int = 3
     promote_seen_within_days: float = 7.0
@@ -423,6 +435,13 @@ def _validate(config: Config) -> None:
         ("storage.read_connections", config.storage.read_connections, 1, 64),
         ("storage.max_page_count", config.storage.max_page_count, 0, 2**32 - 2),
         ("storage.busy_timeout_ms", config.storage.busy_timeout_ms, 0, 3_600_000),
+        ("memory.max_writes_per_turn", config.memory.max_writes_per_turn, 1, 100),
+        ("memory.max_writes_per_day", config.memory.max_writes_per_day, 1, 1_000_000),
+        ("memory.judge_k", config.memory.judge_k, 0, 20),
+        ("memory.consent_days", config.memory.consent_days, 0.01, 365),
+        ("memory.consent_signals", config.memory.consent_signals, 1, 100),
+        ("lifecycle.reinforce_gain", config.lifecycle.reinforce_gain, 0, 100),
+        ("lifecycle.max_strength_days", config.lifecycle.max_strength_days, 1, 1_000_000),
     ]
     for key, value, low, high in positive:
         if not low <= value <= high:

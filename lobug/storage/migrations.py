@@ -262,10 +262,88 @@ def _memory_hash_and_keys(conn: Any) -> None:
         )
 
 
+M004_HISTORY_EVENTS = (
+    "'ADD', 'UPDATE', 'MERGE', 'DELETE', 'SOFT_DELETE', 'RESTORE', 'PURGE', 'LINK', 'TTL',"
+    " 'ARCHIVE', 'PROMOTE', 'DEMOTE', 'DECAY', 'HIT', 'SUPERSEDE', 'PROPOSE', 'ACCEPT',"
+    " 'REJECT', 'EXPIRE'"
+)
+
+M004_PROPOSALS = """
+CREATE TABLE proposals (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id     TEXT NOT NULL DEFAULT 'default',
+  field       TEXT NOT NULL,
+  value       TEXT NOT NULL,
+  content     TEXT NOT NULL,
+  category    TEXT,
+  sensitive   INTEGER NOT NULL,
+  signals     INTEGER NOT NULL DEFAULT 1,
+  status      TEXT NOT NULL DEFAULT 'pending'
+              CHECK (status IN ('pending', 'accepted', 'rejected', 'expired')),
+  turn_ids    TEXT NOT NULL DEFAULT '[]',
+  session_id  TEXT,
+  memory_id   INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+  created_at  REAL NOT NULL,
+  updated_at  REAL NOT NULL,
+  expires_at  REAL NOT NULL,
+  decided_at  REAL,
+  decided_by  TEXT
+);
+CREATE INDEX idx_proposals_user ON proposals(user_id, status, id);
+"""
+
+
+def _memory_that_lasts(conn: Any) -> None:
+    """Issue 10: who wrote a memory (agent/run/actor), consent proposals, the history events
+    they need, and undoing what the old decay did (it lowered confidence and soft-deleted
+    facts the user had told us; decay now only lowers rank)."""
+    for column in ("agent_id", "run_id", "actor_id"):
+        conn.execute(f"ALTER TABLE memories ADD COLUMN {column} TEXT")
+    _sql(M004_PROPOSALS)(conn)
+    # SQLite cannot alter a CHECK: rebuild history with the wider event list.
+    conn.execute(
+        "CREATE TABLE history_new ("
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " user_id TEXT NOT NULL DEFAULT 'default',"
+        " memory_id INTEGER,"
+        f" event TEXT NOT NULL CHECK (event IN ({M004_HISTORY_EVENTS})),"
+        " old_value TEXT, new_value TEXT,"
+        " actor TEXT NOT NULL DEFAULT 'system',"
+        " meta TEXT NOT NULL DEFAULT '{}',"
+        " ts REAL NOT NULL)"
+    )
+    conn.execute("INSERT INTO history_new SELECT * FROM history")
+    conn.execute("DROP TABLE history")
+    conn.execute("ALTER TABLE history_new RENAME TO history")
+    conn.execute("CREATE INDEX idx_history_memory ON history(memory_id, ts DESC)")
+    now = time.time()
+    conn.execute(
+        "UPDATE memories SET confidence = 1.0, attributes = json_remove(attributes, '$.decayed_at')"
+        " WHERE json_extract(attributes, '$.decayed_at') IS NOT NULL"
+    )
+    decayed = conn.execute(
+        "SELECT m.id, m.user_id FROM memories m WHERE m.status = 'soft_deleted' AND ("
+        " SELECT json_extract(h.meta, '$.reason') FROM history h WHERE h.memory_id = m.id"
+        " AND h.event IN ('SOFT_DELETE', 'TTL') ORDER BY h.id DESC LIMIT 1) = 'decay'"
+    ).fetchall()
+    for memory_id, user_id in decayed:
+        conn.execute(
+            "UPDATE memories SET status = 'archived', purge_at = NULL, confidence = 1.0"
+            " WHERE id = ?",
+            (memory_id,),
+        )
+        conn.execute(
+            "INSERT INTO history (user_id, memory_id, event, old_value, new_value, actor, meta, ts)"
+            " VALUES (?, ?, 'RESTORE', 'soft_deleted', 'archived', 'migration', ?, ?)",
+            (user_id, memory_id, '{"reason": "decay no longer deletes"}', now),
+        )
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
     ("m003_memory_hash_and_keys", _memory_hash_and_keys),
+    ("m004_memory_that_lasts", _memory_that_lasts),
 ]
 
 
