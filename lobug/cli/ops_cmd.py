@@ -39,9 +39,7 @@ def register(sub: Any) -> None:
 def _backup(args: argparse.Namespace, config: Config) -> int:
     source = config.storage.db_path
     try:
-        result = backup_database(
-            source, args.path, busy_timeout_ms=config.storage.busy_timeout_ms
-        )
+        result = backup_database(source, args.path, busy_timeout_ms=config.storage.busy_timeout_ms)
     except BackupError as exc:
         print(f"lobug: backup failed: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
@@ -99,4 +97,3 @@ def _doctor(args: argparse.Namespace, config: Config) -> int:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
-

@@ -30,7 +30,13 @@ class QueryFilters:
     updated_after: float | None = None  # epoch seconds
     updated_before: float | None = None
     layer: str | None = None  # mid|long
-    status: tuple[str, ...] = ("active",)
+    # Archived memories stay findable (they only leave the prompt's default set); a
+    # soft-deleted one never is (search.runner.HIDDEN_STATUSES).
+    status: tuple[str, ...] = ("active", "archived")
+    superseded: bool = True  # False: leave out facts a newer statement replaced
+    agent_id: str | None = None  # who wrote it (seed 001 §6.1)
+    run_id: str | None = None
+    actor_id: str | None = None
 
 
 @dataclass(frozen=True)

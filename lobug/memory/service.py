@@ -363,6 +363,7 @@ class MemoryService:
     async def _gc(self) -> None:
         await self.gc(actor="scheduler")
 
+
 @contextlib.contextmanager
 def _guarded(conn: Any, what: str, turn_id: int) -> Any:
     """Memory bookkeeping must never cost the user their turn: on a failure, undo just it."""
@@ -374,6 +375,7 @@ def _guarded(conn: Any, what: str, turn_id: int) -> Any:
         log.exception("could not enqueue memory work for %s %d", what, turn_id)
     finally:
         conn.execute("RELEASE memory_hooks")
+
 
 def _flush(
     conn: Any,

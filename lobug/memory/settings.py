@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from lobug.config import Config, LifecycleConfig, ScoringConfig
 from lobug.memory.lifecycle.policies import GcParams
 from lobug.memory.search.scoring import ScoringWeights
+from lobug.memory.store.strength import DEFAULT as DEFAULT_STRENGTH
+from lobug.memory.store.strength import Strength
 
 
 def scoring_weights(cfg: ScoringConfig) -> ScoringWeights:
@@ -30,7 +32,6 @@ def scoring_weights(cfg: ScoringConfig) -> ScoringWeights:
 def gc_params(cfg: LifecycleConfig, weights: ScoringWeights) -> GcParams:
     return GcParams(
         weights=weights,
-        soft_delete_below=cfg.soft_delete_below,
         purge_after_days=cfg.purge_after_days,
         promote_hits=cfg.promote_hits,
         promote_seen_within_days=cfg.promote_seen_within_days,
@@ -51,6 +52,7 @@ class WritePolicy:
     link_min: float = 0.55
     link_k: int = 3
     decay_rate: float = 0.1  # for importance 0; see decay_rate_for
+    strength: Strength = DEFAULT_STRENGTH  # how a repeat reinforces the stored fact
 
     def decay_rate_for(self, importance: float) -> float:
         """Important memories fade slower: rate·(1 − importance), never quite zero (only a
@@ -69,4 +71,9 @@ def write_policy(config: Config) -> WritePolicy:
         m.link_min,
         m.link_k,
         config.lifecycle.decay_rate,
+        strength(config.lifecycle),
     )
+
+
+def strength(cfg: LifecycleConfig) -> Strength:
+    return Strength(gain=cfg.reinforce_gain, max_days=cfg.max_strength_days)

@@ -172,4 +172,3 @@ def _count(conn: Any, table: str, problems: list[str]) -> int:
     except Error as exc:  # e.g. a vec0 table without the extension
         problems.append(f"table {table} cannot be read: {exc}")
         return -1
-

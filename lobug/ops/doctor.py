@@ -113,9 +113,7 @@ async def _ollama(config: Config) -> list[Check]:
             Check("chat model", SKIP, f"{cfg.chat_model}: cannot check without Ollama"),
         ]
         if config.embedding.backend == "ollama":
-            checks.append(
-                Check("embedding model", SKIP, f"{config.embedding.model}: needs Ollama")
-            )
+            checks.append(Check("embedding model", SKIP, f"{config.embedding.model}: needs Ollama"))
         else:
             checks.append(await _embedder(config, health))
         return checks

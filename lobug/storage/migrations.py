@@ -385,9 +385,7 @@ def migrate(conn: Any) -> list[str]:
         try:
             # Another process (a CLI command next to the daemon) may have applied it between
             # our read and this lock: look again under the lock.
-            if conn.execute(
-                "SELECT 1 FROM schema_migrations WHERE name = ?", (name,)
-            ).fetchone():
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
                 conn.execute("COMMIT")
                 continue
             apply(conn)

@@ -91,9 +91,7 @@ def register(sub: Any) -> None:
     p = add("history", views.history, "a memory's audit events, newest first")
     p.add_argument("id", type=int)
     p.add_argument("--limit", type=int, default=100)
-    p = add(
-        "query", views.query, "the single retrieval tool (POST /v1/query)", aliases=["search"]
-    )
+    p = add("query", views.query, "the single retrieval tool (POST /v1/query)", aliases=["search"])
     p.add_argument("text")
     p.add_argument("--category", action="append", dest="categories")
     p.add_argument("--kind", action="append", dest="kinds", choices=f.QUERY_KINDS)
@@ -140,9 +138,7 @@ def _list_options(p: argparse.ArgumentParser, *, kind: str | None = None) -> Non
         p.set_defaults(kind=kind)
     p.add_argument("--layer", choices=f.LAYERS)
     p.add_argument("--status", choices=f.STATUSES, default="active")
-    p.add_argument(
-        "--all", action="store_const", const=None, dest="status", help="every status"
-    )
+    p.add_argument("--all", action="store_const", const=None, dest="status", help="every status")
     p.add_argument("--category")
     p.add_argument("--store", choices=f.STORES)
     p.add_argument("--limit", type=int, default=50)

@@ -51,9 +51,7 @@ async def database(config: Config) -> AsyncIterator[Database]:
 
 
 @contextlib.asynccontextmanager
-async def services(
-    config: Config, *, with_memory: bool
-) -> AsyncIterator[tuple[Records, Recall]]:
+async def services(config: Config, *, with_memory: bool) -> AsyncIterator[tuple[Records, Recall]]:
     """The daemon's service layer over the same database, without the HTTP server."""
     async with database(config) as db:
         wanted = with_memory and config.memory.enabled

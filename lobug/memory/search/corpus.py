@@ -38,6 +38,11 @@ TURNS = Corpus("turns", "text", "turns_fts", "turn_vectors", "turn_id", ("vector
 class SearchFilter:
     user_id: str = "default"
     statuses: tuple[str, ...] = ("active",)  # memories only
+    # Memories only: False leaves out facts a newer statement replaced (valid_until is set).
+    superseded: bool = True
+    agent_id: str | None = None  # memories only: who wrote it (seed 001 §6.1)
+    run_id: str | None = None
+    actor_id: str | None = None
     kinds: tuple[str, ...] | None = None  # memories only
     stores: tuple[str, ...] | None = None  # memories only: the caller's trust level
     categories: tuple[str, ...] | None = None  # memories only: the agent's allowlist
@@ -79,6 +84,11 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
         compare("d.pinned", "=", None if flt.pinned is None else int(flt.pinned))
         compare("d.importance", ">=", flt.importance_min)
         compare("d.importance", "<=", flt.importance_max)
+        compare("d.agent_id", "=", flt.agent_id)
+        compare("d.run_id", "=", flt.run_id)
+        compare("d.actor_id", "=", flt.actor_id)
+        if not flt.superseded:
+            clauses.append("d.valid_until IS NULL")
         updated = "d.updated_at"
     else:
         one_of("role", flt.roles)

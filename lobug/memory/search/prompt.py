@@ -87,7 +87,8 @@ def context_plan(
     req = QueryRequest(
         text=text,
         kinds=("fact",),
-        filters=QueryFilters(user_id=user_id),
+        # Archived facts answer when they match best; replaced ones are not the truth now.
+        filters=QueryFilters(user_id=user_id, superseded=False),
         top_k=k,
         exclude_session_id=session_id,
     )

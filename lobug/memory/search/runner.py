@@ -70,14 +70,21 @@ def memory_filter(req: QueryRequest, exclude_since: float | None = None) -> Sear
         importance_max=f.importance_max,
         updated_after=f.updated_after,
         updated_before=f.updated_before,
+        superseded=f.superseded,
+        agent_id=f.agent_id,
+        run_id=f.run_id,
+        actor_id=f.actor_id,
     )
 
 
 def turn_filter(req: QueryRequest) -> SearchFilter | None:
     f = req.filters
-    # Turns have no category, pin, layer or importance: a filter on those excludes them.
+    # Turns have no category, pin, layer, importance or writer: a filter on those excludes them.
     narrowed = (
         req.categories is not None
+        or f.agent_id is not None
+        or f.run_id is not None
+        or f.actor_id is not None
         or f.pinned is not None
         or f.layer is not None
         or f.importance_min is not None

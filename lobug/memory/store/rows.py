@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory.store.dedup import content_hash
+from lobug.memory.store.strength import DEFAULT as DEFAULT_STRENGTH
+from lobug.memory.store.strength import Strength, reinforce_row
 
 # One hash for "the same memory" everywhere: dedup.content_hash (store.content_hash is it).
 
@@ -115,14 +117,19 @@ def insert_memory(
     rules: Iterable[str] = (),
     fact_key: str | None = None,
     decay_rate: float | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+    actor_id: str | None = None,
 ) -> int:
-    """A new memory row and its ADD event, in the caller's transaction."""
+    """A new memory row and its ADD event, in the caller's transaction. agent_id, run_id and
+    actor_id say who wrote it (seed 001 §6.1): the agent, its run, the person speaking."""
     cur = conn.execute(
         "INSERT INTO memories (user_id, kind, content, category, importance, created_at,"
         " updated_at, valid_from, supersedes, hash, session_id, source_from, source_to,"
-        " attributes, store, pinned, tags, pii, rules, fact_key, decay_rate)"
+        " attributes, store, pinned, tags, pii, rules, fact_key, decay_rate,"
+        " agent_id, run_id, actor_id)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-        " COALESCE(?, 0.1))",
+        " COALESCE(?, 0.1), ?, ?, ?)",
         (
             user_id,
             kind,
@@ -145,6 +152,9 @@ def insert_memory(
             json.dumps(list(rules)),
             fact_key,
             decay_rate,
+            agent_id,
+            run_id,
+            actor_id,
         ),
     )
     memory_id = int(cur.lastrowid)
@@ -169,14 +179,22 @@ def mention_again(
     actor: str,
     meta: dict[str, Any] | None = None,
     said: str | None = None,
+    strength: Strength = DEFAULT_STRENGTH,
 ) -> None:
-    """The same fact was stated again (seed 000): one more mention and hit, seen now, and a
-    MERGE event with what was said (`said`, when the words differed)."""
+    """The same fact was stated again (seed 000): one more mention and hit, seen now, its
+    strength reinforced (`strength`), and a MERGE event with what was said (`said`, when the
+    words differed)."""
+    row = conn.execute(
+        "SELECT id, decay_rate, last_accessed, created_at FROM memories WHERE id = ?",
+        (memory.id,),
+    ).fetchone()
+    old_rate, new_rate = reinforce_row(conn, row, at=now, strength=strength)
     conn.execute(
         "UPDATE memories SET mention_count = mention_count + 1, hits = hits + 1,"
         " last_accessed = ?, updated_at = ? WHERE id = ?",
         (now, now, memory.id),
     )
+    meta = {**(meta or {}), "decay_rate": [old_rate, new_rate]}
     add_history(
         conn,
         user_id=memory.user_id,
@@ -186,7 +204,7 @@ def mention_again(
         new_value=said or memory.content,
         actor=actor,
         now=now,
-        meta={"reason": "exact_duplicate", **(meta or {})},
+        meta={"reason": "exact_duplicate", **meta},
     )
 
 

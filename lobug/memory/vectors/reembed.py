@@ -23,9 +23,7 @@ SOURCES = {
     "memory_vectors": (
         "SELECT id, content FROM memories WHERE kind = 'fact' AND status = 'active'"
     ),
-    "turn_vectors": (
-        f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"
-    ),
+    "turn_vectors": (f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"),
 }
 KEYS = {"memory_vectors": "memory_id", "turn_vectors": "turn_id"}
 

@@ -92,7 +92,7 @@ def reconcile(
         conn, origin.user_id, content_hash(cand.content), cand.kind, store=origin.store
     )
     if same is not None:
-        _merge(conn, same, cand, origin, now, {"reason": "exact_duplicate"})
+        _merge(conn, same, cand, origin, policy, now, {"reason": "exact_duplicate"})
         return Outcome("repeated", same.id)
     key = key_string(cand.content) if cand.kind == "fact" else None
     if key is not None:
@@ -112,7 +112,7 @@ def reconcile(
     if near is not None:
         row, score, distance = near
         meta = {"reason": "near_duplicate", "jaccard": score, "distance": distance}
-        _merge(conn, row, cand, origin, now, meta)
+        _merge(conn, row, cand, origin, policy, now, meta)
         return Outcome("merged", row.id, distance=distance, jaccard=score)
     memory_id = _add(
         conn, cand, key, vector, origin, policy, now, supersedes=None, neighbours=neighbours
@@ -205,12 +205,19 @@ def _merge(
     row: store.MemoryRow,
     cand: Candidate,
     origin: Origin,
+    policy: WritePolicy,
     now: float,
     meta: dict[str, Any],
 ) -> None:
     said = None if cand.content == row.content else cand.content
     store.mention_again(
-        conn, row, now=now, actor=origin.actor, meta={**origin.history_meta(), **meta}, said=said
+        conn,
+        row,
+        now=now,
+        actor=origin.actor,
+        meta={**origin.history_meta(), **meta},
+        said=said,
+        strength=policy.strength,
     )
     store.link_sources(conn, row.id, origin.turn_ids)
     delta.bump(
