@@ -25,6 +25,8 @@ def scoring_weights(cfg: ScoringConfig) -> ScoringWeights:
         rescore_lambda=cfg.rescore_lambda,
         w_rel=cfg.w_rel,
         confidence_floor=cfg.confidence_floor,
+        archived_weight=cfg.archived_weight,
+        superseded_weight=cfg.superseded_weight,
         hits_cap=cfg.hits_cap,
     )
 

@@ -1,81 +1,26 @@
-"""Forgetting and its reversal (seeds 001 §7, 003): decay, TTL soft delete, restore, confirm.
+"""Forgetting and its reversal (seeds 001 §7, 003): the narrow TTL, a user's forget, restore,
+confirm.
 
-Shares the conventions of `lifecycle`: the caller's transaction, an explicit `now`, one history
-row per status change (`status.change_status`). A memory leaving `active` loses its vector
-(`memory_vectors` holds active memories only), so a restore needs a re-embed.
+What the user told us is kept (seed 004; issue 10): Ebbinghaus decay only lowers a memory's
+rank (`store.strength`, `search.scoring.rescore`) and never deletes. The one automatic soft
+delete is seed 001 §7 taken literally and narrowly (`ttl_soft_delete`): low-value items nobody
+ever used. Shares the conventions of `lifecycle`: the caller's transaction, an explicit `now`,
+one history row per status change (`status.change_status`). A soft-deleted memory loses its
+vector, so a restore of one needs a re-embed.
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from typing import Any
 
-from lobug.memory.lifecycle.status import Sql, change_status
-from lobug.memory.search.scoring import DAY, ebbinghaus
+from lobug.memory.lifecycle.status import change_status
+from lobug.memory.search.scoring import DAY
 from lobug.memory.store.rows import add_history
 
 # Summaries are cascade inputs (the cascades keep and retire them), so no policy touches them.
 KINDS = ("fact", "insight", "procedural", "reflection")
 IN_KINDS = "kind IN ('fact', 'insight', 'procedural', 'reflection')"
 SEEN = "COALESCE(last_accessed, created_at)"  # "last seen": the last use, else creation
-
-
-def apply_decay(
-    conn: Any,
-    now: float,
-    soft_delete_below: float = 0.05,
-    purge_after_days: float = 30.0,
-    *,
-    actor: str = "system",
-) -> dict[str, int]:
-    """Ebbinghaus decay of active facts; below the threshold they are soft-deleted."""
-    rows = conn.execute(
-        "SELECT * FROM memories WHERE status = 'active' AND pinned = 0 AND decay_rate > 0"
-        " AND kind IN ('fact', 'insight')"
-    ).fetchall()
-    decayed: Counter[str] = Counter()
-    deleted = 0
-    for row in rows:
-        # Decay from the later of the last access and the last decay run: applying the whole
-        # idle time again each night would compound (c·e^-r·e^-2r·…) instead of c·e^-r·days.
-        attributes = json.loads(row["attributes"] or "{}")
-        since = max(
-            float(row["last_accessed"] or row["created_at"]),
-            float(attributes.get("decayed_at") or 0.0),
-        )
-        days = max(0.0, (now - since) / DAY)
-        confidence = ebbinghaus(row["confidence"], row["decay_rate"], days)
-        if confidence < soft_delete_below:
-            _soft_delete(
-                conn,
-                row,
-                now,
-                purge_after_days,
-                event="SOFT_DELETE",
-                meta={"reason": "decay", "confidence": round(confidence, 6)},
-                confidence=confidence,
-                actor=actor,
-            )
-            deleted += 1
-        elif days > 0:
-            conn.execute(
-                "UPDATE memories SET confidence = ?,"
-                " attributes = json_set(attributes, '$.decayed_at', ?) WHERE id = ?",
-                (confidence, now, row["id"]),
-            )
-            decayed[row["user_id"]] += 1
-    for user_id, count in sorted(decayed.items()):
-        add_history(
-            conn,
-            user_id=user_id,
-            memory_id=None,
-            event="DECAY",
-            actor=actor,
-            now=now,
-            meta={"decayed": count},
-        )
-    return {"decayed": sum(decayed.values()), "soft_deleted": deleted}
 
 
 def ttl_soft_delete(
@@ -87,10 +32,13 @@ def ttl_soft_delete(
     *,
     actor: str = "system",
 ) -> int:
-    """Seed 001 §7: idle > idle_days AND importance < T AND not pinned → soft_deleted."""
+    """Seed 001 §7, narrowly: idle > idle_days AND importance < T AND not pinned AND never
+    retrieved nor said again AND not in the long layer AND not confirmed → soft_deleted
+    (purged purge_after_days later unless restored). Everything else stays."""
     rows = conn.execute(
         f"SELECT * FROM memories WHERE status IN ('active', 'archived') AND pinned = 0"
-        f" AND decay_rate > 0 AND {IN_KINDS} AND importance < ? AND ? - {SEEN} > ?",
+        f" AND decay_rate > 0 AND layer = 'mid' AND hits = 0 AND mention_count <= 1"
+        f" AND {IN_KINDS} AND importance < ? AND ? - {SEEN} > ?",
         (importance_below, now, idle_days * DAY),
     ).fetchall()
     for row in rows:
@@ -133,8 +81,9 @@ def restore(conn: Any, memory_id: int, now: float, actor: str = "user") -> bool:
     row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
     if row is None or row["status"] == "active":
         return False
-    # A restore is the user vouching for the memory: full confidence, decay clock reset, so
-    # the next GC does not take it straight back.
+    # A restore is the user vouching for the memory: full confidence, seen now, so the next
+    # GC does not take it straight back. A soft-deleted memory lost its vector; an archived
+    # one kept it.
     change_status(
         conn,
         row,
@@ -142,11 +91,10 @@ def restore(conn: Any, memory_id: int, now: float, actor: str = "user") -> bool:
         now=now,
         event="RESTORE",
         actor=actor,
-        meta={"needs_vector": True},
+        meta={"needs_vector": row["status"] == "soft_deleted"},
         purge_at=None,
         confidence=1.0,
         last_accessed=now,
-        attributes=Sql("json_set(attributes, '$.decayed_at', ?)", (now,)),
     )
     return True
 
@@ -179,7 +127,6 @@ def _soft_delete(
     *,
     event: str,
     meta: dict[str, Any],
-    confidence: float | None = None,
     actor: str = "system",
 ) -> None:
     purge_at = now + purge_after_days * DAY
@@ -192,5 +139,4 @@ def _soft_delete(
         actor=actor,
         meta={**meta, "purge_at": purge_at},
         purge_at=purge_at,
-        **({} if confidence is None else {"confidence": confidence}),
     )

@@ -1,12 +1,15 @@
 """The GC pass as the daemon runs it: lifecycle.run_gc, plus delta bullets for what vanished.
 
-Decay, rescoring, promotion and demotion change no memory's visibility and are not news. An
-archive or a decay/TTL soft delete removes a memory from retrieval, so the delta header says
-so once (seed 001 §7): one bullet per user and kind of change per pass ("deleted" for
-archived, "soft_deleted" for soft-deleted), with counts and reasons but no text — a memory
-that left retrieval must not come back into the prompt through the header, and a pass that
-archives hundreds must not fill it. A purge of an already soft-deleted memory is not news
-again. The pass and its bumps are one transaction.
+Rescoring, promotion and demotion change no memory's visibility and are not news. An archive
+takes a memory out of the prompt's default set and a TTL soft delete out of retrieval, so the
+delta header says so once (seed 001 §7): one bullet per user and kind of change per pass
+("deleted" for archived, "soft_deleted" for soft-deleted), with counts and reasons but no
+text — a pass that archives hundreds must not fill the header. A purge of an already
+soft-deleted memory is not news again. The pass and its bumps are one transaction.
+
+The pass also queues a vector for every live fact that has none (facts archived before
+archived facts kept their vectors, or written while the embedder was down), a bounded number
+per pass, so an archived fact can still be found by meaning.
 """
 
 from __future__ import annotations
@@ -15,15 +18,22 @@ import json
 from collections import Counter
 from typing import Any
 
+from lobug.memory import enqueue
 from lobug.memory.lifecycle.policies import GcParams, run_gc
 from lobug.memory.store import delta
+from lobug.memory.vectors.knn import facts_without_vector
 
-GC_KEYS = ("rescored", "decayed", "promoted", "demoted", "archived", "soft_deleted", "purged")
+GC_KEYS = ("rescored", "promoted", "demoted", "archived", "soft_deleted", "purged")
 _VANISHED = {"ARCHIVE": "deleted", "SOFT_DELETE": "soft_deleted", "TTL": "soft_deleted"}
 _WHAT = {"deleted": "archived", "soft_deleted": "set aside for deletion"}
 
 
-def gc_pass(conn: Any, *, now: float, params: GcParams, actor: str) -> dict[str, int]:
+VECTOR_SWEEP = 500  # facts queued for a vector per pass at most
+
+
+def gc_pass(
+    conn: Any, *, now: float, params: GcParams, actor: str, max_attempts: int = 6
+) -> dict[str, int]:
     before = conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
     counts = run_gc(conn, now, params, actor=actor)
     rows = conn.execute(
@@ -41,4 +51,6 @@ def gc_pass(conn: Any, *, now: float, params: GcParams, actor: str) -> dict[str,
         detail = ", ".join(f"{reason} {count}" for reason, count in sorted(why.items()))
         summary = f"{n} unused memor{'y' if n == 1 else 'ies'} {_WHAT[event]} ({detail})"
         delta.bump(conn, None, None, event, {"summary": summary, "count": n}, now, user_id)
+    for memory_id in facts_without_vector(conn, VECTOR_SWEEP):
+        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
     return {key: int(counts.get(key, 0)) for key in GC_KEYS}

@@ -1,19 +1,20 @@
-"""Memory lifecycle policies (seeds 000, 001 §7, 003): decay, promotion, archive, TTL, purge.
+"""Memory lifecycle policies (seeds 000, 001 §7, 003): scores, promotion, archive, TTL, purge.
 
 This module holds the layer moves (promote, archive, demote, capacity) and the GC pass that
-runs every policy; forgetting (decay, TTL, restore, confirm) is in `forgetting`, hard deletion
-in `purge`, the one status change in `status`; the first two are re-exported here.
+runs every policy; forgetting (TTL, restore, confirm) is in `forgetting`, hard deletion in
+`purge`, the one status change in `status`; the first two are re-exported here.
 
 Every function works in the caller's write transaction, takes an explicit `now` (epoch seconds)
 and returns counts. Status changes write one `history` row per memory (old/new = the status or
-layer, `meta` = the reason and the numbers behind it); bulk passes that change no status
-(rescoring, decay) write one summary row per run instead, so history does not grow by the
-size of the store every night.
+layer, `meta` = the reason and the numbers behind it); rescoring changes no status and writes
+no history, so history does not grow by the size of the store every night.
 
-Protection: pinned memories are never decayed, archived, demoted, TTL'd or capacity-evicted;
-confirmed memories (decay_rate 0) never decay and are never TTL'd. `memory_vectors` holds active
-memories only (see `knn`), so a memory leaving `active` loses its vector and a restore needs a
-re-embed. Summaries belong to the cascades and are left alone here.
+Nothing the user told us and uses is lost (issue 10): decay is a ranking term (retrievability,
+`store.strength`), archiving only takes a memory out of the prompt's default set (it stays
+findable, with its vector), and the only automatic soft delete is the narrow TTL.
+Protection: pinned memories are never archived, demoted, TTL'd or capacity-evicted; confirmed
+memories (decay_rate 0) never fade and are never archived for idleness, demoted or TTL'd. Summaries belong to the cascades and
+are left alone here.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 from lobug.memory.lifecycle.forgetting import (
     IN_KINDS,
     SEEN,
-    apply_decay,
     confirm,
     restore,
     soft_delete,
@@ -34,10 +34,10 @@ from lobug.memory.lifecycle.purge import purge_due, purge_memory
 from lobug.memory.lifecycle.status import change_status
 from lobug.memory.search.scoring import DAY, ScoringWeights, memory_score
 from lobug.memory.store.rows import add_history
+from lobug.memory.store.strength import retrievability, seen_at
 
 __all__ = [
     "GcParams",
-    "apply_decay",
     "capacity_cleanup",
     "confirm",
     "demote_or_archive",
@@ -55,7 +55,6 @@ __all__ = [
 @dataclass(frozen=True)
 class GcParams:
     weights: ScoringWeights = field(default_factory=ScoringWeights)
-    soft_delete_below: float = 0.05  # seed 003 confidence threshold
     purge_after_days: float = 30.0  # seed 001 §7
     promote_hits: int = 3  # seed 000
     promote_seen_within_days: float = 7.0
@@ -67,15 +66,17 @@ class GcParams:
 
 
 def store_scores(conn: Any, now: float, weights: ScoringWeights) -> int:
-    """Store each live memory's seed-000 score in attributes.score (for explain and listing)."""
+    """Store each live memory's seed-000 score and its retrievability now in attributes
+    (score, retrievability, scored_at: for explain and listing; ranking computes its own)."""
     rows = conn.execute(f"SELECT * FROM memories WHERE status != 'soft_deleted' AND {IN_KINDS}")
     count = 0
     for row in rows.fetchall():
         score = memory_score(row, weights, now).total
+        kept = retrievability(float(row["decay_rate"]), (now - seen_at(row)) / DAY)
         conn.execute(
             "UPDATE memories SET attributes = json_set(attributes, '$.score', ?,"
-            " '$.scored_at', ?) WHERE id = ?",
-            (round(score, 6), now, row["id"]),
+            " '$.retrievability', ?, '$.scored_at', ?) WHERE id = ?",
+            (round(score, 6), round(kept, 6), now, row["id"]),
         )
         count += 1
     return count
@@ -109,9 +110,11 @@ def demote_or_archive(
     *,
     actor: str = "system",
 ) -> dict[str, int]:
-    """Archive weak or long-idle mid memories; demote weak long ones to mid. Never deletes."""
+    """Archive weak or long-idle mid memories (out of the prompt's default set, still
+    findable); demote weak long ones to mid. Never deletes."""
     rows = conn.execute(
-        f"SELECT * FROM memories WHERE status = 'active' AND pinned = 0 AND {IN_KINDS}"
+        f"SELECT * FROM memories WHERE status = 'active' AND pinned = 0 AND decay_rate > 0"
+        f" AND {IN_KINDS}"
     ).fetchall()
     archived = demoted = 0
     for row in rows:
@@ -188,9 +191,8 @@ def capacity_cleanup(
 def run_gc(
     conn: Any, now: float, params: GcParams | None = None, *, actor: str = "system"
 ) -> dict[str, int]:
-    """One GC pass (seed 000 order): decay, scores, promote, archive, capacity, TTL, purge."""
+    """One GC pass (seed 000 order): scores, promote, archive, capacity, TTL, purge."""
     p = params or GcParams()
-    decay = apply_decay(conn, now, p.soft_delete_below, p.purge_after_days, actor=actor)
     rescored = store_scores(conn, now, p.weights)
     promoted = promote(conn, now, p.promote_hits, p.promote_seen_within_days, actor=actor)
     moved = demote_or_archive(
@@ -203,11 +205,10 @@ def run_gc(
     purged = purge_due(conn, now, actor)
     return {
         "rescored": rescored,
-        "decayed": decay["decayed"],
         "promoted": promoted,
         "demoted": moved["demoted"],
         "archived": moved["archived"] + evicted,
-        "soft_deleted": decay["soft_deleted"] + ttl,
+        "soft_deleted": ttl,
         "purged": purged,
     }
 

@@ -1,8 +1,9 @@
 """A memory's status change: one UPDATE, the vector drop and one history row, for every path.
 
 Soft delete, restore, archive (by the GC, by capacity, by a superseding fact) all come here, in
-the caller's write transaction. `memory_vectors` holds active memories only, so a memory leaving
-`active` loses its vector here too; a restore needs a re-embed (the caller enqueues it).
+the caller's write transaction. `memory_vectors` holds live (active and archived) memories, so a
+soft-deleted memory loses its vector here too; restoring one needs a re-embed (the caller
+enqueues it).
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory.store.rows import MemoryRow, add_history
-from lobug.memory.vectors.knn import drop_memory_vector
+from lobug.memory.vectors.knn import VECTOR_STATUSES, drop_memory_vector
 
-ACTIVE = "active"
 # The history row's default old/new values: the status before and after.
 STATUS: Any = object()
 
@@ -40,7 +40,7 @@ def change_status(
     **columns: Any,
 ) -> None:
     """Set `status` (and `columns`, values or `Sql`) of the memory `row` (a `memories` row or
-    a `MemoryRow`), drop its vector unless it is active now, and write the `event` history row:
+    a `MemoryRow`), drop its vector unless it is still live, and write the `event` history row:
     old/new value the statuses unless given, `meta` as given."""
     memory_id, user_id, old_status = _identity(row)
     assignments = {"status": status, **columns}
@@ -54,7 +54,7 @@ def change_status(
             sql.append(f"{column} = ?")
             params.append(value)
     conn.execute(f"UPDATE memories SET {', '.join(sql)} WHERE id = ?", [*params, memory_id])
-    if status != ACTIVE:
+    if status not in VECTOR_STATUSES:
         drop_memory_vector(conn, memory_id)
     add_history(
         conn,

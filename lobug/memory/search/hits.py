@@ -4,9 +4,10 @@ A retrieval must not cost a write transaction: the writer is shared with the bac
 and a turn would queue behind a long extraction or GC pass. So `HitBuffer.add` only counts and
 `SeenMarks.mark` only remembers which delta revision a session was shown; the service's flush
 (every `memory.hit_flush_s`, and at shutdown) writes both in one transaction: `hits += n`,
-`last_accessed = the last retrieval` and one HIT history row per memory with the old and new
-count; each session's seen revision (`delta.mark_seen`). A crash loses at most one interval of
-hit counts (and may show a delta header once more), never a memory.
+`last_accessed = the last retrieval`, the memory's strength reinforced once (a use, however
+many retrievals the interval held: `store.strength`) and one HIT history row per memory with
+the old and new count; each session's seen revision (`delta.mark_seen`). A crash loses at most
+one interval of hit counts (and may show a delta header once more), never a memory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from lobug.memory.store import delta
 from lobug.memory.store.rows import add_history
+from lobug.memory.store.strength import Strength, reinforce_row
 
 MAX_PENDING = 10_000  # ids; far more than a household's memories retrieved in an interval
 
@@ -45,7 +47,9 @@ class HitBuffer:
             self._pending[memory_id] = (old_count + count, max(seen, old_seen))
 
 
-def apply_hits(conn: Any, pending: dict[int, tuple[int, float]], *, now: float) -> int:
+def apply_hits(
+    conn: Any, pending: dict[int, tuple[int, float]], *, now: float, strength: Strength
+) -> int:
     """Write the counted hits (inside the caller's write transaction); returns memories touched.
 
     Memories deleted or purged since their retrieval are skipped.
@@ -53,11 +57,13 @@ def apply_hits(conn: Any, pending: dict[int, tuple[int, float]], *, now: float) 
     touched = 0
     for memory_id, (count, seen) in sorted(pending.items()):
         row = conn.execute(
-            "SELECT user_id, hits FROM memories WHERE id = ? AND status != 'soft_deleted'",
+            "SELECT id, user_id, hits, decay_rate, last_accessed, created_at FROM memories"
+            " WHERE id = ? AND status != 'soft_deleted'",
             (memory_id,),
         ).fetchone()
         if row is None:
             continue
+        old_rate, new_rate = reinforce_row(conn, row, at=seen, strength=strength)
         conn.execute(
             "UPDATE memories SET hits = hits + ?,"
             " last_accessed = MAX(COALESCE(last_accessed, 0), ?) WHERE id = ?",
@@ -72,7 +78,7 @@ def apply_hits(conn: Any, pending: dict[int, tuple[int, float]], *, now: float) 
             now=now,
             old_value=str(row["hits"]),
             new_value=str(row["hits"] + count),
-            meta={"count": count, "last_accessed": seen},
+            meta={"count": count, "last_accessed": seen, "decay_rate": [old_rate, new_rate]},
         )
         touched += 1
     return touched

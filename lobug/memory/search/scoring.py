@@ -16,15 +16,20 @@ Formulas (weights in `ScoringWeights`; ages in days, computed from an explicit `
     relation strength"; seed 001 §2 for the relation boost)
         memory_norm = s' / s_max,  s' = s with λ = rescore_lambda (0.01/day)
                                    s_max = w_freq·ln(1 + hits_cap) + w_recency + w_importance
-        conf_mult   = confidence_floor + (1 − confidence_floor)·confidence
-        final = (w_fused·rrf_norm + w_memory·memory_norm)·conf_mult + w_rel·max_related_strength
+        R           = exp(−decay_rate·age_days)   retrievability (store.strength); turns: 1
+        conf_mult   = confidence_floor + (1 − confidence_floor)·confidence·R
+        status_mult = 1 active | archived_weight (0.85) | superseded_weight (0.5, valid_until set)
+        final = ((w_fused·rrf_norm + w_memory·memory_norm)·conf_mult + w_rel·max_related_strength)
+                · status_mult
 
     max_related_strength: the strongest relation edge to another candidate of the same search.
     Relevance (rrf_norm) dominates; the memory score only reorders near-equals (the newer of
     two equally relevant statements first) and never buries clearly better evidence.
 
-    Ebbinghaus (seed 003)
-        confidence' = confidence·exp(−decay_rate·days_since_access);  decay_rate 0 = protected
+    Decay ranks, it never deletes (issue 10): a memory used often has a small decay_rate
+    (every use divides it: store.strength) and keeps R ≈ 1; one said once and never used
+    fades to half its relevance (the floor), and an archived or replaced one still answers
+    when it is clearly the best match.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from lobug.memory.store.strength import retrievability
 
 DAY = 86_400.0
 # Vector similarity leads; the lexical and entity lists corroborate (see docs/retrieval-eval.md).
@@ -56,7 +63,9 @@ class ScoringWeights:
     # λ (0.05/day) has flattened both to ~0 by then, so the re-score uses a slower one.
     rescore_lambda: float = 0.01
     w_rel: float = 0.1
-    confidence_floor: float = 0.5  # a fully decayed memory still counts half, never zero
+    confidence_floor: float = 0.5  # a fully faded memory still counts half, never zero
+    archived_weight: float = 0.85  # out of the prompt's default set, found when it fits best
+    superseded_weight: float = 0.5  # a newer statement replaced it: after the current value
     hits_cap: int = 20  # ln(1 + hits) saturates here for normalisation; hits beyond add little
 
     def list_weight(self, name: str) -> float:
@@ -102,9 +111,11 @@ class RescoreBreakdown:
     memory: ScoreBreakdown
     memory_norm: float
     confidence: float
+    retrievability: float
     confidence_mult: float
     related_strength: float
     relation_boost: float
+    status_mult: float
     final: float
 
     def as_dict(self) -> dict[str, Any]:
@@ -206,10 +217,13 @@ def rescore(
     memory = memory_score(memory_row, weights, now, weights.rescore_lambda)
     memory_norm = min(1.0, memory.total / weights.memory_max) if weights.memory_max else 0.0
     confidence = min(1.0, max(0.0, float(_field(memory_row, "confidence", 1.0))))
+    kept = retrievability(float(_field(memory_row, "decay_rate", 0.0)), memory.age_days)
     floor = weights.confidence_floor
-    conf_mult = floor + (1.0 - floor) * confidence
+    conf_mult = floor + (1.0 - floor) * confidence * kept
     boost = weights.w_rel * max(0.0, min(1.0, related_strength))
-    final = (weights.w_fused * fused.rrf_norm + weights.w_memory * memory_norm) * conf_mult + boost
+    status = status_weight(memory_row, weights)
+    relevance = weights.w_fused * fused.rrf_norm + weights.w_memory * memory_norm
+    final = (relevance * conf_mult + boost) * status
     return final, RescoreBreakdown(
         rrf=fused.rrf,
         rrf_norm=fused.rrf_norm,
@@ -217,11 +231,22 @@ def rescore(
         memory=memory,
         memory_norm=memory_norm,
         confidence=confidence,
+        retrievability=kept,
         confidence_mult=conf_mult,
         related_strength=related_strength,
         relation_boost=boost,
+        status_mult=status,
         final=final,
     )
+
+
+def status_weight(row: Mapping[str, Any], weights: ScoringWeights) -> float:
+    """1 for a current memory (and a turn); less for an archived or a replaced one."""
+    if _field(row, "valid_until") is not None:
+        return weights.superseded_weight
+    if _field(row, "status") == "archived":
+        return weights.archived_weight
+    return 1.0
 
 
 def _distinct(ids: list[int]) -> list[int]:

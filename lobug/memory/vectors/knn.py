@@ -1,7 +1,7 @@
 """Vector rows and KNN queries on the sqlite-vec tables (`k = ?`, cosine distance).
 
-`memory_vectors` holds the vectors of *active* facts only: archiving a fact removes its vector,
-so a KNN scan never wastes time on rows it would filter out (and stays exact).
+`memory_vectors` holds the vectors of live (active and archived) facts: an archived fact stays
+findable by meaning (issue 10); a soft-deleted one loses its vector (`status.change_status`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 # Extra neighbours fetched so rows of other users can be filtered out and k still be met.
 OVERSAMPLE = 8
 
-VECTOR_KINDS = ("fact",)  # memory_vectors holds active facts only
+VECTOR_KINDS = ("fact",)  # memory_vectors holds live facts only
+VECTOR_STATUSES = ("active", "archived")
 
 
 def put_memory_vector(conn: Any, memory_id: int, vector: Sequence[float]) -> None:
@@ -48,6 +49,18 @@ def drop_memory_vector(conn: Any, memory_id: int, *, strict: bool = False) -> in
             raise
         log.warning("cannot drop the vector of memory %s: %s", memory_id, exc)
         return 0
+
+
+def facts_without_vector(conn: Any, limit: int) -> list[int]:
+    """Live facts with no vector (oldest first); [] when there is no vector table."""
+    if not has_table(conn, "memory_vectors"):
+        return []
+    rows = conn.execute(
+        "SELECT id FROM memories WHERE kind = 'fact' AND status IN ('active', 'archived')"
+        " AND id NOT IN (SELECT memory_id FROM memory_vectors) ORDER BY id LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
 
 
 def put_turn_vector(conn: Any, turn_id: int, vector: Sequence[float]) -> None:

@@ -21,7 +21,8 @@ from lobug.storage.vectors import create_vector_tables, pack, write_meta
 STAGING = {"memory_vectors": "memory_vectors_new", "turn_vectors": "turn_vectors_new"}
 SOURCES = {
     "memory_vectors": (
-        "SELECT id, content FROM memories WHERE kind = 'fact' AND status = 'active'"
+        "SELECT id, content FROM memories WHERE kind = 'fact'"
+        " AND status IN ('active', 'archived')"
     ),
     "turn_vectors": (f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"),
 }
@@ -47,7 +48,6 @@ async def reembed(
 ) -> ReembedResult:
     """Raises EmbeddingUnavailable if the embedder fails; the live vectors are then untouched."""
     started = time.monotonic()
-    since = time.time()
     await db.write(_create_staging, embedder.dim)
     totals = await db.read(_count_sources)
     total, done = sum(totals.values()), 0
@@ -65,7 +65,7 @@ async def reembed(
                     progress(done, max(total, done))
         # Swap only if nothing arrived meanwhile (a daemon may still be adding turns).
         swapped = await db.write(
-            partial(_swap, model=embedder.name, dim=embedder.dim, since=since), dict(last)
+            partial(_swap, model=embedder.name, dim=embedder.dim), dict(last)
         )
         if swapped:
             break
@@ -106,14 +106,14 @@ def _stage(conn: Any, table: str, rows: list[tuple[int, str]], vectors: list[lis
     )
 
 
-def _swap(conn: Any, last: dict[str, int], *, model: str, dim: int, since: float) -> bool:
+def _swap(conn: Any, last: dict[str, int], *, model: str, dim: int) -> bool:
     for table in STAGING:
         if conn.execute(f"{SOURCES[table]} AND id > ? LIMIT 1", (last[table],)).fetchone():
             return False  # new rows: embed them first
-    # Facts archived while we worked must not come back into the KNN table.
+    # Facts soft-deleted or purged while we worked must not come back into the KNN table.
     for (memory_id,) in conn.execute(
-        "SELECT id FROM memories WHERE kind = 'fact' AND status != 'active' AND updated_at >= ?",
-        (since,),
+        "SELECT memory_id FROM memory_vectors_new WHERE memory_id NOT IN"
+        " (SELECT id FROM memories WHERE kind = 'fact' AND status IN ('active', 'archived'))"
     ).fetchall():
         conn.execute("DELETE FROM memory_vectors_new WHERE memory_id = ?", (memory_id,))
     for table in STAGING:

@@ -95,7 +95,8 @@ def test_archive_below_score_half_strictly(conn: Any) -> None:
     assert (get(conn, at)["status"], get(conn, below)["status"]) == ("active", "archived")
     (meta,) = conn.execute("SELECT meta FROM history WHERE memory_id = ?", (below,)).fetchall()
     assert json.loads(meta[0])["reason"] == "low_score"
-    assert not has_vector(conn, below) and has_vector(conn, at)
+    # Archived is out of the prompt's default set, not out of reach: the vector stays.
+    assert has_vector(conn, below) and has_vector(conn, at)
 
 
 def test_archive_after_thirty_idle_days_strictly(conn: Any) -> None:
@@ -134,45 +135,47 @@ def test_capacity_archives_the_weakest_beyond_the_limit(conn: Any) -> None:
     assert lifecycle.capacity_cleanup(conn, NOW, mid_capacity=4) == 0
 
 
-# -- decay -------------------------------------------------------------------------------------
-def test_decay_is_ebbinghaus_and_does_not_compound(conn: Any) -> None:
-    m = add(conn, confidence=1.0, decay_rate=0.1, created_at=NOW - 10 * DAY)
-    assert lifecycle.apply_decay(conn, NOW) == {"decayed": 1, "soft_deleted": 0}
-    assert get(conn, m)["confidence"] == pytest.approx(math.exp(-1.0))
-    assert lifecycle.apply_decay(conn, NOW)["decayed"] == 0  # same clock: nothing more
-    lifecycle.apply_decay(conn, NOW + DAY)
-    assert get(conn, m)["confidence"] == pytest.approx(math.exp(-1.1))
-    summary = conn.execute("SELECT meta FROM history WHERE event = 'DECAY'").fetchall()
-    assert [json.loads(r[0]) for r in summary] == [{"decayed": 1}, {"decayed": 1}]
+# -- decay ranks, never deletes ---------------------------------------------------------------
+def test_no_gc_pass_deletes_a_used_or_important_fact_however_long_idle(conn: Any) -> None:
+    """The old decay soft-deleted anything whose confidence fell below 0.05 (a Tesla retrieved
+    15 times, gone by day 168). Now a year idle leaves every such fact in place."""
+    used = add(conn, "The user drives a Tesla.", hits=15, decay_rate=0.05, importance=0.5)
+    important = add(conn, "The user is allergic to peanuts.", importance=0.9, decay_rate=0.01)
+    long_layer = add(conn, "The user's sister is Mara.", importance=0.2, layer="long", hits=3)
+    said_twice = add(conn, "The user likes jazz.", importance=0.2, mention_count=2)
+    ordinary = add(conn, "The user had pasta.", importance=0.5)
+    for day in range(0, 366, 7):
+        lifecycle.run_gc(conn, NOW + day * DAY)
+    ids = (used, important, long_layer, said_twice, ordinary)
+    assert all(get(conn, m)["status"] in ("active", "archived") for m in ids)
+    assert all(get(conn, m)["confidence"] == 1.0 for m in ids)  # decay no longer writes it
+    assert all(has_vector(conn, m) for m in ids)
+    gone = conn.execute("SELECT COUNT(*) FROM history WHERE event IN ('SOFT_DELETE', 'PURGE')")
+    assert gone.fetchone()[0] == 0
 
 
-def test_decay_counts_from_last_access(conn: Any) -> None:
-    m = add(
-        conn, confidence=1.0, decay_rate=0.1, created_at=NOW - 50 * DAY, last_accessed=NOW - DAY
-    )
-    lifecycle.apply_decay(conn, NOW)
-    assert get(conn, m)["confidence"] == pytest.approx(math.exp(-0.1))
-
-
-def test_decay_threshold_soft_deletes_strictly_below(conn: Any) -> None:
-    at = add(conn, confidence=0.05, decay_rate=0.1, last_accessed=NOW)
-    below = add(conn, confidence=0.0499, decay_rate=0.1, last_accessed=NOW)
-    assert lifecycle.apply_decay(conn, NOW, soft_delete_below=0.05)["soft_deleted"] == 1
-    assert get(conn, at)["status"] == "active"
-    gone = get(conn, below)
-    assert (gone["status"], gone["purge_at"]) == ("soft_deleted", NOW + 30 * DAY)
-    assert events(conn, below) == ["SOFT_DELETE"] and not has_vector(conn, below)
-
-
-def test_protected_and_pinned_memories_never_decay(conn: Any) -> None:
-    protected = add(conn, confidence=0.5, decay_rate=0.0, created_at=NOW - 999 * DAY)
-    pinned = add(conn, confidence=0.5, decay_rate=0.5, created_at=NOW - 999 * DAY, pinned=1)
-    lifecycle.apply_decay(conn, NOW)
-    assert [get(conn, i)["confidence"] for i in (protected, pinned)] == [0.5, 0.5]
-    assert [get(conn, i)["status"] for i in (protected, pinned)] == ["active", "active"]
+def test_gc_stores_retrievability_for_listing(conn: Any) -> None:
+    m = add(conn, decay_rate=0.1, created_at=NOW - 10 * DAY)
+    lifecycle.store_scores(conn, NOW, ScoringWeights())
+    attributes = json.loads(get(conn, m)["attributes"])
+    assert attributes["retrievability"] == pytest.approx(math.exp(-1.0), abs=1e-6)
+    assert attributes["scored_at"] == NOW
 
 
 # -- TTL ---------------------------------------------------------------------------------------
+def test_ttl_only_takes_what_nobody_ever_used(conn: Any) -> None:
+    """Seed 001 §7 narrowly: idle, unimportant, unpinned AND never retrieved, never said again,
+    not in the long layer. Anything used stays, however long idle."""
+    idle = NOW - 200 * DAY
+    trivia = add(conn, "The user saw a red car.", importance=0.2, created_at=idle)
+    retrieved = add(conn, "The user saw a blue car.", importance=0.2, created_at=idle, hits=1)
+    repeated = add(conn, "The user saw a van.", importance=0.2, created_at=idle, mention_count=2)
+    kept_long = add(conn, "The user saw a bus.", importance=0.2, created_at=idle, layer="long")
+    assert lifecycle.ttl_soft_delete(conn, NOW, idle_days=60, importance_below=0.5) == 1
+    assert get(conn, trivia)["status"] == "soft_deleted"
+    assert {get(conn, m)["status"] for m in (retrieved, repeated, kept_long)} == {"active"}
+
+
 def test_ttl_after_sixty_idle_days_strictly(conn: Any) -> None:
     edge = add(conn, importance=0.1, last_accessed=NOW - 60 * DAY)
     idle = add(conn, importance=0.1, last_accessed=NOW - 60.01 * DAY)
@@ -219,8 +222,8 @@ def test_confirm_protects(conn: Any) -> None:
     assert lifecycle.confirm(conn, m, NOW)
     row = get(conn, m)
     assert (row["confidence"], row["decay_rate"]) == (1.0, 0.0)
-    lifecycle.apply_decay(conn, NOW + 1000 * DAY)
-    assert get(conn, m)["confidence"] == 1.0
+    lifecycle.run_gc(conn, NOW + 1000 * DAY)
+    assert (get(conn, m)["confidence"], get(conn, m)["status"]) == (1.0, "active")
     assert not lifecycle.confirm(conn, 999, NOW)
 
 
@@ -373,12 +376,11 @@ def test_run_gc_counts(conn: Any) -> None:
     add(conn, "due", status="soft_deleted", purge_at=NOW - 1)
     result = lifecycle.run_gc(conn, NOW, GcParams())
     assert result == {
-        "rescored": 3,
-        "decayed": 2,
+        "rescored": 4,  # "fading" is only ranked lower now; the old decay soft-deleted it
         "promoted": 1,
         "demoted": 0,
         "archived": 1,
-        "soft_deleted": 2,
+        "soft_deleted": 1,
         "purged": 1,
     }
     hot = conn.execute("SELECT attributes FROM memories WHERE content = 'hot'").fetchone()[0]
@@ -398,6 +400,11 @@ def test_run_gc_counts(conn: Any) -> None:
         "DEMOTE",
         "DECAY",
         "HIT",
+        "SUPERSEDE",
+        "PROPOSE",
+        "ACCEPT",
+        "REJECT",
+        "EXPIRE",
     }
     assert {r[0] for r in conn.execute("SELECT event FROM history")} <= valid
 

@@ -20,7 +20,7 @@ from lobug.memory.search.scoring import DAY
 from lobug.workers.periodic import Periodic, Task
 
 TEA = "The user drinks oolong tea from a blue teapot every afternoon."
-GC_KEYS = {"rescored", "decayed", "promoted", "demoted", "archived", "soft_deleted", "purged"}
+GC_KEYS = {"rescored", "promoted", "demoted", "archived", "soft_deleted", "purged"}
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ async def test_gc_policies_at_their_boundaries(mem: MemoryEnv, clock: Any) -> No
     assert (await mem.service.gc())["archived"] == 0 and status(mem, weak) == "active"
     clock.now = start + 30 * DAY + 1
     assert (await mem.service.gc(actor="api"))["archived"] == 1
-    assert status(mem, weak) == "archived" and not has_vector(mem, weak)
+    assert status(mem, weak) == "archived" and has_vector(mem, weak)  # still findable
     archive = mem.rows("SELECT * FROM history WHERE memory_id = ? AND event = 'ARCHIVE'", weak)
     assert archive[0]["actor"] == "api" and archive[0]["new_value"] == "archived"
 
@@ -287,28 +287,40 @@ async def test_the_daemon_runs_gc_on_start_after_downtime(
             break
         await asyncio.sleep(0.02)
     assert query(path, "SELECT last_run FROM periodic_runs")[0][0] == clock()
-    decays = query(path, "SELECT actor FROM history WHERE event = 'DECAY'")
-    assert [r[0] for r in decays] == ["scheduler"]  # one pass, not ten
+    # The pass ran at start with the new clock (once: see the catch-up test above).
+    scored = query(path, "SELECT json_extract(attributes, '$.scored_at') FROM memories")
+    assert scored == [(clock(),)]
     await again.close()
 
 
-async def test_decay_soft_deletes_at_the_threshold_and_importance_slows_it(
+async def test_use_slows_decay_and_decay_ranks_without_deleting(
     mem: MemoryEnv, clock: Any
 ) -> None:
+    """Every retrieval is a spaced repetition: the used fact's decay rate falls at each use,
+    so after months it outranks an equally relevant fact said once and never used; and no
+    GC pass deletes either of them."""
     start = clock()
-    idle = await remember(mem, "The user once mentioned a green umbrella.", importance=0.0)
-    kept = await remember(mem, "The user is allergic to peanuts.", importance=0.9)
-    rates = dict(mem.rows("SELECT id, decay_rate FROM memories"))
-    assert (rates[idle], rates[kept]) == (0.1, 0.01)  # lifecycle.decay_rate·(1 − importance)
-    # Hits keep its seed-000 score above the archive bar, so decay is what acts here.
-    await mem.db.write(lambda c: c.execute("UPDATE memories SET hits = 3"))
-    # conf = e^(−0.1·days) falls below 0.05 after 29.957 days.
-    clock.now = start + 29.95 * DAY
-    assert (await mem.service.gc())["soft_deleted"] == 0
-    clock.now = start + 29.96 * DAY
-    assert (await mem.service.gc())["soft_deleted"] == 1
-    (event,) = mem.rows("SELECT * FROM history WHERE memory_id = ? AND event = 'SOFT_DELETE'", idle)
-    assert '"reason": "decay"' in event["meta"]
-    assert status(mem, kept) == "active"
-    confidence = mem.value("SELECT confidence FROM memories WHERE id = ?", kept)
-    assert abs(confidence - 2.718281828 ** (-0.01 * 29.96)) < 1e-6
+    used = await remember(mem, "The user plays chess with Tomas on Fridays.", importance=0.5)
+    unused = await remember(mem, "The user plays chess with Ilse on Sundays.", importance=0.5)
+    rates = [mem.value("SELECT decay_rate FROM memories WHERE id = ?", used)]
+    for week in range(1, 13):
+        clock.now = start + week * 7 * DAY
+        await mem.service.query(QueryRequest(text="chess with Tomas on Fridays"))
+        await mem.service.flush_hits()
+        await mem.service.gc()
+        rates.append(mem.value("SELECT decay_rate FROM memories WHERE id = ?", used))
+    assert all(b < a for a, b in zip(rates, rates[1:], strict=False))  # stronger every use
+    assert rates[-1] < rates[0] / 4
+    assert mem.value("SELECT decay_rate FROM memories WHERE id = ?", unused) == rates[0]
+    hit = mem.rows("SELECT meta FROM history WHERE memory_id = ? AND event = 'HIT'", used)[-1]
+    assert '"decay_rate": [' in hit["meta"]
+
+    clock.now = start + 200 * DAY
+    await mem.service.gc()
+    results = await mem.service.query(QueryRequest(text="plays chess", top_k=2))
+    assert [r.id for r in results] == [used, unused]
+    first, second = (r.explain for r in results)
+    assert first["retrievability"] > 0.5 > second["retrievability"]
+    assert {status(mem, used), status(mem, unused)} <= {"active", "archived"}
+    gone = mem.value("SELECT COUNT(*) FROM history WHERE event IN ('SOFT_DELETE', 'TTL')")
+    assert gone == 0
