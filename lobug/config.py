@@ -134,7 +134,7 @@ class ScoringConfig:
     rescore_lambda: float = 0.01
     w_rel: float = 0.1
     confidence_floor: float = 0.5
-    archived_weight: float = 0.85
+    w_strength: float = 0.1
     superseded_weight: float = 0.5
     hits_cap: int = 20
 

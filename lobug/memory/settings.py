@@ -25,7 +25,7 @@ def scoring_weights(cfg: ScoringConfig) -> ScoringWeights:
         rescore_lambda=cfg.rescore_lambda,
         w_rel=cfg.w_rel,
         confidence_floor=cfg.confidence_floor,
-        archived_weight=cfg.archived_weight,
+        w_strength=cfg.w_strength,
         superseded_weight=cfg.superseded_weight,
         hits_cap=cfg.hits_cap,
     )
@@ -55,6 +55,10 @@ class WritePolicy:
     link_k: int = 3
     decay_rate: float = 0.1  # for importance 0; see decay_rate_for
     strength: Strength = DEFAULT_STRENGTH  # how a repeat reinforces the stored fact
+    # The heuristic judge (write/judge.py): a new statement with a state-change marker ("now",
+    # "no longer", "switched to" …) updates a stored fact it overlaps this much, marker words
+    # left out and a content word shared ("now drives a Tesla" → "drives a Honda": 0.67).
+    update_jaccard: float = 0.5
 
     def decay_rate_for(self, importance: float) -> float:
         """Important memories fade slower: rate·(1 − importance), never quite zero (only a

@@ -16,20 +16,23 @@ Formulas (weights in `ScoringWeights`; ages in days, computed from an explicit `
     relation strength"; seed 001 §2 for the relation boost)
         memory_norm = s' / s_max,  s' = s with λ = rescore_lambda (0.01/day)
                                    s_max = w_freq·ln(1 + hits_cap) + w_recency + w_importance
-        R           = exp(−decay_rate·age_days)   retrievability (store.strength); turns: 1
-        conf_mult   = confidence_floor + (1 − confidence_floor)·confidence·R
-        status_mult = 1 active | archived_weight (0.85) | superseded_weight (0.5, valid_until set)
-        final = ((w_fused·rrf_norm + w_memory·memory_norm)·conf_mult + w_rel·max_related_strength)
-                · status_mult
+        R           = exp(−decay_rate·age_days)   retrievability (store.strength); a turn
+                                              fades like an ordinary memory (rate 0.05/day)
+        conf_mult   = confidence_floor + (1 − confidence_floor)·confidence
+        relevance   = w_fused·rrf_norm + w_memory·memory_norm + w_strength·R
+        status_mult = superseded_weight (0.5) for a fact a newer statement replaced, else 1
+        final = (relevance·conf_mult + w_rel·max_related_strength)·status_mult
 
     max_related_strength: the strongest relation edge to another candidate of the same search.
-    Relevance (rrf_norm) dominates; the memory score only reorders near-equals (the newer of
-    two equally relevant statements first) and never buries clearly better evidence.
+    Relevance (rrf_norm) dominates; the memory score and the strength only reorder near-equals
+    (the newer of two equally relevant statements first, the fact in use before the one said
+    once and forgotten) and never bury clearly better evidence.
 
     Decay ranks, it never deletes (issue 10): a memory used often has a small decay_rate
     (every use divides it: store.strength) and keeps R ≈ 1; one said once and never used
-    fades to half its relevance (the floor), and an archived or replaced one still answers
-    when it is clearly the best match.
+    loses up to w_strength; an archived one ranks like any other (the prompt admits it only
+    as the best match: search.prompt), and a replaced one still answers when it is clearly
+    the best match.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any
 from lobug.memory.store.strength import retrievability
 
 DAY = 86_400.0
+ORDINARY_DECAY_RATE = 0.05  # a memory of importance 0.5; what a raw turn fades like
 # Vector similarity leads; the lexical and entity lists corroborate (see docs/retrieval-eval.md).
 LIST_WEIGHTS = {"vector": 1.0, "bm25": 0.5, "entity": 0.5}
 
@@ -63,8 +67,8 @@ class ScoringWeights:
     # λ (0.05/day) has flattened both to ~0 by then, so the re-score uses a slower one.
     rescore_lambda: float = 0.01
     w_rel: float = 0.1
-    confidence_floor: float = 0.5  # a fully faded memory still counts half, never zero
-    archived_weight: float = 0.85  # out of the prompt's default set, found when it fits best
+    confidence_floor: float = 0.5  # a memory of confidence 0 still counts half, never zero
+    w_strength: float = 0.1  # retrievability's share: what is in use first among near-equals
     superseded_weight: float = 0.5  # a newer statement replaced it: after the current value
     hits_cap: int = 20  # ln(1 + hits) saturates here for normalisation; hits beyond add little
 
@@ -217,12 +221,17 @@ def rescore(
     memory = memory_score(memory_row, weights, now, weights.rescore_lambda)
     memory_norm = min(1.0, memory.total / weights.memory_max) if weights.memory_max else 0.0
     confidence = min(1.0, max(0.0, float(_field(memory_row, "confidence", 1.0))))
-    kept = retrievability(float(_field(memory_row, "decay_rate", 0.0)), memory.age_days)
+    rate = float(_field(memory_row, "decay_rate", ORDINARY_DECAY_RATE))
+    kept = retrievability(rate, memory.age_days)
     floor = weights.confidence_floor
-    conf_mult = floor + (1.0 - floor) * confidence * kept
+    conf_mult = floor + (1.0 - floor) * confidence
     boost = weights.w_rel * max(0.0, min(1.0, related_strength))
     status = status_weight(memory_row, weights)
-    relevance = weights.w_fused * fused.rrf_norm + weights.w_memory * memory_norm
+    relevance = (
+        weights.w_fused * fused.rrf_norm
+        + weights.w_memory * memory_norm
+        + weights.w_strength * kept
+    )
     final = (relevance * conf_mult + boost) * status
     return final, RescoreBreakdown(
         rrf=fused.rrf,
@@ -241,11 +250,9 @@ def rescore(
 
 
 def status_weight(row: Mapping[str, Any], weights: ScoringWeights) -> float:
-    """1 for a current memory (and a turn); less for an archived or a replaced one."""
+    """1 for a current memory (and a turn); less for one a newer statement replaced."""
     if _field(row, "valid_until") is not None:
         return weights.superseded_weight
-    if _field(row, "status") == "archived":
-        return weights.archived_weight
     return 1.0
 
 
