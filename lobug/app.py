@@ -13,7 +13,7 @@ from aiohttp import web
 
 from lobug import keys
 from lobug.access import AccessControl
-from lobug.api import device, memory_routes
+from lobug.api import device, memory_routes, proposal_routes
 from lobug.api.auth import auth_middleware
 from lobug.api.middleware import access_log_middleware, error_middleware
 from lobug.chat.prompt import load_personality
@@ -54,6 +54,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app[keys.ACCESS] = AccessControl.from_config(config.api)
     app.add_routes(device.routes)
     app.add_routes(memory_routes.routes)
+    app.add_routes(proposal_routes.routes)
     app.cleanup_ctx.append(_loop_monitor)
     app.cleanup_ctx.append(_database(config))
     app.cleanup_ctx.append(_llm(config))
@@ -181,7 +182,9 @@ def _memory(
         app[keys.RUNNER] = runner
         memory = None
         if config.memory.enabled:
-            memory = MemoryService.create(config, db=app[keys.DB], clock=overrides.clock)
+            memory = MemoryService.create(
+                config, db=app[keys.DB], clock=overrides.clock, categories=app[keys.ACCESS].policy
+            )
             await memory.start()
             memory.register(runner)
             memory.start_periodic()  # GC and friends: the daemon's, not the CLI's

@@ -6,6 +6,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+# `turns.ref` of a user turn that came from /chat/audio. Device turns have no caller id of their
+# own, so `ref` (free text, an importer's id for /v1/turns) says how the words arrived: spoken
+# profile fields need the user's yes before they are kept (seed 001 §10, memory.write.consent).
+VOICE_REF = "voice"
+
 
 @dataclass(frozen=True)
 class TurnRecord:
@@ -19,6 +24,11 @@ class TurnRecord:
     ref: str | None = None
     action: str | None = None
     degraded: bool = False
+
+    @property
+    def voice(self) -> bool:
+        """Heard by the device's microphone (/chat/audio), not typed."""
+        return self.ref == VOICE_REF
 
     @classmethod
     def from_row(cls, row: Any) -> TurnRecord:

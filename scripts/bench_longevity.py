@@ -20,7 +20,9 @@ and prints the figures:
   once-said findable      once-said facts in the top 3 for their question
   updates newest-first    the newest value ranks above every older value of the same fact
   trivia findable         trivia in the top 3 for a direct query (archived is fine)
-  user facts purged       facts the user said that were deleted without a forget (must be 0)
+  user facts deleted      facts extracted from the user's words that were soft-deleted or
+                          purged, though nobody said "forget" (must be 0)
+  never remembered        facts no memory holds (the heuristic extractor misses trivia)
   low-value cleaned       agent notes soft-deleted or purged by the narrow TTL
   allergy in the prompt   a chat turn about peanut butter gave the LLM the allergy fact
 
@@ -99,7 +101,7 @@ FACTS = (
         0,
         "Please remember that I am allergic to peanuts.",
         "The user is allergic to peanuts.",
-        "Am I allergic to any food?",
+        "What am I allergic to?",
         "peanuts",
     ),
     Fact(
@@ -256,8 +258,26 @@ class Brain:
 
 
 def judge_answer(prompt: str) -> str:
-    """A correct judge for this scenario's pairs (filled in from the judge prompt's format)."""
-    return "[]"
+    """A correct judge of this scenario's pairs, in the judge prompt's format: "New fact N:
+    text" lines, each followed by "  stored ID: text" lines."""
+    by_text = {f.fact: f for f in FACTS}
+    labels: list[dict[str, Any]] = []
+    new: tuple[int, Fact | None, str] | None = None
+    for line in prompt.splitlines():
+        head, _, text = line.strip().partition(": ")
+        if head.startswith("New fact "):
+            new = (int(head.split()[-1]), by_text.get(text), text)
+        elif head.startswith("stored ") and new is not None:
+            number, fact, said = new
+            old = by_text.get(text)
+            if text == said:
+                label = "same"
+            elif fact is not None and old is not None and old in chain(fact)[:-1]:
+                label = "update"
+            else:
+                label = "unrelated"
+            labels.append({"new": number, "stored": int(head.split()[-1]), "label": label})
+    return json.dumps(labels)
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -279,6 +299,7 @@ class Report:
     trivia_findable: tuple[int, int] = (0, 0)
     trivia_archived: int = 0
     user_facts_purged: int = 0
+    never_heard: list[str] = field(default_factory=list)  # facts no memory holds at all
     low_value_cleaned: tuple[int, int] = (0, 0)
     allergy_in_prompt: bool = False
     facts_by_status: dict[str, int] = field(default_factory=dict)
@@ -300,7 +321,8 @@ class Report:
             f"updates newest-first    {frac(self.updates_newest_first)}",
             f"trivia findable         {frac(self.trivia_findable)}"
             f" ({self.trivia_archived} archived)",
-            f"user facts purged       {self.user_facts_purged}",
+            f"user facts deleted      {self.user_facts_purged}",
+            f"never remembered        {', '.join(self.never_heard) or '-'}",
             f"low-value cleaned       {frac(self.low_value_cleaned)}",
             f"allergy in the prompt   {'yes' if self.allergy_in_prompt else 'no'}",
             f"facts by status         {self.facts_by_status}",
@@ -506,23 +528,23 @@ async def check(world: World, report: Report, weeks: int) -> None:
         if status == "archived"
     )
 
-    # Deleted without a user's forget: a user fact soft-deleted or purged by anything else.
-    user_facts = [f.fact for f in told]
-    marks = ",".join("?" * len(user_facts))
-    gone = world.rows(
-        f"SELECT COUNT(*) FROM memories WHERE content IN ({marks}) AND status = 'soft_deleted'",
-        *user_facts,
+    # Deleted without a user's forget: anything extracted from what the user said (the
+    # extractor's ADD) that was later soft-deleted or purged. Nobody says "forget" here.
+    deleted = world.rows(
+        "SELECT COUNT(DISTINCT h.memory_id) FROM history h JOIN history a"
+        " ON a.memory_id = h.memory_id AND a.event = 'ADD' AND a.actor = 'extractor'"
+        " WHERE h.event IN ('SOFT_DELETE', 'TTL', 'PURGE')"
     )[0][0]
-    purged = world.rows(
-        f"SELECT COUNT(*) FROM history WHERE event = 'PURGE' AND old_value IN ({marks})",
-        *user_facts,
-    )[0][0]
-    missing = [
-        f.name for f in told if not world.rows("SELECT 1 FROM memories WHERE content = ?", f.fact)
+    report.user_facts_purged = int(deleted)
+    if deleted:
+        fails.append(f"{deleted} memories extracted from the user's words were deleted")
+    report.never_heard = [
+        f.name
+        for f in told
+        if not world.rows("SELECT 1 FROM memories WHERE content LIKE ?", f"%{f.answer}%")
     ]
-    report.user_facts_purged = int(gone) + len(missing)
-    if report.user_facts_purged or purged:
-        fails.append(f"user facts deleted: {gone} soft-deleted, missing {missing}")
+    if report.never_heard:
+        fails.append(f"never remembered at all: {report.never_heard}")
 
     note = world.rows("SELECT status FROM memories WHERE content = ?", NOTE)
     cleaned = 1 if not note or note[0][0] == "soft_deleted" else 0

@@ -40,6 +40,10 @@ class FakeOllamaState:
     # or failed while device turns keep working.
     memory_mode: str = "ok"  # ok | down (500)
     memory_delay_s: float = 0.0
+    # The "newer wins" judge prompt is answered by `judge` (see `judge_by`); else by `script`
+    # only when it has a `judge` attribute (it knows the prompt), so a script written for the
+    # other prompts never sees it; else MEMORY_DEFAULTS["judge"].
+    judge: ChatScript | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def chat_calls(self) -> list[dict[str, Any]]:
@@ -47,7 +51,7 @@ class FakeOllamaState:
         return [r for r in self._all_chats() if _task(r["body"]) is None]
 
     def memory_calls(self, task: str | None = None) -> list[dict[str, Any]]:
-        """Calls with a memory prompt: task `extract`, `summarize`, `distill` or any."""
+        """Calls with a memory prompt: task `extract`, `summarize`, `distill`, `judge` or any."""
         calls = [r for r in self._all_chats() if _task(r["body"]) is not None]
         return [r for r in calls if task is None or _task(r["body"]) == task]
 
@@ -66,7 +70,40 @@ MEMORY_DEFAULTS = {
     "about their day and Lo-Bug answered their questions.",
     "distill": "User Profile:\n- (nothing known yet)\nPreferences:\n- (none recorded)\n"
     "Ongoing Topics:\n- (none)\nKey History:\n- (none)",
+    # No labels: every pair goes to the heuristic judge, as before the LLM judge existed.
+    "judge": "[]",
 }
+
+_NEW_FACT = re.compile(r"^New fact (\d+): (.*)$")
+_STORED_FACT = re.compile(r"^\s+stored (\d+): (.*)$")
+
+
+def judge_pairs(body: dict[str, Any]) -> list[tuple[int, str, int, str]]:
+    """The pairs a judge prompt offers: (new number, new text, stored id, stored text)."""
+    messages = body.get("messages", [])
+    prompt = next((m["content"] for m in messages if m.get("role") == "user"), "")
+    pairs: list[tuple[int, str, int, str]] = []
+    current: tuple[int, str] | None = None
+    for line in prompt.splitlines():
+        if new := _NEW_FACT.match(line):
+            current = (int(new[1]), new[2])
+        elif (old := _STORED_FACT.match(line)) and current is not None:
+            pairs.append((*current, int(old[1]), old[2]))
+    return pairs
+
+
+def judge_by(label: Callable[[str, str], str]) -> ChatScript:
+    """A judge answering every offered pair with `label(new text, stored text)`."""
+
+    def answer(body: dict[str, Any]) -> str:
+        return json.dumps(
+            [
+                {"new": number, "stored": stored_id, "label": label(new, old)}
+                for number, new, stored_id, old in judge_pairs(body)
+            ]
+        )
+
+    return answer
 
 
 def fake_embedding(text: str, dim: int) -> list[float]:
@@ -149,7 +186,11 @@ def build_app(state: FakeOllamaState) -> web.Application:
             await asyncio.sleep(state.memory_delay_s)
         if task is not None and state.memory_mode == "down":
             return web.json_response({"error": "fake ollama is down"}, status=500)
-        if state.script:
+        if task == "judge" and state.judge is not None:
+            content = state.judge(body)
+        elif task == "judge" and not hasattr(state.script, "judge"):
+            content = MEMORY_DEFAULTS["judge"]
+        elif state.script:
             content = state.script(body)
         elif task is not None:
             content = MEMORY_DEFAULTS[task]

@@ -35,6 +35,9 @@ async def chat_audio(request: web.Request) -> web.Response:
     device_id = clean_id(request.query.get("device_id"), "device_id") or "default"
     session_id = clean_id(request.query.get("session_id"), "session_id")
     require_device(request, device_id)  # before the (up to 10 MiB) body is read
+    # The request's own problems before the model's availability (transcribe_body): 415 and
+    # 413 (Content-Length, or the body overflowing while read) come before any 503.
+    speech.check_content_type(request.headers.get("Content-Type"))
     limit = app[keys.CONFIG].speech.max_audio_bytes
     body = await read_limited(request, limit, "audio body")
     transcript = await speech.transcribe_body(
@@ -44,7 +47,7 @@ async def chat_audio(request: web.Request) -> web.Response:
     if not text:
         result = await chat.ignore("", device_id=device_id, session_id=session_id)
     else:
-        result = await chat.turn(text, device_id=device_id, session_id=session_id)
+        result = await chat.turn(text, device_id=device_id, session_id=session_id, voice=True)
     return web.json_response({"transcript": text, **result.body()})
 
 

@@ -70,6 +70,7 @@ async def list_memories(request: web.Request) -> web.Response:
         status=p.choice(request, "status", f.STATUSES) or "active",
         category=None if category is None else f.category(category),
         store=p.choice(request, "store", f.STORES),
+        writers=p.writers(request),
         limit=p.integer(request, "limit", 50, 1, 500),
         offset=p.integer(request, "offset", 0, 0, 100_000),
     )
@@ -102,6 +103,12 @@ async def delete_memory(request: web.Request) -> web.Response:
 @routes.post("/v1/memories/{id}/restore")
 async def restore_memory(request: web.Request) -> web.Response:
     memory = await request.app[keys.RECORDS].restore(principal_of(request), p.path_id(request))
+    return web.json_response(memory, headers=p.etag_headers(memory))
+
+
+@routes.post("/v1/memories/{id}/confirm")
+async def confirm_memory(request: web.Request) -> web.Response:
+    memory = await request.app[keys.RECORDS].confirm(principal_of(request), p.path_id(request))
     return web.json_response(memory, headers=p.etag_headers(memory))
 
 

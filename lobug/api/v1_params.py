@@ -38,6 +38,11 @@ def ident(request: web.Request, name: str, *, required: bool = False) -> str | N
     return fields.ident(raw, name)
 
 
+def writers(request: web.Request) -> dict[str, str | None]:
+    """`agent_id`, `run_id`, `actor_id` (who wrote a memory), each None when not given."""
+    return fields.writers(request.query)
+
+
 def integer(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:
     raw = request.query.get(name)
     if raw is None:

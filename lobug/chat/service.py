@@ -79,13 +79,22 @@ class ChatService:
         return cleaned
 
     async def turn(
-        self, text: str, *, device_id: str = "default", session_id: str | None = None
+        self,
+        text: str,
+        *,
+        device_id: str = "default",
+        session_id: str | None = None,
+        voice: bool = False,
     ) -> TurnResult:
-        """Handle one user utterance. The user turn is durable before the LLM is called."""
+        """Handle one user utterance. The user turn is durable before the LLM is called.
+
+        `voice`: transcribed from /chat/audio; the turn is stored with `ref` VOICE_REF so that
+        memory asks before keeping spoken profile fields (seed 001 §10)."""
         text = self.clean_text(text)
         device_id = clean_id(device_id, "device_id") or "default"
         session_id = clean_id(session_id, "session_id")
-        user = await self.db.write(self._commit_user_turn, text, device_id, session_id)
+        ref = turns.VOICE_REF if voice else None
+        user = await self.db.write(self._commit_user_turn, text, device_id, session_id, None, ref)
         self.memory.wake()
         await self.working_memory.append(user)
 
@@ -124,6 +133,7 @@ class ChatService:
         device_id: str,
         session_id: str | None,
         action: str | None = None,
+        ref: str | None = None,
     ) -> TurnRecord:
         now = self.clock()
         sid = turns.resolve_session(
@@ -134,7 +144,14 @@ class ChatService:
             idle_s=self.config.session_idle_minutes * 60,
         )
         user = turns.insert_turn(
-            conn, session_id=sid, role="user", text=text, ts=now, device_id=device_id, action=action
+            conn,
+            session_id=sid,
+            role="user",
+            text=text,
+            ts=now,
+            device_id=device_id,
+            ref=ref,
+            action=action,
         )
         if action != "IGNORE":
             self.memory.on_user_turn(conn, user, now=now)

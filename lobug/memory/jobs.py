@@ -25,7 +25,7 @@ from lobug.memory.store import rows as store
 from lobug.memory.summaries.cascades import Cascades
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.gate import VectorGate
-from lobug.memory.vectors.knn import VECTOR_KINDS
+from lobug.memory.vectors.knn import VECTOR_KINDS, VECTOR_STATUSES
 from lobug.memory.vectors.query import RecentVectors
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
@@ -131,8 +131,8 @@ class MemoryJobs:
         except (KeyError, TypeError, ValueError):
             raise PermanentFailure(f"bad embed_memory payload {job.payload!r}") from None
         row = await self.db.read(store.get_memory, memory_id)
-        if row is None or row.status != "active" or row.kind not in VECTOR_KINDS:
-            return  # gone, retired, or a kind KNN does not index
+        if row is None or row.status not in VECTOR_STATUSES or row.kind not in VECTOR_KINDS:
+            return  # gone, soft-deleted, or a kind KNN does not index
         (vector,) = await self.embed([row.content])
         await self.db.write(
             partial(store_memory_vector, policy=self.policy, now=self.clock()), row, vector
@@ -219,9 +219,9 @@ def awaiting_reply(conn: Any, turn_id: int, now: float) -> bool:
 def store_memory_vector(
     conn: Any, memory: store.MemoryRow, vector: list[float], *, policy: WritePolicy, now: float
 ) -> bool:
-    """Store the vector if the memory is still active with the same text; link neighbours."""
+    """Store the vector if the memory is still live with the same text; link neighbours."""
     row = store.get_memory(conn, memory.id)
-    if row is None or row.status != "active" or row.content != memory.content:
+    if row is None or row.status not in VECTOR_STATUSES or row.content != memory.content:
         return False
     knn.put_memory_vector(conn, row.id, vector)
     relations.link_neighbours(

@@ -1,4 +1,5 @@
-"""The three memory prompts (seed 004 §4.2): fact extraction, summarisation, distillation.
+"""The memory prompts: fact extraction, summarisation, distillation (seed 004 §4.2), and the
+judgement of new facts against stored ones ("newer wins").
 
 Each builder returns chat messages ready for `OllamaChat.chat`; no state, no side effects.
 """
@@ -62,6 +63,28 @@ DISTILL_REMINDER = (
 )
 
 DISTILL_HEADINGS = ("User Profile", "Preferences", "Ongoing Topics", "Key History")
+
+JUDGE_SYSTEM = """\
+You compare new facts about the user with facts already stored in the memory of Lo-Bug, their \
+voice assistant, and label each pair you are given.
+
+Labels:
+- "same": both say the same thing, perhaps in other words or with a small detail added.
+- "update": the new fact replaces the stored one because something changed: "The user now \
+drives a Tesla." after "The user drives a Honda.".
+- "contradiction": both cannot be true at once; the new fact is the one to believe.
+- "unrelated": they are about different things, or both can be true together.
+
+Output only a JSON array with one object per pair, no commentary: \
+[{"new": 1, "stored": 12, "label": "update"}]. "new" is the new fact's number and "stored" the \
+stored fact's number, exactly as given."""
+
+JUDGE_REMINDER = (
+    "That was not a valid answer. Reply again with only the JSON array, one object per pair, "
+    'e.g. [{"new": 1, "stored": 12, "label": "same"}]. Labels: same, update, contradiction, '
+    "unrelated. No prose, no code fences."
+)
+
 ASSISTANT_NAME = "Lo-Bug"
 
 # How the prompts are told apart (the fake Ollama and tests route on it).
@@ -69,6 +92,7 @@ TASKS = {
     "extract": EXTRACTION_SYSTEM[:40],
     "summarize": SUMMARY_SYSTEM[:40],
     "distill": DISTILL_SYSTEM[:40],
+    "judge": JUDGE_SYSTEM[:40],
 }
 
 
@@ -105,8 +129,23 @@ def distill_base_memory_messages(
     ]
 
 
+def judge_messages(
+    questions: Sequence[tuple[int, str, Sequence[tuple[int, str]]]],
+) -> list[Message]:
+    """`questions`: (new fact number, its text, [(stored fact id, its text), …]) — every
+    (new, stored) pair is to be labelled."""
+    lines: list[str] = []
+    for number, text, stored in questions:
+        lines.append(f"New fact {number}: {text}")
+        lines.extend(f"  stored {memory_id}: {old}" for memory_id, old in stored)
+    return [
+        {"role": "system", "content": JUDGE_SYSTEM},
+        {"role": "user", "content": "\n".join(lines)},
+    ]
+
+
 def task_of(messages: Sequence[Message]) -> str | None:
-    """`extract`, `summarize` or `distill` for a memory prompt; None for anything else."""
+    """`extract`, `summarize`, `distill` or `judge` for a memory prompt; None for anything else."""
     system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
     for task, opening in TASKS.items():
         if system.startswith(opening):

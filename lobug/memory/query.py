@@ -48,7 +48,9 @@ class QueryRequest:
     stores: tuple[str, ...] = ("private", "shared", "social")  # already trust-checked
     filters: QueryFilters = field(default_factory=QueryFilters)
     top_k: int = 5
-    threshold: float | None = None  # drop results whose final score is below
+    # Seed 001 §6: drop results whose cosine similarity to the query is below (needs vectors).
+    threshold: float | None = None
+    min_score: float | None = None  # drop results whose final fused score is below
     budget_tokens: int | None = None  # ~4 chars/token; stop after the budget, at least one
     exclude_session_id: str | None = None
 
@@ -63,6 +65,8 @@ class QueryResult:
     store: str
     sources: tuple[dict[str, Any], ...]  # ({"turn_id": int, "ref": str | None}, ...)
     explain: dict[str, Any]  # the per-term breakdown (same shape as why()["score"])
+    status: str = "active"  # a memory's: active | archived (a turn is always active)
+    valid_until: float | None = None  # set when a newer statement replaced this fact
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +76,8 @@ class QueryResult:
             "text": self.text,
             "score": self.score,
             "store": self.store,
+            "status": self.status,
+            "valid_until": self.valid_until,
             "sources": [dict(s) for s in self.sources],
             "explain": self.explain,
         }

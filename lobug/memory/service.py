@@ -14,11 +14,12 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
-from lobug.access import STORES
+from lobug import errors
+from lobug.access import STORES, CategoryPolicy
 from lobug.config import Config
 from lobug.conversation import TurnRecord
 from lobug.llm.embedders import Embedder, close_embedder, make_embedder
@@ -30,10 +31,11 @@ from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.search import explain, prompt, runner
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
 from lobug.memory.store import rows
+from lobug.memory.store.strength import Strength
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors
-from lobug.memory.write import edits
+from lobug.memory.write import consent, consent_chat, edits
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin
 from lobug.memory.write.validator import validate_fact
@@ -56,8 +58,13 @@ class MemoryService:
         config: Config,
         clock: Callable[[], float] = time.time,
         owns_llm: bool = False,
+        categories: CategoryPolicy | None = None,
     ) -> None:
         self.db = db
+        # Context modes per category (seed 001 §5): the daemon passes its AccessControl's
+        # policy; the CLI's service loads the same file.
+        self.categories = categories or CategoryPolicy.load(config.api.categories_file)
+        self._asked = prompt.AskedOnce()  # consent proposals the prompt already asked about
         self.llm = llm
         self.embedder = embedder
         self.config = config
@@ -105,13 +112,26 @@ class MemoryService:
 
     @classmethod
     def create(
-        cls, config: Config, *, db: Database, clock: Callable[[], float] = time.time
+        cls,
+        config: Config,
+        *,
+        db: Database,
+        clock: Callable[[], float] = time.time,
+        categories: CategoryPolicy | None = None,
     ) -> MemoryService:
         """The daemon's and the CLI's wiring: its own Ollama client with the background timeout
         (a minute-long summary must not count as "Ollama down" for the chat's /health)."""
         llm = OllamaChat(dataclasses.replace(config.ollama, timeout_s=config.memory.llm_timeout_s))
         embedder = make_embedder(config.embedding, config.ollama.host)
-        return cls(db=db, llm=llm, embedder=embedder, config=config, clock=clock, owns_llm=True)
+        return cls(
+            db=db,
+            llm=llm,
+            embedder=embedder,
+            config=config,
+            clock=clock,
+            owns_llm=True,
+            categories=categories,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -160,7 +180,8 @@ class MemoryService:
 
     # -- MemoryHooks ------------------------------------------------------------------------------
     async def prompt_sections(self, *, user_id: str, session_id: str, text: str) -> list[str]:
-        """[Long-term memory], the delta header, [Relevant memories]; never raises or waits long."""
+        """[Long-term memory], what is always known (context `all`), the delta header,
+        [Relevant memories], consent proposals to confirm; never raises or waits long."""
         base = self.base_cache.get(user_id)
         header = None
         try:
@@ -175,22 +196,33 @@ class MemoryService:
             )
             now = self.clock()
             shown = self.seen.shown(user_id, session_id)
-            fetched, found, news = await prompt.context(
+            got = await prompt.context(
                 self.db,
                 plan,
                 await self.vectors.later(text),
+                k=self.memory.top_k,
+                policy=self.categories,
                 want_base=base is None,
                 now=now,
                 shown=shown,
+                extra=partial(consent.to_confirm, user_id=user_id, session_id=session_id, now=now),
             )
             if base is None:
-                base = fetched or ""
+                base = got.base or ""
                 self.base_cache.put(user_id, base)
-            header = news.header
+            header = got.news.header
             # Shown now, written later with the hits: the hot path stays free of writes.
-            self.seen.mark(user_id, session_id, news.rev)
-            self.hits.add([r.id for r in found], now)
-            return prompt.sections(base, [r.text for r in found], header)
+            self.seen.mark(user_id, session_id, got.news.rev)
+            # Both sections are uses: a fact always in the prompt (context `all`) is in use
+            # and must not be archived as idle.
+            self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
+            return prompt.sections(
+                base,
+                [r.text for r in got.found],
+                header,
+                always=[a.text for a in got.always],
+                confirm=self._asked.first_time(session_id, got.extra or []),
+            )
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             log.warning("memory retrieval failed; answering without it", exc_info=True)
             return prompt.sections(base or "", [], header)
@@ -198,6 +230,11 @@ class MemoryService:
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):
             enqueue.embed_turn(conn, turn.id, now=now, max_attempts=self.max_attempts)
+        if turn.role == "user":  # "yes, remember that" decides pending proposals (seed 001 §10)
+            with _guarded(conn, "consent in user turn", turn.id):
+                consent_chat.on_user_turn(
+                    conn, turn, now=now, policy=self.policy, max_attempts=self.max_attempts
+                )
 
     def on_exchange(
         self, conn: Any, user: TurnRecord, assistant: TurnRecord | None, *, now: float
@@ -232,14 +269,31 @@ class MemoryService:
 
     # -- the /v1 interface -----------------------------------------------------------------------
     async def query(self, req: QueryRequest) -> list[QueryResult]:
-        """Hybrid search with filters, threshold and budget; hits are counted off the request
-        path. Works without vectors (BM25 + entities)."""
+        """Hybrid search with filters, floors and budget; hits are counted off the request
+        path. Works without vectors (BM25 + entities), except under `req.threshold`: that is a
+        similarity floor (seed 001 §6), so without the query's vector it is 503, not ignored.
+        `req.min_score` floors the final fused score."""
         vector = await self.vectors.later(req.text)
+        if req.threshold is not None:
+            vector = self._query_vector_for_threshold(vector)
         now = self.clock()
         plan = runner.Plan(req, self.weights)
         results = await runner.run_parallel(self.db, plan, vector, now=now)
         self.hits.add([r.id for r in results if r.kind != EPISODE], now)
         return results
+
+    async def _query_vector_for_threshold(
+        self, pending: Awaitable[list[float] | None]
+    ) -> list[float]:
+        vector = await pending
+        if vector is None:
+            problem = self.gate.problem or "vector search is off"
+            raise errors.unavailable(
+                f"'threshold' is a similarity floor and needs the query's embedding, which is "
+                f"unavailable: {problem}. Retry later, or leave out 'threshold' ('min_score' "
+                f"floors the final score without vectors)"
+            )
+        return vector
 
     async def why(
         self, memory_id: int, *, query: str | None = None, user_id: str = "default"
@@ -260,10 +314,15 @@ class MemoryService:
         )
 
     async def gc(self, *, actor: str = "api") -> dict[str, int]:
-        """One GC pass (decay, scores, promotion, archive, TTL, purge) in the writer."""
+        """One GC pass (scores, promotion, archive, TTL, purge, vectors owed) and the consent
+        proposals past their time, in the writer."""
+        now = self.clock()
         result = await self.db.write(
-            partial(gc_pass, now=self.clock(), params=self.gc_params, actor=actor)
+            partial(
+                gc_pass, now=now, params=self.gc_params, actor=actor, max_attempts=self.max_attempts
+            )
         )
+        result["proposals_expired"] = await self.db.write(partial(consent.expire_due, now=now))
         log.info("memory gc (%s): %s", actor, result)
         return result
 
@@ -280,9 +339,13 @@ class MemoryService:
         user_id: str = "default",
         actor: str,
         session_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        actor_id: str | None = None,
     ) -> dict[str, Any]:
         """Validate, reconcile like an extracted fact, embed later; the row plus `action`
-        (added | merged | superseded). Raises InvalidMemory (a ValueError) with the reason."""
+        (added | merged | superseded). Raises InvalidMemory (a ValueError) with the reason.
+        agent_id, run_id, actor_id: who wrote it (seed 001 §6.1), kept on a new row."""
         if store not in STORES:
             raise InvalidMemory("bad_store", f"store must be one of {', '.join(STORES)}")
         if not 0.0 <= float(importance) <= 1.0:
@@ -309,6 +372,7 @@ class MemoryService:
                 policy=self.policy,
                 now=self.clock(),
                 max_attempts=self.max_attempts,
+                writer=edits.Writer(agent_id, run_id, actor_id),
             ),
             cand,
         )
@@ -337,6 +401,10 @@ class MemoryService:
         self._wake()
         return restored
 
+    async def confirm(self, memory_id: int, *, actor: str) -> bool:
+        """Protect a memory for good (confidence 1, decay_rate 0): history, delta `updated`."""
+        return await self.db.write(partial(edits.confirm, actor=actor, now=self.clock()), memory_id)
+
     async def flush_hits(self) -> int:
         """Write the retrieval hits counted so far and the delta revisions sessions were shown
         (one transaction); returns the memories touched."""
@@ -344,7 +412,9 @@ class MemoryService:
         if not pending and not seen:
             return 0
         try:
-            return await self.db.write(partial(_flush, now=self.clock()), pending, seen)
+            return await self.db.write(
+                partial(_flush, now=self.clock(), strength=self.policy.strength), pending, seen
+            )
         except Exception:
             self.hits.put_back(pending)
             self.seen.put_back(seen)
@@ -383,9 +453,10 @@ def _flush(
     seen: dict[tuple[str, str], int],
     *,
     now: float,
+    strength: Strength,
 ) -> int:
     apply_seen(conn, seen)
-    return apply_hits(conn, pending, now=now)
+    return apply_hits(conn, pending, now=now, strength=strength)
 
 
 def _count_rejection(conn: Any, reason: str) -> None:

@@ -41,22 +41,48 @@ _MAX_PHASES = 512  # coprime rates (e.g. 44099 Hz) would otherwise need 16000 ph
 _CHUNK = 16384  # output samples per step: bounds the working set
 
 
-def decode_audio(
+def media_type(content_type: str | None) -> str:
+    """The accepted media type of a Content-Type (none means raw PCM), or 415."""
+    media = (content_type or RAW_TYPE).split(";", 1)[0].strip().lower()
+    if media != RAW_TYPE and not media.startswith("audio/"):
+        raise unsupported_media_type(f"Content-Type {media!r} is not accepted; send {ACCEPTED}")
+    return media
+
+
+def check_request(
     body: bytes, content_type: str | None, *, sample_rate_header: str | None, max_seconds: float
-) -> np.ndarray:
-    """Decode a request body to float32 mono 16 kHz in [-1, 1], or raise the matching ApiError."""
-    media_type = (content_type or RAW_TYPE).split(";", 1)[0].strip().lower()
-    if media_type != RAW_TYPE and not media_type.startswith("audio/"):
-        raise unsupported_media_type(
-            f"Content-Type {media_type!r} is not accepted; send {ACCEPTED}"
-        )
+) -> int | None:
+    """What the request itself gets wrong, found without a model or a decoder: the media type
+    (415), no body (400), and for raw PCM the X-Sample-Rate header (400), an odd byte count
+    (422) and its length in seconds (413). The raw PCM rate, or None for a container."""
+    media = media_type(content_type)
     if not body:
         raise invalid_request("audio body is empty")
     # Devices and curl often label a WAV file application/octet-stream; raw PCM never starts with
     # a RIFF/WAVE header, so trusting the header here is safe and saves a confusing 'noise' reply.
-    if media_type == RAW_TYPE and not _looks_like_wav(body):
-        rate = parse_sample_rate(sample_rate_header)
-        return _decode_raw_pcm(body, rate, max_seconds)
+    if media != RAW_TYPE or _looks_like_wav(body):
+        return None
+    rate = parse_sample_rate(sample_rate_header)
+    if len(body) % 2:
+        raise unprocessable(
+            f"raw PCM body has an odd number of bytes ({len(body)}); "
+            "16-bit samples take 2 bytes each"
+        )
+    seconds = len(body) / 2 / rate
+    if seconds > max_seconds:  # checked before any conversion: the length alone decides
+        raise payload_too_large(f"audio is {seconds:.1f} s; the limit is {max_seconds:g} s")
+    return rate
+
+
+def decode_audio(
+    body: bytes, content_type: str | None, *, sample_rate_header: str | None, max_seconds: float
+) -> np.ndarray:
+    """Decode a request body to float32 mono 16 kHz in [-1, 1], or raise the matching ApiError."""
+    rate = check_request(
+        body, content_type, sample_rate_header=sample_rate_header, max_seconds=max_seconds
+    )
+    if rate is not None:
+        return resample(_to_float(np.frombuffer(body, dtype="<i2")), rate, SAMPLE_RATE)
     return _decode_container(body, max_seconds)
 
 
@@ -88,18 +114,6 @@ def rms_dbfs(audio: np.ndarray) -> float:
 
 def _looks_like_wav(body: bytes) -> bool:
     return len(body) >= 12 and body[:4] in (b"RIFF", b"RIFX", b"RF64") and body[8:12] == b"WAVE"
-
-
-def _decode_raw_pcm(body: bytes, rate: int, max_seconds: float) -> np.ndarray:
-    if len(body) % 2:
-        raise unprocessable(
-            f"raw PCM body has an odd number of bytes ({len(body)}); "
-            "16-bit samples take 2 bytes each"
-        )
-    seconds = len(body) / 2 / rate
-    if seconds > max_seconds:  # checked before any conversion: the length alone decides
-        raise payload_too_large(f"audio is {seconds:.1f} s; the limit is {max_seconds:g} s")
-    return resample(_to_float(np.frombuffer(body, dtype="<i2")), rate, SAMPLE_RATE)
 
 
 def _decode_container(body: bytes, max_seconds: float) -> np.ndarray:

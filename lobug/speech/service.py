@@ -12,7 +12,7 @@ import numpy as np
 
 from lobug.config import SpeechConfig
 from lobug.errors import payload_too_large, unavailable
-from lobug.speech.audio import SAMPLE_RATE, decode_audio, rms_dbfs
+from lobug.speech.audio import SAMPLE_RATE, check_request, decode_audio, media_type, rms_dbfs
 from lobug.speech.transcriber import SpeechUnavailable, Transcriber, Transcript
 
 log = logging.getLogger(__name__)
@@ -81,12 +81,23 @@ class SpeechService:
     async def transcribe_body(
         self, body: bytes, content_type: str | None, sample_rate_header: str | None
     ) -> Transcript:
-        """Decode, skip digital silence, transcribe; failures are ApiErrors (CONTRACT.md)."""
+        """Decode, skip digital silence, transcribe; failures are ApiErrors (CONTRACT.md).
+
+        The request's own problems come first (413 size, 415 media type, 400 empty body or bad
+        X-Sample-Rate, raw PCM's odd length or too many seconds): a client must learn what to
+        fix whether or not the model is loaded. Then the model's availability (503), then the
+        decoding of a container (422 undecodable, 413 too many seconds)."""
         limit = self._config.max_audio_bytes
         if len(body) > limit:  # the HTTP layer checks first; this keeps the service safe alone
             raise payload_too_large(
                 f"audio body is {len(body) / 2**20:.1f} MiB; the limit is {limit / 2**20:g} MiB"
             )
+        check_request(
+            body,
+            content_type,
+            sample_rate_header=sample_rate_header,
+            max_seconds=self._config.max_audio_seconds,
+        )
         await self._ensure_loaded()
         if not self.ready:
             raise unavailable(f"speech-to-text is unavailable: {self.error}")
@@ -100,6 +111,11 @@ class SpeechService:
             return await self._run_exclusive(self._transcriber.transcribe, audio)
         except SpeechUnavailable as exc:
             raise unavailable(f"speech-to-text is unavailable: {exc}") from None
+
+    @staticmethod
+    def check_content_type(content_type: str | None) -> None:
+        """415 for a media type /chat/audio never accepts (before its body is even read)."""
+        media_type(content_type)
 
     async def _ensure_loaded(self) -> None:
         if self.ready:

@@ -48,12 +48,15 @@ async def test_trust_matrix(
         memory = await app.remember(text, category="personal", store=store)
         seen = await read_everything(app, caller, memory["id"], text)
         assert seen == dict.fromkeys(seen, allowed), seen
-        # Changing, deleting or restoring what one cannot see: as if it did not exist.
-        for method, path in (("PATCH", ""), ("DELETE", ""), ("POST", "/restore")):
+        # Changing, confirming, deleting or restoring what one cannot see: as if it did not exist.
+        for method, path in (
+            ("PATCH", ""), ("POST", "/confirm"), ("DELETE", ""), ("POST", "/restore"),
+        ):  # fmt: skip
             kwargs = {"json": {"importance": 0.9}} if method == "PATCH" else {}
             status, _, _ = await caller.call(method, f"/v1/memories/{memory['id']}{path}", **kwargs)
             assert status == (200 if allowed else 404), (method, path)
         assert app.value("SELECT importance FROM memories") == (0.9 if allowed else 0.5)
+        assert (app.value("SELECT decay_rate FROM memories") == 0) == allowed  # confirmed
         return
     status, body, _ = await caller.call(
         "POST", "/v1/memories", json={"content": text, "category": "personal", "store": store}

@@ -213,7 +213,25 @@ BAD_REQUESTS: list[tuple[str, str, Any, tuple[str, str | None]]] = [
     ("POST", "/v1/query", {"query": "tea", "kinds": ["thought"]}, bad("kinds")),
     ("POST", "/v1/query", {"query": "tea", "kinds": []}, bad("kinds")),
     ("POST", "/v1/query", {"query": "tea", "categories": ["x"] * 65}, bad("categories")),
-    ("POST", "/v1/query", {"query": "tea", "filters": {"agent_id": "a"}}, bad("filters.agent_id")),
+    ("POST", "/v1/query", {"query": "tea", "filters": {"colour": "a"}}, bad("filters.colour")),
+    (
+        "POST",
+        "/v1/query",
+        {"query": "tea", "filters": {"agent_id": "a" * 129}},
+        bad("filters.agent_id"),
+    ),  # fmt: skip
+    ("POST", "/v1/query", {"query": "tea", "filters": {"run_id": 7}}, bad("filters.run_id")),
+    ("POST", "/v1/query", {"query": "tea", "min_score": -1}, bad("min_score")),
+    ("POST", "/v1/memories", {"content": TEA, "agent_id": "a\x07b"}, bad("agent_id")),
+    ("POST", "/v1/memories", {"content": TEA, "run_id": "r\u200bx"}, bad("run_id")),
+    ("POST", "/v1/memories", {"content": TEA, "actor_id": "x" * 129}, bad("actor_id")),
+    (
+        "POST",
+        "/v1/turns",
+        {"session_id": "s", "role": "user", "text": "hi", "agent_id": ""},
+        bad("agent_id"),
+    ),  # fmt: skip
+    ("GET", "/v1/memories?actor_id=" + "x" * 129, None, bad("actor_id")),
     ("POST", "/v1/query", {"query": "tea", "filters": []}, bad("filters")),
     (
         "POST",
@@ -251,6 +269,7 @@ BAD_REQUESTS: list[tuple[str, str, Any, tuple[str, str | None]]] = [
     ("PATCH", "/v1/memories/1", {"colour": "red"}, bad(None)),
     ("PATCH", "/v1/memories/1", {"status": "soft_deleted"}, bad("status")),
     ("PATCH", "/v1/memories/1", {"content": ""}, bad("content")),
+    ("PATCH", "/v1/memories/1", {"content": "I like tea"}, bad("content")),  # writing rules
     ("GET", "/v1/memories?limit=0", None, bad("limit")),
     ("GET", "/v1/memories?limit=501", None, bad("limit")),
     ("GET", "/v1/memories?limit=ten", None, bad("limit")),

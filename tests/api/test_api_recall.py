@@ -88,13 +88,20 @@ async def test_an_outage_answers_at_once_and_extraction_runs_later(
     app = await make_app(make_client, **{"memory.extraction_mode": "llm"})
     started = time.monotonic()
     created = await app.local.post("/v1/turns", turn("My name is Alex and I work at NASA"), 201)
-    assert time.monotonic() - started < 5  # not the whole wait: the job said "later"
-    assert (created["extraction"], created["extracted"]) == ("pending", [])
+    assert time.monotonic() - started < 5  # not the whole wait
+    # Memory works without Ollama (issue 10): the heuristic facts are stored at once …
+    assert created["extraction"] == "done"
+    heard = sorted(m["content"] for m in created["extracted"])
+    assert heard == ["The user works at NASA.", "The user's name is Alex."]
     assert app.value("SELECT COUNT(*) FROM turns") == 1  # the turn is kept regardless
     state.memory_mode = "ok"
     clock.advance(3600)
     await drain(app.db_path, clock)
-    assert [r[0] for r in app.rows("SELECT content FROM memories")] == [ALEX]
+    # … and the model's pass, later, replaces them with its wording instead of adding a copy.
+    rows = app.rows("SELECT content, status, valid_until FROM memories ORDER BY id")
+    current = [r["content"] for r in rows if r["valid_until"] is None]
+    assert current == [ALEX]
+    assert sorted(r["content"] for r in rows if r["valid_until"] is not None) == heard
 
 
 async def test_without_long_term_memory(make_client: Callable[..., Any]) -> None:
@@ -153,7 +160,8 @@ async def test_query_bullets_full_limits_and_filters(
     bullets = await app.local.post("/v1/query", {"query": "planted garden wall", "top_k": 3})
     assert len(bullets["results"]) == 3
     assert all(r["text"].startswith("[event] The user planted") for r in bullets["results"])
-    assert all(set(r) == {"id", "kind", "category", "text", "score", "sources"}
+    keys = {"id", "kind", "category", "text", "score", "status", "valid_until", "sources"}
+    assert all(set(r) == keys
                for r in bullets["results"])  # fmt: skip
     full = await app.local.post(
         "/v1/query", {"query": "planted garden wall", "top_k": 100, "return": "full"}
@@ -186,8 +194,12 @@ async def test_query_bullets_full_limits_and_filters(
          "filters": {"updated_after": made[10]["created_at"], "user_id": "default"}},
     )  # fmt: skip
     assert {r["id"] for r in recent["results"]} == {made[10]["id"], made[11]["id"]}
-    strict = await app.local.post("/v1/query", {"query": "planted garden", "threshold": 1.0})
-    assert all(r["score"] >= 1.0 for r in strict["results"])
+    floor = full["results"][2]["score"]  # min_score floors the final score (hits may move it)
+    strict = await app.local.post(
+        "/v1/query", {"query": "planted garden wall", "top_k": 100, "min_score": floor}
+    )
+    assert 1 <= len(strict["results"]) < 12
+    assert all(r["score"] >= floor for r in strict["results"])
 
 
 async def test_query_episodes_and_the_session_delta(

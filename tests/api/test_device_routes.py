@@ -183,6 +183,34 @@ async def test_audio_unavailable_when_model_missing(
     assert text.status == 200
 
 
+async def test_audio_request_errors_win_over_a_missing_model(
+    make_client: Any, transcriber: Any, tmp_path: Path
+) -> None:
+    """The client learns what to fix (415, 413, 400) even while speech is unavailable (503)."""
+    transcriber.fail_load = True
+    client = await make_client(**{"speech.max_audio_bytes": 64 * 1024})
+    wav = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
+    big = tone_wav(tmp_path / "big.wav", 3.0).read_bytes()  # 96 KB > 64 KiB
+    cases: list[tuple[bytes, dict[str, str], int, str]] = [
+        (wav, {"Content-Type": "text/plain"}, 415, "unsupported_media_type"),
+        (big, {"Content-Type": "text/plain"}, 415, "unsupported_media_type"),
+        (big, {"Content-Type": "audio/wav"}, 413, "payload_too_large"),
+        (
+            raw_pcm(0.1),
+            {"Content-Type": "application/octet-stream", "X-Sample-Rate": "44.1k"},
+            400,
+            "invalid_request",
+        ),
+        (wav, {"Content-Type": "audio/wav"}, 503, "unavailable"),
+    ]
+    for data, headers, status, code in cases:
+        resp = await client.post("/chat/audio", data=data, headers=headers)
+        body = await resp.json()
+        assert resp.status == status, (headers, body)
+        assert_error(body, code)
+    assert db_rows(client, "SELECT COUNT(*) FROM turns") == [(0,)]
+
+
 async def test_transcription_never_stalls_the_loop(
     client: Any, transcriber: Any, tmp_path: Path
 ) -> None:

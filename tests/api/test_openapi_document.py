@@ -31,6 +31,7 @@ CONTRACT_ROUTES = {
     ("patch", "/v1/memories/{id}"),
     ("delete", "/v1/memories/{id}"),
     ("post", "/v1/memories/{id}/restore"),
+    ("post", "/v1/memories/{id}/confirm"),  # issue 10: protect a fact (seed 003 confirm_fact)
     ("get", "/v1/memories/{id}/why"),
     ("get", "/v1/memories/{id}/history"),
     ("post", "/v1/query"),
@@ -41,6 +42,10 @@ CONTRACT_ROUTES = {
     ("get", "/v1/export"),
     ("get", "/v1/stats"),
     ("get", "/v1/openapi.json"),
+    # Seed 001 §10: consent proposals for profile fields heard by voice.
+    ("get", "/v1/proposals"),
+    ("post", "/v1/proposals/{id}/accept"),
+    ("post", "/v1/proposals/{id}/reject"),
 }
 
 

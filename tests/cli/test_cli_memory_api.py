@@ -89,8 +89,11 @@ async def test_cli_agent_allowlist_and_exit_codes(
         (("remember", "The user sails.", "--agent", "planner", "--category", "travel"), 2,
          "may not write category travel"),
         (("export", "--agent", "planner"), 2, "an export needs full trust"),
-        (("query", "tea", "--filter", "agent_id=x"), 2, "unknown filter 'agent_id'"),
+        (("query", "tea", "--filter", "colour=x"), 2, "unknown filter 'colour'"),
         (("restore", str(task["id"])), 1, "nothing to restore"),
+        (("confirm", "999999"), 1, "no memory 999999"),
+        (("confirm", str(hobby["id"]), "--agent", "planner"), 1, f"no memory {hobby['id']}"),
+        (("update", str(task["id"]), "--content", "I must renew it."), 2, "first person"),
     ]  # fmt: skip
     # None of these writes anything, so they can run side by side.
     done = await asyncio.gather(*(lobug(config, "memory", *a, "--json") for a, _, _ in cases))
@@ -99,3 +102,53 @@ async def test_cli_agent_allowlist_and_exit_codes(
         assert json.loads(out)["error"]["message"] in err
     code, _, err = await lobug(config, "memory", "query")  # argparse: usage error
     assert code == 2 and "usage:" in err
+
+
+async def test_cli_writers_confirm_and_floors(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """Issue 10 from a shell: who wrote a memory, confirm, threshold (similarity) and min_score."""
+    _, url = ollama
+    config = config_file(tmp_path, url)
+    db = tmp_path / "data" / "lobug.db"
+    mine = await lobug_json(config, "memory", "remember", TASK)  # creates the database
+    theirs = await lobug_json(config, "memory", "remember", ALEX, "--agent-id", "planner-bot",
+                              "--run-id", "run-3", "--actor-id", "alex")  # fmt: skip
+    assert (mine["agent_id"], mine["run_id"]) == ("cli", None)  # the CLI's own agent
+    assert (theirs["agent_id"], theirs["run_id"], theirs["actor_id"]) == (
+        "planner-bot", "run-3", "alex",
+    )  # fmt: skip
+    row = query(db, "SELECT agent_id, run_id, actor_id FROM memories WHERE id = ?", theirs["id"])
+    assert tuple(row[0]) == ("planner-bot", "run-3", "alex")
+    words = "renew car insurance Alex NASA user"
+    by_agent, by_run, by_actor, found, confirmed, (code, out, _) = await asyncio.gather(
+        lobug_json(config, "memory", "list", "--agent-id", "cli"),
+        lobug_json(config, "memory", "facts", "--run-id", "run-3"),
+        lobug_json(config, "memory", "query", words, "--actor-id", "alex", "-k", "10"),
+        lobug_json(config, "memory", "query", words, "-k", "10", "--full"),
+        lobug_json(config, "memory", "confirm", str(mine["id"])),
+        lobug(config, "memory", "get", str(theirs["id"])),
+    )
+    assert [m["id"] for m in by_agent["memories"]] == [mine["id"]]
+    assert [m["id"] for m in by_run["memories"]] == [theirs["id"]]
+    assert [r["id"] for r in by_actor["results"]] == [theirs["id"]]
+    assert code == 0 and "planner-bot" in out and "run-3" in out
+    assert (confirmed["id"], confirmed["confidence"], confirmed["decay_rate"]) == (
+        mine["id"], 1.0, 0.0,
+    )  # fmt: skip
+    assert query(db, "SELECT decay_rate FROM memories WHERE id = ?", mine["id"])[0][0] == 0
+    history = await lobug_json(config, "memory", "history", str(mine["id"]))
+    (update,) = [e for e in history["events"] if e["event"] == "UPDATE"]  # HIT: retrievals
+    assert update["meta"]["confirmed"] is True and update["actor"] == "cli:cli"
+    results = found["results"]
+    assert len(results) == 2
+    best = max(results, key=lambda r: r["explain"]["similarity"])
+    worst = min(results, key=lambda r: r["explain"]["similarity"])
+    floor = (best["explain"]["similarity"] + worst["explain"]["similarity"]) / 2
+    similar, scored = await asyncio.gather(
+        lobug_json(config, "memory", "query", words, "-k", "10", "--threshold", str(floor)),
+        lobug_json(config, "memory", "query", words, "-k", "10",
+                   "--min-score", str(results[0]["score"])),
+    )  # fmt: skip
+    assert [r["id"] for r in similar["results"]] == [best["id"]]
+    assert [r["id"] for r in scored["results"]] == [results[0]["id"]]

@@ -105,6 +105,29 @@ async def test_failed_load_keeps_running_and_answers_503_with_the_fix(
     assert fake.transcribe_calls == 0
 
 
+async def test_the_requests_own_problems_come_before_503(tmp_path: Path) -> None:
+    """415, 413 and a bad X-Sample-Rate say what the client must fix; a missing model (503)
+    only comes up for a request that is fine, and no model load is tried for a bad one."""
+    fake = FakeTranscriber(fail_load=True)
+    service = SpeechService(fake, SpeechConfig(max_audio_bytes=50_000, max_audio_seconds=1.0))
+    wav = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
+    cases = [
+        (wav, "text/plain", None, 415, "unsupported_media_type"),
+        (wav, "application/json", None, 415, "unsupported_media_type"),
+        (b"\x00" * 60_000, "audio/wav", None, 413, "payload_too_large"),  # bytes
+        (raw_pcm(1.5), "application/octet-stream", None, 413, "payload_too_large"),  # seconds
+        (raw_pcm(0.1), "application/octet-stream", "abc", 400, "invalid_request"),
+        (raw_pcm(0.1) + b"\x00", "application/octet-stream", None, 422, "unprocessable"),
+        (b"", "audio/wav", None, 400, "invalid_request"),
+        (wav, "audio/wav", None, 503, "unavailable"),
+    ]
+    for body, content_type, rate, status, code in cases:
+        with pytest.raises(ApiError) as info:
+            await service.transcribe_body(body, content_type, rate)
+        assert (info.value.status, info.value.code) == (status, code), (content_type, rate)
+    assert fake.load_calls == 1  # only the good request asked for the model
+
+
 async def test_an_unexpected_load_exception_is_also_contained() -> None:
     class Broken(FakeTranscriber):
         def load(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from lobug import errors
 from lobug.access import CLI_AGENT, Principal, cli_principal
 from lobug.cli.main import EXIT_OK
-from lobug.cli.memory import views
+from lobug.cli.memory import proposals, views
 from lobug.cli.memory.importing import run_import
 from lobug.cli.memory.reembed import run_reembed
 from lobug.cli.memory.session import drive, exit_code, output, services
@@ -32,8 +32,8 @@ TURN_KINDS = (enqueue.EXTRACT, enqueue.EMBED_TURN, enqueue.EMBED_MEMORY)
 EMBED_KINDS = (enqueue.EMBED_MEMORY,)
 Command = Callable[[argparse.Namespace, Records, Recall, Principal], Awaitable[tuple[Any, str]]]
 # Commands that need the memory service (embedder, LLM client, jobs); the rest only read rows.
-NEEDS_SERVICE = {"add-turn", "context", "remember", "update", "forget", "restore", "why",
-                 "query", "gc"}  # fmt: skip
+NEEDS_SERVICE = {"add-turn", "context", "remember", "update", "forget", "restore", "confirm",
+                 "why", "query", "gc"}  # fmt: skip
 
 
 def register(sub: Any) -> None:
@@ -74,6 +74,7 @@ def register(sub: Any) -> None:
     for name, handler, text in (
         ("get", views.get, "one memory"),
         ("restore", views.restore, "undo a soft delete (or an archive)"),
+        ("confirm", views.confirm, "protect a memory for good: full confidence, no decay"),
     ):
         add(name, handler, text).add_argument("id", type=int)
     p = add("update", views.update, "change a memory (only the options given)")
@@ -96,8 +97,12 @@ def register(sub: Any) -> None:
     p.add_argument("--category", action="append", dest="categories")
     p.add_argument("--kind", action="append", dest="kinds", choices=f.QUERY_KINDS)
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE")
+    _writer_options(p, "only memories written by")
     p.add_argument("-k", "--top-k", type=int, default=5, dest="top_k")
-    p.add_argument("--threshold", type=float)
+    p.add_argument(
+        "--threshold", type=float, help="drop results less similar to the query (cosine, 0-1)"
+    )
+    p.add_argument("--min-score", type=float, dest="min_score", help="drop lower final scores")
     p.add_argument("--full", action="store_true", help="whole memories instead of bullets")
     p.add_argument("--budget", type=int, help="about this many tokens at most")
     p.add_argument("--session", help="report this session's memory delta")
@@ -128,6 +133,7 @@ def register(sub: Any) -> None:
     )
     re_.add_argument("--force", action="store_true", help="even when the model already matches")
     re_.set_defaults(func=_plain(run_reembed))
+    proposals.register(actions, parents)  # proposals, accept, reject (seed 001 §10)
 
 
 def _list_options(p: argparse.ArgumentParser, *, kind: str | None = None) -> None:
@@ -141,8 +147,16 @@ def _list_options(p: argparse.ArgumentParser, *, kind: str | None = None) -> Non
     p.add_argument("--all", action="store_const", const=None, dest="status", help="every status")
     p.add_argument("--category")
     p.add_argument("--store", choices=f.STORES)
+    _writer_options(p, "only memories written by")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--offset", type=int, default=0)
+
+
+def _writer_options(p: argparse.ArgumentParser, what: str) -> None:
+    """--agent-id, --run-id, --actor-id: who wrote a memory (seed 001 §6.1)."""
+    p.add_argument("--agent-id", dest="agent_id", help=f"{what} this agent")
+    p.add_argument("--run-id", dest="run_id", help=f"{what} this run of an agent")
+    p.add_argument("--actor-id", dest="actor_id", help=f"{what} this person (who spoke)")
 
 
 def _memory_options(p: argparse.ArgumentParser, *, update: bool = False) -> None:
@@ -158,6 +172,7 @@ def _memory_options(p: argparse.ArgumentParser, *, update: bool = False) -> None
     else:
         p.add_argument("--pinned", action="store_true")
         p.add_argument("--session", help="the session the delta header credits")
+        _writer_options(p, "record it as written by")  # agent default: --agent, else cli
 
 
 def _plain(

@@ -30,7 +30,8 @@ from lobug.memory.transfer.export_file import write_export
 
 Result = tuple[Any, str]
 MEMORY_KEYS = ("id", "kind", "content", "category", "store", "layer", "status", "importance",
-               "pinned", "tags", "hits", "mention_count", "created_at", "updated_at",
+               "confidence", "decay_rate", "pinned", "tags", "hits", "mention_count",
+               "agent_id", "run_id", "actor_id", "created_at", "updated_at",
                "purge_at", "etag")  # fmt: skip
 
 
@@ -85,7 +86,7 @@ async def remember(
     args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
 ) -> Result:
     body = {"content": args.content, "kind": args.kind, "pinned": args.pinned}
-    body.update(_body(args, ("category", "importance", "tags", "store")))
+    body.update(_body(args, ("category", "importance", "tags", "store", *f.WRITER_KEYS)))
     if args.session is not None:
         body["session_id"] = args.session
     memory = await rec.create(who, f.memory_create(body), user_id=args.user)
@@ -101,6 +102,7 @@ async def listing(args: argparse.Namespace, rec: Records, recall: Recall, who: P
         status=args.status,
         category=None if args.category is None else f.category(args.category),
         store=args.store,
+        writers=f.writers(vars(args)),
         limit=f.integer(args.limit, "limit", 1, 500),
         offset=f.integer(args.offset, "offset", 0, 100_000),
         user_id=args.user,
@@ -137,6 +139,12 @@ async def restore(args: argparse.Namespace, rec: Records, recall: Recall, who: P
     return memory, memory_text(memory)
 
 
+async def confirm(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    memory = await rec.confirm(who, args.id, user_id=args.user)
+    head = f"memory #{args.id} confirmed: full confidence, and it never fades"
+    return memory, f"{head}\n{memory_text(memory)}"
+
+
 async def why(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
     q = None if args.q is None else f.text(args.q, "q", f.MAX_QUERY_CHARS)
     data = await rec.why(who, args.id, q=q, user_id=args.user)
@@ -161,12 +169,16 @@ async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Pri
         "query": args.text,
         "top_k": args.top_k,
         "return": "full" if args.full else "bullets",
-        "filters": dict(_filter(item) for item in args.filter) or None,
+        "filters": {
+            **dict(_filter(item) for item in args.filter),
+            **_body(args, f.WRITER_KEYS),
+        }
+        or None,
     }
     body.update(
         {
             k: getattr(args, k)
-            for k in ("categories", "kinds", "threshold")
+            for k in ("categories", "kinds", "threshold", "min_score")
             if getattr(args, k) is not None
         }
     )

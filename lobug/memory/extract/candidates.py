@@ -16,14 +16,14 @@ from collections.abc import Iterable, Sequence
 
 from lobug.memory.extract import llm as extraction
 from lobug.memory.extract.heuristics import extract_candidates
-from lobug.memory.store.dedup import dedupe_batch, tokens
+from lobug.memory.store.dedup import dedupe_batch
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import subject_attribute
+from lobug.memory.write.judge import covers
 from lobug.memory.write.validator import validate_fact
 
-__all__ = ["Candidate", "COVERED", "from_llm", "heuristic", "merge", "validated"]
+__all__ = ["Candidate", "from_llm", "heuristic", "merge", "validated"]
 
-COVERED = 0.75  # share of a heuristic fact's words found in one model fact
 # The model's categories (seed 004) set the importance; the rules carry their own.
 LLM_IMPORTANCE = {"personal": 0.7, "preference": 0.6, "event": 0.5, "knowledge": 0.5}
 # The rules' categories in the vocabulary of the category allowlists (lobug.access), so a
@@ -36,6 +36,7 @@ RULE_CATEGORIES = {
     "relationships": "relationships",
     "preference": "preference",
     "plan": "event",
+    "habit": "personal",
 }
 
 
@@ -88,11 +89,10 @@ def validated(candidates: Iterable[Candidate]) -> tuple[list[Candidate], Counter
 
 
 def _covering(found: Candidate, model: Sequence[Candidate]) -> int | None:
-    words = tokens(found.content)
     key = subject_attribute(found.content)
     for index, cand in enumerate(model):
         if key is not None and key == subject_attribute(cand.content):
             return index
-        if words and len(words & tokens(cand.content)) / len(words) >= COVERED:
+        if covers(cand.content, found.content):
             return index
     return None

@@ -1,9 +1,30 @@
-"""The `extract` job: facts from one exchange, by the configured mode, reconciled in one commit.
+"""The `extract` job: facts from one exchange, by the configured mode, judged against the stored
+ones and reconciled in one commit.
 
-Mode `heuristic` never calls the LLM. In `llm` and `hybrid` an unreachable LLM is retried
-(RetryLater, backoff) until attempt `memory.llm_fallback_attempts`; then, like a model that
-answered nonsense twice, the heuristic facts stand in for this exchange — logged at WARNING and
-counted in `meta` (`lobug memory stats`), never silently.
+**Judging** ("newer wins", write/judge.py): in `llm` and `hybrid` mode every new candidate is
+compared with its `memory.judge_k` nearest stored facts in ONE batched LLM call per exchange
+(`same` | `update` | `contradiction` | `unrelated` per pair); a pair the model left unlabelled
+or labelled with nonsense goes to the heuristic judge, and so does the whole exchange when the
+LLM is unreachable or its answer is invalid twice. Mode `heuristic` (and `judge_k` 0) never
+calls the LLM: the heuristic judge decides.
+
+**Memory works without the LLM**: when the LLM is unreachable in `llm`/`hybrid` mode, the
+heuristic facts are stored at once (attributes.source 'heuristic') and, in the same
+transaction, a follow-up `extract` job with payload `"refine": true` is enqueued
+(`REFINE_AFTER_S` later; an outage keeps it pending — RetryLater never runs out of attempts —
+so the exchange stays owed its LLM pass across restarts). The refine pass extracts with the
+model only and reconciles its facts against what is stored: a fact the heuristic pass already
+wrote (exact, near or judged `same`) is neither duplicated nor counted as a second mention
+(same turns: reconcile's one-exchange-one-mention rule); an `update` still supersedes.
+
+**Idempotent**: the facts, the job's completion and any refine job are one transaction; an
+exchange already extracted from is skipped by a re-run of its first job.
+
+**Caps** (seed 001 §13): at most `memory.max_writes_per_turn` new rows (added or superseding)
+per exchange — the refine pass counts what the heuristic pass added — and at most
+`memory.max_writes_per_day` per user in a rolling 24 h (ADD history rows by the extractor).
+Candidates over the cap are dropped, the most important kept, counted
+(`extraction_capped_total`) and logged; repeats and merges are never capped.
 """
 
 from __future__ import annotations
@@ -18,13 +39,15 @@ from lobug.config import MemoryConfig
 from lobug.conversation import TurnRecord, get_turn
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.memory import enqueue
 from lobug.memory.extract import candidates
 from lobug.memory.extract import llm as extraction
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash
+from lobug.memory.write import consent, judge
 from lobug.memory.write.candidate import Candidate
-from lobug.memory.write.reconcile import ACTOR, Origin, Outcome, reconcile
+from lobug.memory.write.reconcile import ACTOR, Origin, Outcome, Plan, apply, decide
 from lobug.storage.database import Database
 from lobug.workers import queue
 from lobug.workers.queue import Job
@@ -33,6 +56,10 @@ from lobug.workers.runner import PermanentFailure, RetryLater
 log = logging.getLogger(__name__)
 
 Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
+
+REFINE_AFTER_S = 10.0  # the LLM pass owed after an outage; then the runner's outage backoff
+DAY_S = 86400.0
+STORE = "private"  # where extracted facts go
 
 
 class ExtractJob:
@@ -46,6 +73,7 @@ class ExtractJob:
         embed: Embed,
         vectors_on: Callable[[], bool],
         clock: Callable[[], float],
+        refine_after_s: float = REFINE_AFTER_S,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -54,6 +82,7 @@ class ExtractJob:
         self.embed = embed
         self.vectors_on = vectors_on
         self.clock = clock
+        self.refine_after_s = refine_after_s
 
     async def __call__(self, job: Job) -> None:
         vectors_on = self.vectors_on()  # raises NotReady while a reembed is needed
@@ -62,12 +91,14 @@ class ExtractJob:
             assistant_id = job.payload.get("assistant_turn_id")
         except (KeyError, TypeError, ValueError):
             raise PermanentFailure(f"bad extract payload {job.payload!r}") from None
+        refine = bool(job.payload.get("refine"))
         user, assistant, done = await self.db.read(load_exchange, user_turn_id, assistant_id)
-        if user is None or done:
+        if user is None or (done and not refine):
             return
         counts: Counter[str] = Counter()
-        model = await self._model_facts(job, user, assistant, counts)
-        use_rules = self.config.extraction_mode != "llm" or bool(counts)
+        model, llm_down = await self._model_facts(job, user, assistant, counts, refine=refine)
+        fell_back = llm_down or bool(counts["extraction_invalid_total"])
+        use_rules = not refine and (self.config.extraction_mode != "llm" or fell_back)
         rules = candidates.heuristic(user.text) if use_rules else []
         found, rejected = candidates.validated(candidates.merge(model, rules))
         for reason, n in rejected.items():
@@ -78,9 +109,20 @@ class ExtractJob:
         vectors = None
         if found and vectors_on:
             vectors = await self.embed([c.content for c in found])
-        from_model = {content_hash(c.content) for c in model}
+        judged = None
+        if found and not llm_down and self._llm_judges():
+            judged = await self._judge(job, user, found, vectors, counts)
         outcomes = await self.db.write(
-            partial(self._store, job=job, now=self.clock(), counts=counts, from_model=from_model),
+            partial(
+                self._store,
+                job=job,
+                now=self.clock(),
+                counts=counts,
+                from_model={content_hash(c.content) for c in model},
+                judged=judged,
+                refine=refine,
+                owed=llm_down,
+            ),
             user,
             assistant,
             found,
@@ -88,17 +130,29 @@ class ExtractJob:
         )
         if outcomes:
             log.info(
-                "extract #%d (turn %d): %s",
+                "extract #%d (turn %d%s): %s",
                 job.id,
                 user.id,
+                ", refine" if refine else "",
                 ", ".join(f"{o.action} #{o.memory_id}" for o in outcomes),
             )
 
+    def _llm_judges(self) -> bool:
+        return self.config.extraction_mode != "heuristic" and self.config.judge_k > 0
+
     async def _model_facts(
-        self, job: Job, user: TurnRecord, assistant: TurnRecord | None, counts: Counter[str]
-    ) -> list[Candidate]:
+        self,
+        job: Job,
+        user: TurnRecord,
+        assistant: TurnRecord | None,
+        counts: Counter[str],
+        *,
+        refine: bool,
+    ) -> tuple[list[Candidate], bool]:
+        """The model's facts, and whether the LLM was unreachable (the heuristic facts go in
+        now and the exchange is owed an LLM pass). A refine pass waits out an outage."""
         if self.config.extraction_mode == "heuristic":
-            return []
+            return [], False
         try:
             found = await extraction.extract(
                 self.llm,
@@ -107,27 +161,74 @@ class ExtractJob:
                 timeout_s=self.config.llm_timeout_s,
             )
         except LLMUnavailable as exc:
-            if job.attempts < self.config.llm_fallback_attempts:
+            if refine:
                 raise RetryLater(f"LLM unavailable: {exc}") from None
             counts["extraction_llm_unavailable_total"] += 1
             log.warning(
-                "extract #%d: the LLM is still unreachable at attempt %d (%s); "
-                "using the heuristic extractor for this exchange",
+                "extract #%d: the LLM is unreachable (%s); storing the heuristic facts now, "
+                "the LLM pass follows when it is back",
                 job.id,
-                job.attempts,
                 exc,
             )
-            return []
+            return [], True
         except InvalidOutput as exc:
             counts["extraction_invalid_total"] += 1
             log.warning(
-                "extract #%d: the model's output was invalid twice (%s); "
-                "using the heuristic extractor for this exchange",
+                "extract #%d: the model's output was invalid twice (%s); %s",
+                job.id,
+                exc,
+                "the heuristic facts stand for this exchange"
+                if refine
+                else "using the heuristic extractor for this exchange",
+            )
+            return [], False
+        return candidates.from_llm(found), False
+
+    async def _judge(
+        self,
+        job: Job,
+        user: TurnRecord,
+        found: list[Candidate],
+        vectors: list[list[float]] | None,
+        counts: Counter[str],
+    ) -> judge.Judged | None:
+        """One LLM call labelling every (candidate, nearby stored fact) pair; None → the
+        heuristic judge decides the whole exchange."""
+        offers = await self.db.read(
+            partial(judge.pools, user_id=user.user_id, store_name=STORE, k=self.config.judge_k),
+            found,
+            vectors,
+        )
+        if not any(offers):
+            return None
+        try:
+            answer = await judge.ask_llm(
+                self.llm, found, offers, timeout_s=self.config.llm_timeout_s
+            )
+        except LLMUnavailable as exc:
+            counts["judge_llm_unavailable_total"] += 1
+            log.info(
+                "extract #%d: the LLM judge is unreachable (%s); heuristics judge", job.id, exc
+            )
+            return None
+        except InvalidOutput as exc:
+            counts["judge_invalid_total"] += 1
+            log.warning(
+                "extract #%d: the judge's output was invalid twice (%s); heuristics judge",
                 job.id,
                 exc,
             )
-            return []
-        return candidates.from_llm(found)
+            return None
+        counts["judge_calls_total"] += 1
+        if answer.dropped:
+            counts["judge_dropped_total"] += answer.dropped
+            log.info(
+                "extract #%d: %d judgement(s) with an unknown label or pair dropped; "
+                "heuristics judge those pairs",
+                job.id,
+                answer.dropped,
+            )
+        return judge.Judged(offers, answer)
 
     def _store(
         self,
@@ -141,31 +242,135 @@ class ExtractJob:
         now: float,
         counts: Counter[str],
         from_model: set[str],
+        judged: judge.Judged | None,
+        refine: bool,
+        owed: bool,
     ) -> list[Outcome]:
-        if store.extracted_from(conn, user.id):
+        if not refine and store.extracted_from(conn, user.id):
             return []  # a previous run of this job got as far as committing
-        for name, n in sorted(counts.items()):
-            store.bump_counter(conn, name, n)
-        if counts.get("extraction_invalid_total") or counts.get("extraction_llm_unavailable_total"):
-            store.bump_counter(conn, "extraction_fallback_total")
+        if not refine and (
+            counts.get("extraction_invalid_total") or counts.get("extraction_llm_unavailable_total")
+        ):
+            counts["extraction_fallback_total"] += 1
+        if refine:
+            counts["extraction_refined_total"] += 1
         turn_ids = [user.id] + ([assistant.id] if assistant else [])
-        outcomes = []
-        for i, cand in enumerate(found):
-            origin = Origin(
+
+        def origin(cand: Candidate) -> Origin:
+            return Origin(
                 user_id=user.user_id,
                 session_id=user.session_id,
                 turn_ids=turn_ids,
                 actor=ACTOR,
                 job_id=job.id,
+                store=STORE,
                 source="llm" if content_hash(cand.content) in from_model else "heuristic",
+                said=user.text,
             )
+
+        def plan(i: int) -> Plan:
+            cand = found[i]
+            verdict = None
+            if judged is not None:
+                verdict = judged.verdict(conn, i, cand, policy=self.policy, said=user.text)
+            if refine:
+                verdict = judge.refined(conn, cand, verdict, user.id)
+            vector = vectors[i] if vectors else None
+            return decide(
+                conn, cand, vector, origin=origin(cand), policy=self.policy, verdict=verdict
+            )
+
+        # Profile fields heard by voice wait for the user's yes (seed 001 §10): consent holds
+        # them as proposals (or, a benign one corroborated enough, writes it itself).
+        held = {
+            i
+            for i, cand in enumerate(found)
+            if consent.intercept(
+                conn,
+                cand,
+                vectors[i] if vectors else None,
+                origin=origin(cand),
+                voice=user.voice,
+                cfg=self.config,
+                policy=self.policy,
+                now=now,
+            )
+        }
+        turn_left = self.config.max_writes_per_turn - added_for_turn(conn, user)
+        day_left = self.config.max_writes_per_day - added_since(conn, user.user_id, now - DAY_S)
+        budget = max(0, min(turn_left, day_left))
+        dropped: set[int] = set()
+        if len(found) > budget:
+            # Which candidates would write a row (each judged before any is written); over
+            # the budget, the least important of them are dropped.
+            adders = [i for i in range(len(found)) if i not in held and plan(i).adds_row]
+            by_importance = sorted(adders, key=lambda i: -found[i].importance)
+            dropped = set(by_importance[budget:])
+        outcomes: list[Outcome] = []
+        for i, cand in enumerate(found):
+            if i in dropped or i in held:
+                continue
+            decided = plan(i)  # again: the earlier candidates' writes may change it
+            if decided.adds_row:
+                if budget <= 0:
+                    dropped.add(i)
+                    continue
+                budget -= 1
             vector = vectors[i] if vectors else None
             outcomes.append(
-                reconcile(conn, cand, vector, origin=origin, policy=self.policy, now=now)
+                apply(conn, cand, vector, decided, origin=origin(cand), policy=self.policy, now=now)
+            )
+        if dropped:
+            which = "day" if day_left < turn_left else "turn"
+            counts["extraction_capped_total"] += len(dropped)
+            counts[f"extraction_capped.{which}"] += len(dropped)
+            log.info(  # no text: the journal is no place for what the user said
+                "extract #%d (turn %d): %d new fact(s) over the %s cap dropped "
+                "(importance %s; caps: %d per exchange, %d per day)",
+                job.id,
+                user.id,
+                len(dropped),
+                "per-day" if which == "day" else "per-exchange",
+                ", ".join(f"{found[i].importance:.2f}" for i in sorted(dropped)),
+                self.config.max_writes_per_turn,
+                self.config.max_writes_per_day,
+            )
+        for name, n in sorted(counts.items()):
+            if n:
+                store.bump_counter(conn, name, n)
+        if owed:
+            # The LLM pass this exchange is owed, durable with the heuristic facts.
+            queue.enqueue(
+                conn,
+                enqueue.EXTRACT,
+                {**job.payload, "refine": True},
+                now=now,
+                run_after=now + self.refine_after_s,
+                dedupe_key=f"{enqueue.EXTRACT}:{user.id}:refine",
+                max_attempts=job.max_attempts,
             )
         # Done in the same transaction as the facts: a crash now cannot make them twice.
         queue.complete(conn, job.id, now=now)
         return outcomes
+
+
+def added_for_turn(conn: Any, user: TurnRecord) -> int:
+    """Rows the extractor added from this exchange already (a refine pass after a heuristic one)."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM history WHERE user_id = ? AND event = 'ADD' AND actor = ?"
+        " AND json_extract(meta, '$.turns[0]') = ?",
+        (user.user_id, ACTOR, user.id),
+    ).fetchone()
+    return int(row[0])
+
+
+def added_since(conn: Any, user_id: str, since: float) -> int:
+    """Rows the extractor added for the user since `since` (the rolling daily cap)."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM history WHERE user_id = ? AND event = 'ADD' AND actor = ? AND ts > ?",
+        (user_id, ACTOR, since),
+    ).fetchone()
+    return int(row[0])
 
 
 def load_exchange(

@@ -27,6 +27,8 @@ _TRAIT = (
     r"left-handed|right-handed|married|single|divorced|widowed|retired|pregnant|diabetic|"
     r"colou?r ?blind|deaf|hard of hearing"
 )
+# Present-tense habits and belongings worth keeping: "I drive a Honda", "I drink oolong tea".
+_HABIT = r"drive|drink|eat|own|speak|cook|bake|collect|grow|wear|practi[cs]e|play|knit|paint"
 _EVENT = (
     r"meeting|appointment|interview|call|exam|test|class|lesson|game|match|party|dinner|lunch|"
     r"flight|trip|concert|recital|surgery|check-?up|date|wedding|conference|deadline|shift"
@@ -174,6 +176,9 @@ RULES: list[Rule] = [
           r"drink|want)\s+(?P<rest>.+)", "preference", 0.6,
           lambda m: _fact("The user does not {verb} {rest}.", verb=m["verb"].lower(),
                           rest=m["rest"])),
+    _rule("habit.does", rf"{_I} {_ADV}(?:usually |always |often |normally )?(?P<verb>{_HABIT})"
+          r"\s+(?!(?:it|that|this|them|those|these|one)\b)(?P<rest>.+)", "habit", 0.6,
+          lambda m: _verb(m, "The user")),
     _rule("identity.i_am_a", rf"{_IM} (?P<v>an? (?!bit\b|little\b|lot\b|mess\b|wreck\b).+)",
           "profile", 0.6, lambda m: _fact("The user is {v}.", v=m["v"])),
     _rule("plan.event", rf"\b(?:I|I've|I have) (?:got |have )?(?P<v>(?:an? |my |the )?"

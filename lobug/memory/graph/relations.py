@@ -4,6 +4,10 @@ For a fact just given a vector, its top `link_k` active neighbours with similari
 distance) at or above `link_min` become `relations` rows, strength = similarity, one edge per
 pair whichever way round, each with a LINK history event. Retrieval adds a small boost for the
 strongest edge between two candidates of the same search (`hybrid._related_strength`).
+
+A fact that replaces another ("newer wins", write/reconcile.py) gets a `supersedes` edge from
+the new row to the retired one (strength 1), next to its `supersedes` column: the graph keeps
+the chain of what the user used to say.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from lobug.memory.store.rows import add_history
 from lobug.memory.vectors import knn
 
 RELATED_TO = "related_to"
+SUPERSEDES = "supersedes"
 
 
 def link_neighbours(
@@ -82,6 +87,15 @@ def link(
         meta={"to": to_id, "type": relation_type, "strength": strength},
     )
     return True
+
+
+def link_supersedes(
+    conn: Any, new_id: int, old_id: int, *, user_id: str, now: float, actor: str
+) -> bool:
+    """The edge from a fact to the one it retired (history LINK on the new fact)."""
+    return link(
+        conn, new_id, old_id, 1.0, user_id=user_id, now=now, actor=actor, relation_type=SUPERSEDES
+    )
 
 
 def strongest(conn: Any, memory_id: int) -> list[dict[str, Any]]:

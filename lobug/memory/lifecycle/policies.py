@@ -13,8 +13,8 @@ Nothing the user told us and uses is lost (issue 10): decay is a ranking term (r
 `store.strength`), archiving only takes a memory out of the prompt's default set (it stays
 findable, with its vector), and the only automatic soft delete is the narrow TTL.
 Protection: pinned memories are never archived, demoted, TTL'd or capacity-evicted; confirmed
-memories (decay_rate 0) never fade and are never archived for idleness, demoted or TTL'd. Summaries belong to the cascades and
-are left alone here.
+memories (decay_rate 0) never fade and are never archived for idleness, demoted or TTL'd.
+Summaries belong to the cascades and are left alone here.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ MAX_REF_CHARS = 256
 MAX_LIST_QUERY_CHARS = 500
 MAX_TOP_K = 100
 MAX_BUDGET_TOKENS = 32768
+MAX_MIN_SCORE = 100.0  # final scores are ~0..1.25 with the default weights
 MAX_TIMESTAMP = 32_503_680_000.0  # year 3000: anything later is a unit mistake (ms for s)
 KINDS = ("fact", "summary", "reflection", "insight", "procedural")
 QUERY_KINDS = ("episode", *KINDS)
@@ -31,9 +32,11 @@ STATUSES = ("active", "archived", "soft_deleted")
 PATCH_STATUSES = ("active", "archived")  # soft delete is DELETE; undoing it is /restore
 ROLES = ("user", "assistant")
 RETURNS = ("bullets", "full")
+# Who wrote a memory (seed 001 §6, §6.1): the agent, its run, the person speaking.
+WRITER_KEYS = ("agent_id", "run_id", "actor_id")
 FILTER_KEYS = (
     "user_id", "session_id", "role", "pinned", "importance_min", "importance_max",
-    "updated_after", "updated_before",
+    "updated_after", "updated_before", *WRITER_KEYS,
 )  # fmt: skip
 PATCH_KEYS = ("content", "category", "importance", "tags", "pinned", "store", "status")
 
@@ -61,6 +64,22 @@ def ident(value: Any, field: str, limit: int = MAX_ID_CHARS) -> str:
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in cleaned):
         raise bad(field, "must not contain control characters")
     return cleaned
+
+
+def writer_id(value: Any, field: str) -> str:
+    """An agent, run or actor id: at most MAX_ID_CHARS printable characters."""
+    cleaned = ident(value, field)
+    if not cleaned.isprintable():
+        raise bad(field, "must contain printable characters only")
+    return cleaned
+
+
+def writers(body: Mapping[str, Any], prefix: str = "") -> dict[str, str | None]:
+    """`agent_id`, `run_id`, `actor_id` of a body (None when absent or null)."""
+    return {
+        key: None if body.get(key) is None else writer_id(body[key], prefix + key)
+        for key in WRITER_KEYS
+    }
 
 
 def category(value: Any, field: str = "category") -> str:
@@ -130,6 +149,7 @@ def memory_create(body: Mapping[str, Any]) -> dict[str, Any]:
         "store": None,
         "pinned": flag(body.get("pinned", False), "pinned"),
         "session_id": None,
+        **writers(body),  # agent_id None: the caller's agent (Records.create)
     }
     if body.get("category") is not None:
         fields["category"] = category(body["category"])
@@ -187,6 +207,8 @@ def filters(value: Any) -> dict[str, Any]:
             continue
         if key in ("user_id", "session_id"):
             out[key] = ident(raw, name)
+        elif key in WRITER_KEYS:
+            out[key] = writer_id(raw, name)
         elif key == "role":
             out[key] = choice(raw, name, ROLES)
         elif key == "pinned":
@@ -213,6 +235,7 @@ def turn_create(body: Mapping[str, Any], *, max_text_chars: int) -> dict[str, An
         "ts": None,
         "ref": None,
         "auto_extract": flag(body.get("auto_extract", True), "auto_extract"),
+        **writers(body),
     }
     if body.get("ts") is not None:
         fields["ts"] = number(body["ts"], "ts", 0, MAX_TIMESTAMP)
@@ -232,7 +255,8 @@ def query_fields(body: Mapping[str, Any]) -> dict[str, Any]:
         "kinds": ("fact",),
         "filters": filters(body.get("filters")),
         "top_k": integer(body.get("top_k", 5), "top_k", 1, MAX_TOP_K),
-        "threshold": None,
+        "threshold": None,  # seed 001 §6: a floor on the cosine similarity to the query
+        "min_score": None,  # a floor on the final fused score
         "return": choice(body.get("return", "bullets"), "return", RETURNS),
         "budget_tokens": None,
         "session_id": None,
@@ -251,6 +275,8 @@ def query_fields(body: Mapping[str, Any]) -> dict[str, Any]:
         out["kinds"] = tuple(dict.fromkeys(choice(k, "kinds", QUERY_KINDS) for k in value))
     if body.get("threshold") is not None:
         out["threshold"] = number(body["threshold"], "threshold", 0, 1)
+    if body.get("min_score") is not None:
+        out["min_score"] = number(body["min_score"], "min_score", 0, MAX_MIN_SCORE)
     if body.get("budget_tokens") is not None:
         out["budget_tokens"] = integer(body["budget_tokens"], "budget_tokens", 1, MAX_BUDGET_TOKENS)
     if body.get("session_id") is not None:

@@ -20,6 +20,7 @@ from lobug.memory import enqueue
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, tokens_of
 from lobug.memory.records.rows import Scope, marks, memory_dict
 from lobug.memory.records.service import USER, Records
+from lobug.memory.search import prompt
 from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import short_cascade_due
@@ -135,13 +136,28 @@ class Recall:
         recent, base, last = await self.db.read(read)
         text = q or last
         memories: list[dict[str, Any]] = []
+        # The chat prompt's sections (search.prompt): the categories in context `all`, then
+        # the retrieved facts by the context modes; replaced facts are not the truth now.
+        request = self._request(
+            scope,
+            text or "",
+            None,
+            ("fact",),
+            prompt.depth(k),
+            user_id=user_id,
+            filters={"superseded": False},
+        )
+        always = await self.db.read(prompt.read_always_for, request, self.records.policy)
         if text and self.records.memory is not None:
-            request = self._request(scope, text, None, ("fact",), k, user_id=user_id)
-            memories = [shape(r, "bullets") for r in await self._search(request)]
+            found = prompt.pick_relevant(
+                await self._search(request), self.records.policy, k, skip={a.id for a in always}
+            )
+            memories = [shape(r, "bullets") for r in found]
         changes, since = await self._take_delta(scope, session_id, user_id)
         return {
             "session_id": session_id,
             "short_term": [t.to_dict() for t in recent],
+            "always": [a.to_dict() for a in always],
             "memories": memories,
             "base_memory": base,
             "delta": [c.to_dict() for c in changes],
@@ -169,6 +185,7 @@ class Recall:
             user_id=filters.get("user_id", user_id),
             filters=filters,
             threshold=fields["threshold"],
+            min_score=fields.get("min_score"),
             budget=fields["budget_tokens"],
         )
         self.records.service("query")
@@ -192,6 +209,7 @@ class Recall:
         user_id: str,
         filters: dict[str, Any] | None = None,
         threshold: float | None = None,
+        min_score: float | None = None,
         budget: int | None = None,
     ) -> QueryRequest:
         if categories is None and scope.categories is not None:
@@ -205,6 +223,7 @@ class Recall:
             filters=QueryFilters(user_id=user_id, **given),
             top_k=top_k,
             threshold=threshold,
+            min_score=min_score,
             budget_tokens=budget,
         )
 
@@ -243,7 +262,7 @@ def shape(result: QueryResult, mode: str) -> dict[str, Any]:
     if mode == "full":
         return data
     label = "episode" if result.kind == EPISODE else result.category or UNCATEGORIZED
-    keys = ("id", "kind", "category", "score", "sources")
+    keys = ("id", "kind", "category", "score", "status", "valid_until", "sources")
     return {**{k: data[k] for k in keys}, "text": f"[{label}] {result.text}"}
 
 

@@ -23,8 +23,9 @@ from lobug.memory.store.rows import loads, row_dict
 TURN_STORE = "private"
 MEMORY_KEYS = (
     "id", "kind", "content", "category", "layer", "store", "status", "importance", "confidence",
-    "hits", "mention_count", "pinned", "tags", "pii", "created_at", "updated_at",
+    "decay_rate", "hits", "mention_count", "pinned", "tags", "pii", "created_at", "updated_at",
     "last_accessed", "valid_from", "valid_until", "purge_at", "supersedes", "session_id",
+    "agent_id", "run_id", "actor_id",
 )  # fmt: skip
 # What an ETag covers: what a person edits or the lifecycle moves, not the hit counters that
 # every retrieval bumps (those would turn every read-modify-write into a false conflict).

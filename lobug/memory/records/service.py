@@ -84,13 +84,14 @@ class Records:
         status: str | None = "active",
         category: str | None = None,
         store: str | None = None,
+        writers: dict[str, str | None] | None = None,
         limit: int = 50,
         offset: int = 0,
         user_id: str = USER,
     ) -> dict[str, Any]:
         """Newest first, or by FTS5 rank with `q`. An explicit category outside the agent's
         allowlist is 403 (seed 001 §5); an explicit store the trust cannot read is simply
-        empty (seed 002 intersects stores)."""
+        empty (seed 002 intersects stores). `writers`: agent_id, run_id, actor_id to match."""
         if category is not None:
             self.policy.check_categories(principal, [category])
         rows = await self.db.read(
@@ -100,7 +101,7 @@ class Records:
                 user_id=user_id,
                 q=q,
                 filters={"kind": kind, "layer": layer, "status": status,
-                         "category": category, "store": store},
+                         "category": category, "store": store, **(writers or {})},
                 limit=limit,
                 offset=offset,
             )
@@ -187,6 +188,8 @@ class Records:
     ) -> dict[str, Any]:
         scope = self.scope(principal)
         fields = {**fields, "store": check_write_store(principal, fields["store"])}
+        # Seed 001 §6.1: who wrote it; the caller's own agent unless it names another.
+        fields["agent_id"] = fields.get("agent_id") or principal.agent
         writes.check_category(scope, fields["category"])
         try:
             done = await self.service("remembering").remember(
@@ -207,18 +210,22 @@ class Records:
         user_id: str = USER,
     ) -> dict[str, Any]:
         memory = self.memory
-        await self.db.write(
-            partial(
-                writes.update,
-                if_match=if_match,
-                user_id=user_id,
-                now=self.clock(),
-                max_attempts=memory.max_attempts if memory is not None else 6,
-            ),
-            self.scope(principal),
-            memory_id,
-            changes,
-        )
+        try:
+            await self.db.write(
+                partial(
+                    writes.update,
+                    if_match=if_match,
+                    user_id=user_id,
+                    now=self.clock(),
+                    max_attempts=memory.max_attempts if memory is not None else 6,
+                ),
+                self.scope(principal),
+                memory_id,
+                changes,
+            )
+        except InvalidMemory as exc:  # new content breaks the writing constraints (as POST)
+            await self.db.write(writes.count_rejection, exc.reason)
+            raise errors.invalid_request(str(exc), field="content", reason=exc.reason) from None
         if memory is not None:
             memory.wake()  # the embed job for a changed text
         return await self.get(principal, memory_id, user_id=user_id)
@@ -242,6 +249,17 @@ class Records:
         if row["status"] == "active":
             raise errors.conflict(f"memory {memory_id} is active; there is nothing to restore")
         await self.service("restoring").restore(memory_id, actor=scope.actor)
+        return await self.get(principal, memory_id, user_id=user_id)
+
+    async def confirm(
+        self, principal: Principal, memory_id: int, *, user_id: str = USER
+    ) -> dict[str, Any]:
+        """Protect a memory for good (confidence 1, no decay): the user vouches for it."""
+        scope = self.scope(principal)
+        row = await self.db.read(visible_memory, scope, memory_id, user_id)
+        if row["status"] == "soft_deleted":
+            raise errors.conflict(f"memory {memory_id} is soft-deleted; restore it first")
+        await self.service("confirming").confirm(memory_id, actor=scope.actor)
         return await self.get(principal, memory_id, user_id=user_id)
 
     async def gc(self, principal: Principal) -> dict[str, int]:

@@ -17,7 +17,7 @@ from lobug.storage.sqlite import escape_like
 from lobug.storage.vectors import embedding_state
 from lobug.workers import queue
 
-LIST_COLUMNS = ("kind", "layer", "status", "category", "store")
+LIST_COLUMNS = ("kind", "layer", "status", "category", "store", "agent_id", "run_id", "actor_id")
 
 
 def list_rows(

@@ -3,7 +3,8 @@
 With a query, the memory is ranked by the very pipeline `query()` uses (`search.rank_all`,
 same request defaults, same weights, same clock), so the explained score and rank are the ones
 `query()` returned. Without one, the score is the memory's own part: no relevance, and no
-relation boost (that needs other candidates).
+relation boost (that needs other candidates). With a query and its vector, `similarity` is
+the cosine similarity a query's `threshold` is compared with.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from lobug.memory.graph import relations
 from lobug.memory.query import QueryFilters, QueryRequest
 from lobug.memory.search.corpus import MEMORIES
-from lobug.memory.search.runner import Plan, memory_sources, rank_all
+from lobug.memory.search.runner import Plan, Similarity, memory_sources, rank_all
 from lobug.memory.search.scoring import Fused, ScoringWeights, memory_score, rescore
 
 DECISIONS = 10
@@ -54,6 +55,11 @@ def explain(
                 break
     if score is None:
         score = rescore(Fused(memory_id, 0.0, 0.0, {}), row, weights, now)[1].as_dict()
+    similarity = None
+    if query is not None and vector is not None:
+        # What a query's `threshold` compares: the same number its results' explain shows.
+        similarity = Similarity(conn, vector).of(MEMORIES, memory_id)
+    score["similarity"] = similarity
     own = memory_score(row, weights, now)
     return {
         "id": memory_id,
@@ -72,6 +78,7 @@ def explain(
         "last_accessed": row["last_accessed"],
         "created_at": row["created_at"],
         "query": query,
+        "similarity": similarity,  # cosine similarity to the query (None: no vector for it)
         "rank": rank,
         "candidates": candidates,
         "score": score,

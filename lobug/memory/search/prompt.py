@@ -5,17 +5,27 @@ facts for the user's words — vector KNN above the similarity floor, BM25 and e
 fused and re-scored (`search`). Facts from the current session are left out (seed 003): the
 working memory already holds that conversation. Only while it does: in a session longer than
 the working-memory window, facts learned before the window's oldest message come back.
+
+Category context modes (seed 001 §5, `lobug.access.CategoryPolicy`): a category with context
+`all` is always in the prompt — every active, not superseded memory of it, in its own section
+(`read_always`, at most ALWAYS_MAX memories and about ALWAYS_BUDGET_TOKENS tokens, pinned and
+important first); `rag` is there only when retrieved, at most `rag_length` of the category per
+prompt; `none` never (only an explicit /v1/query naming it finds it). `pick_relevant` applies
+the last two to the ranked facts, so the search asks for more than `k` (`depth`). GET
+/v1/context uses the same two functions.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from lobug.memory.query import QueryFilters, QueryRequest, QueryResult
+from lobug.access import UNCATEGORIZED, CategoryPolicy
+from lobug.memory.query import QueryFilters, QueryRequest, QueryResult, tokens_of
 from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.store import delta
@@ -25,6 +35,10 @@ from lobug.storage.database import Database
 BASE_TTL_S = 30.0  # a base memory written by another process (CLI import) shows up this soon
 CONTEXT_DEPTH = 20  # candidates per ranked list: the prompt takes a handful
 HEADER_BULLETS = 3  # seed 001 §1
+ALWAYS_MAX = 20  # memories of `all` categories in one prompt, at most
+ALWAYS_BUDGET_TOKENS = 400  # and about this many tokens of them (the first always fits)
+ALWAYS_TITLE = "[What you always know about the user]"
+CONFIRM = "Ask the user to confirm before you remember: {}"
 
 
 def long_term_section(base: str) -> str | None:
@@ -38,11 +52,130 @@ def relevant_section(texts: Sequence[str]) -> str | None:
     return "[Relevant memories]\n" + "\n".join(f"- {text}" for text in texts)
 
 
-def sections(base: str, texts: Sequence[str], header: str | None = None) -> list[str]:
-    """Seed 004 §2.3 order: long-term memory, the delta header (seed 001 §1), the relevant
-    memories; empty ones left out."""
-    found = (long_term_section(base), header, relevant_section(texts))
+def always_section(texts: Sequence[str]) -> str | None:
+    if not texts:
+        return None
+    return ALWAYS_TITLE + "\n" + "\n".join(f"- {text}" for text in texts)
+
+
+def confirm_section(texts: Sequence[str]) -> str | None:
+    """Pending consent proposals (seed 001 §10): the assistant asks before memory keeps them."""
+    return "\n".join(CONFIRM.format(text) for text in texts) or None
+
+
+def sections(
+    base: str,
+    texts: Sequence[str],
+    header: str | None = None,
+    *,
+    always: Sequence[str] = (),
+    confirm: Sequence[str] = (),
+) -> list[str]:
+    """Seed 004 §2.3 order: long-term memory, what is always known (context `all`), the delta
+    header (seed 001 §1), the relevant memories, what to confirm; empty ones left out."""
+    found = (
+        long_term_section(base),
+        always_section(always),
+        header,
+        relevant_section(texts),
+        confirm_section(confirm),
+    )
     return [s for s in found if s]
+
+
+@dataclass(frozen=True)
+class Always:
+    """A memory of a category with context `all`."""
+
+    id: int
+    kind: str
+    category: str | None
+    text: str
+    store: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def read_always(
+    conn: Any,
+    policy: CategoryPolicy,
+    *,
+    user_id: str,
+    stores: Sequence[str] | None = None,
+    categories: Sequence[str] | frozenset[str] | None = None,
+    limit: int = ALWAYS_MAX,
+    budget_tokens: int = ALWAYS_BUDGET_TOKENS,
+) -> list[Always]:
+    """Every active, still valid memory of the `all` categories (within `stores` and the
+    allowed `categories`; None: no restriction): pinned, important and recent first, at most
+    `limit` and about `budget_tokens` tokens."""
+    names = [c for c in policy.with_context("all") if categories is None or c in categories]
+    if not names or (stores is not None and not stores):
+        return []
+    sql = (
+        "SELECT id, kind, category, content, store FROM memories WHERE user_id = ?"
+        " AND status = 'active' AND valid_until IS NULL"
+        f" AND COALESCE(category, ?) IN ({','.join('?' * len(names))})"
+    )
+    params: list[Any] = [user_id, UNCATEGORIZED, *names]
+    if stores is not None:
+        sql += f" AND store IN ({','.join('?' * len(stores))})"
+        params += list(stores)
+    rows = conn.execute(
+        sql + " ORDER BY pinned DESC, importance DESC, updated_at DESC, id DESC LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    kept: list[Always] = []
+    used = 0
+    for memory_id, kind, category, content, store in rows:
+        used += tokens_of(content)
+        if kept and used > budget_tokens:
+            break
+        kept.append(Always(int(memory_id), str(kind), category, str(content), str(store)))
+    return kept
+
+
+def read_always_for(conn: Any, req: QueryRequest, policy: CategoryPolicy) -> list[Always]:
+    """`read_always` within a request's user, stores and categories."""
+    return read_always(
+        conn, policy, user_id=req.filters.user_id, stores=req.stores, categories=req.categories
+    )
+
+
+def pick_relevant(
+    found: Sequence[QueryResult],
+    policy: CategoryPolicy,
+    k: int,
+    skip: Collection[int] = (),
+) -> list[QueryResult]:
+    """The ranked facts the prompt shows: no `none` category, at most `rag_length` of a
+    category, none already shown (`skip`: the always section), at most `k`. An archived fact
+    is out of the prompt's default set: it comes in only as the best match, i.e. ranked above
+    every current fact shown (issue 10: the allergy said once and archived still warns)."""
+    kept: list[QueryResult] = []
+    per: Counter[str] = Counter()
+    current_shown = False
+    for result in found:
+        if len(kept) >= k:
+            break
+        category = result.category or UNCATEGORIZED
+        if result.id in skip or policy.context_mode(category) == "none":
+            continue
+        if result.status != "active" and current_shown:
+            continue
+        current_shown = current_shown or result.status == "active"
+        cap = policy.rag_length(category)
+        if cap is not None and per[category] >= cap:
+            continue
+        per[category] += 1
+        kept.append(result)
+    return kept
+
+
+def depth(k: int) -> int:
+    """How many ranked facts to ask for so that `pick_relevant` can still fill `k`."""
+    return max(CONTEXT_DEPTH, 2 * k)
 
 
 class BaseMemoryCache:
@@ -72,6 +205,26 @@ class BaseMemoryCache:
             self._entries.pop(user_id, None)
 
 
+class AskedOnce:
+    """Which consent proposals the prompt already asked about, per session: each once (the
+    newest `size` kept; a restarted daemon may ask once more)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._asked: OrderedDict[tuple[str, int], None] = OrderedDict()
+
+    def first_time(self, session_id: str, items: Sequence[tuple[int, str]]) -> list[str]:
+        """The texts of `items` (id, text) not asked about in this session yet; now they are."""
+        fresh = []
+        for item_id, text in items:
+            if (session_id, item_id) not in self._asked:
+                self._asked[(session_id, item_id)] = None
+                fresh.append(text)
+        while len(self._asked) > self.size:
+            self._asked.popitem(last=False)
+        return fresh
+
+
 def context_plan(
     text: str,
     *,
@@ -83,18 +236,17 @@ def context_plan(
     window: int,
 ) -> search.Plan:
     """The prompt's search: facts only, above the similarity floor, not what the working
-    memory (`window` messages) still holds of this session."""
+    memory (`window` messages) still holds of this session. It ranks `depth(k)` facts:
+    `pick_relevant` cuts them to `k` by the categories' context modes."""
     req = QueryRequest(
         text=text,
         kinds=("fact",),
         # Archived facts answer when they match best; replaced ones are not the truth now.
         filters=QueryFilters(user_id=user_id, superseded=False),
-        top_k=k,
+        top_k=depth(k),
         exclude_session_id=session_id,
     )
-    return search.Plan(
-        req, weights, min_similarity=min_similarity, depth=max(CONTEXT_DEPTH, 2 * k), window=window
-    )
+    return search.Plan(req, weights, min_similarity=min_similarity, depth=depth(k), window=window)
 
 
 @dataclass(frozen=True)
@@ -105,6 +257,17 @@ class News:
     rev: int
 
 
+@dataclass(frozen=True)
+class Context:
+    """What the prompt gets from memory for one turn."""
+
+    base: str | None  # None: not read (the caller has it cached)
+    found: list[QueryResult]  # the relevant facts, context modes applied
+    news: News
+    always: list[Always]  # the `all` categories' memories
+    extra: Any = None  # what the caller's `extra` reader returned
+
+
 def read_context(
     conn: Any,
     plan: search.Plan,
@@ -112,9 +275,12 @@ def read_context(
     *,
     want_base: bool,
     shown: int | None = None,
-) -> tuple[str | None, search.Lists, News]:
+    policy: CategoryPolicy | None = None,
+    extra: Callable[[Any], Any] | None = None,
+) -> tuple[str | None, search.Lists, News, list[Always], Any]:
     """The hot path's first reader round trip: the base memory (unless cached), the delta
-    header and the vector list; the word lists run beside it on another connection.
+    header, the `all` categories' memories (with a `policy`), whatever `extra` reads, and the
+    vector list; the word lists run beside it on another connection.
 
     The header is read, not taken: the caller marks it seen later, off the hot path (`shown`
     is what this process showed the session meanwhile).
@@ -126,7 +292,8 @@ def read_context(
     changes = delta.changes_since(conn, session_id, since, user_id=user_id)
     news = News(delta.render(changes, since, max_bullets=HEADER_BULLETS), max(rev, since))
     lists = search.ranked_lists(conn, plan, vector, search.VECTOR_LIST) if vector else {}
-    return base, lists, news
+    always = read_always_for(conn, plan.req, policy) if policy is not None else []
+    return base, lists, news, always, extra(conn) if extra is not None else None
 
 
 async def context(
@@ -134,22 +301,29 @@ async def context(
     plan: search.Plan,
     vector: Awaitable[Sequence[float] | None],
     *,
+    k: int,
+    policy: CategoryPolicy,
     want_base: bool,
     now: float,
     shown: int | None = None,
-) -> tuple[str | None, list[QueryResult], News]:
-    """Base memory, delta header and the top facts.
+    extra: Callable[[Any], Any] | None = None,
+) -> Context:
+    """Base memory, delta header, the `all` categories and the top `k` facts.
 
     The word lists need no vector: they run on a reader connection while the query is being
     embedded (an Ollama round trip, or CPU for a local model), so after the embedding only the
     KNN scan and the fusion remain on the turn's critical path.
     """
     words = await search.while_embedding(db, plan, vector)
-    base, near, news = await db.read(
-        partial(read_context, want_base=want_base, shown=shown), plan, words.vector
+    base, near, news, always, got = await db.read(
+        partial(read_context, want_base=want_base, shown=shown, policy=policy, extra=extra),
+        plan,
+        words.vector,
     )
     lists = search.merge_lists(near, await words.lists)
-    return base, await db.read(partial(search.results, now=now), plan, lists), news
+    ranked = await db.read(partial(search.results, now=now), plan, lists)
+    found = pick_relevant(ranked, policy, k, skip={a.id for a in always})
+    return Context(base, found, news, always, got)
 
 
 def _since(conn: Any, session_id: str, user_id: str, shown: int | None) -> int:

@@ -1,10 +1,15 @@
-"""A QueryRequest run against the database: hybrid ranking, filters, threshold, token budget.
+"""A QueryRequest run against the database: hybrid ranking, filters, floors, token budget.
 
 Memories and raw turns (kind `episode`) are ranked separately (`hybrid`) and merged by final
 score: both are on the same scale (relevance normalised per corpus, plus the same memory
 terms). `run_parallel` computes the word lists while the query is being embedded, then the
 vector list, then fuses; `rank_all` computes the same lists in one connection and is what
 `explain` uses, so a why() for a query reproduces query()'s ranking exactly.
+
+Two floors: `QueryRequest.threshold` is seed 001 §6's similarity floor (the cosine similarity,
+1 − cosine distance, of the query's vector and the result's stored vector: a result without a
+stored vector has none and is dropped under a threshold); `QueryRequest.min_score` floors the
+final fused score.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import ScoringWeights
 from lobug.storage.database import Database
+from lobug.storage.sqlite import has_table
+from lobug.storage.vectors import pack
 
 DEPTH = 50  # candidates per ranked list
 # Never returned, whatever the filter says: a soft-deleted memory is deleted for the user and
@@ -119,6 +126,11 @@ class Plan:
     # still holds the conversation: see `window_start`.
     window: int | None = None
 
+    @property
+    def threshold(self) -> float | None:
+        """Seed 001 §6: drop results whose cosine similarity to the query is below."""
+        return self.req.threshold
+
     def corpora(self, conn: Any) -> list[tuple[Corpus, SearchFilter]]:
         since = None
         if self.window is not None and self.req.exclude_session_id is not None:
@@ -178,33 +190,86 @@ def rank_all(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: floa
     return finish(conn, plan, ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS), now=now)
 
 
-def cut(ranked: Sequence[Ranked], req: QueryRequest) -> list[Ranked]:
-    """Threshold, then top_k, then the token budget (always at least one result)."""
-    kept: list[Ranked] = []
+class Similarity:
+    """Cosine similarity (1 − cosine distance) of the query's vector and a result's stored
+    vector (sqlite-vec `vec_distance_cosine` on memory_vectors / turn_vectors); None without
+    a query vector, without a stored vector, or for a zero vector (no direction at all)."""
+
+    def __init__(self, conn: Any, vector: Sequence[float] | None) -> None:
+        self.conn = conn
+        self.blob = None if vector is None else pack(vector)
+        self._tables: dict[str, bool] = {}
+
+    def __call__(self, item: Ranked) -> float | None:
+        return self.of(item.corpus, item.hit.id)
+
+    def of(self, corpus: Corpus, row_id: int) -> float | None:
+        if self.blob is None or not self._has(corpus.vectors):
+            return None
+        row = self.conn.execute(
+            f"SELECT vec_distance_cosine(embedding, ?) FROM {corpus.vectors}"
+            f" WHERE {corpus.vec_key} = ?",
+            (self.blob, row_id),
+        ).fetchone()
+        return None if row is None or row[0] is None else 1.0 - float(row[0])
+
+    def _has(self, table: str) -> bool:
+        if table not in self._tables:
+            self._tables[table] = has_table(self.conn, table)
+        return self._tables[table]
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A result that passed the cut and its similarity to the query (None: no vector for one)."""
+
+    item: Ranked
+    similarity: float | None = None
+
+
+def cut(ranked: Sequence[Ranked], plan: Plan, similarity: Similarity | None = None) -> list[Kept]:
+    """min_score, the similarity threshold, then top_k, then the token budget (always at least
+    one result). Similarities are looked up best first, only until top_k results are kept."""
+    req = plan.req
+    kept: list[Kept] = []
     used = 0
     for item in ranked:
         if len(kept) >= req.top_k:
             break
-        if req.threshold is not None and item.hit.score < req.threshold:
+        if plan.req.min_score is not None and item.hit.score < plan.req.min_score:
             break  # sorted by score: nothing after this one passes either
+        similar = similarity(item) if similarity is not None else None
+        if plan.threshold is not None and (similar is None or similar < plan.threshold):
+            continue  # not sorted by similarity: a later one may pass
         cost = tokens_of(item.text)
         if req.budget_tokens is not None and kept and used + cost > req.budget_tokens:
             break
-        kept.append(item)
+        kept.append(Kept(item, similar))
         used += cost
     return kept
 
 
-def results(conn: Any, plan: Plan, lists: Lists, *, now: float) -> list[QueryResult]:
-    """Fuse, re-score, cut, and attach the memories' source turns."""
-    kept = cut(finish(conn, plan, lists, now=now), plan.req)
-    sources = memory_sources(conn, [r.hit.id for r in kept if r.corpus is MEMORIES])
-    return [_result(r, sources) for r in kept]
+def results(
+    conn: Any,
+    plan: Plan,
+    lists: Lists,
+    *,
+    now: float,
+    vector: Sequence[float] | None = None,
+) -> list[QueryResult]:
+    """Fuse, re-score, cut, and attach the memories' source turns. Each result's `explain`
+    says its `similarity` to the query's `vector` (what a threshold is compared with; None
+    without a vector on either side)."""
+    similarity = Similarity(conn, vector) if vector is not None else None
+    kept = cut(finish(conn, plan, lists, now=now), plan, similarity)
+    sources = memory_sources(conn, [k.item.hit.id for k in kept if k.item.corpus is MEMORIES])
+    return [_result(k.item, sources, k.similarity) for k in kept]
 
 
 def run(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[QueryResult]:
     """The whole search in one connection."""
-    return results(conn, plan, ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS), now=now)
+    lists = ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS)
+    return results(conn, plan, lists, now=now, vector=vector)
 
 
 @dataclass
@@ -240,7 +305,9 @@ async def run_parallel(
     near: Lists = {}
     if words.vector is not None:
         near = await db.read(ranked_lists, plan, words.vector, VECTOR_LIST)
-    return await db.read(partial(results, now=now), plan, merge_lists(near, await words.lists))
+    return await db.read(
+        partial(results, now=now, vector=words.vector), plan, merge_lists(near, await words.lists)
+    )
 
 
 def memory_sources(conn: Any, ids: Sequence[int]) -> dict[int, tuple[dict[str, Any], ...]]:
@@ -260,8 +327,13 @@ def memory_sources(conn: Any, ids: Sequence[int]) -> dict[int, tuple[dict[str, A
     return {k: tuple(v) for k, v in found.items()}
 
 
-def _result(item: Ranked, sources: Mapping[int, tuple[dict[str, Any], ...]]) -> QueryResult:
+def _result(
+    item: Ranked,
+    sources: Mapping[int, tuple[dict[str, Any], ...]],
+    similarity: float | None = None,
+) -> QueryResult:
     row = item.row
+    explain = {**item.explain(), "similarity": similarity}
     if item.corpus is TURNS:
         return QueryResult(
             id=item.hit.id,
@@ -271,7 +343,7 @@ def _result(item: Ranked, sources: Mapping[int, tuple[dict[str, Any], ...]]) -> 
             score=item.hit.score,
             store=EPISODE_STORE,
             sources=({"turn_id": item.hit.id, "ref": row["ref"]},),
-            explain=item.explain(),
+            explain=explain,
         )
     return QueryResult(
         id=item.hit.id,
@@ -281,5 +353,7 @@ def _result(item: Ranked, sources: Mapping[int, tuple[dict[str, Any], ...]]) -> 
         score=item.hit.score,
         store=str(row["store"]),
         sources=sources.get(item.hit.id, ()),
-        explain=item.explain(),
+        explain=explain,
+        status=str(row["status"]),
+        valid_until=row["valid_until"],
     )

@@ -1,4 +1,4 @@
-"""Explicit memory edits (the /v1 API, the CLI): remember, forget, restore — DB side.
+"""Explicit memory edits (the /v1 API, the CLI): remember, forget, restore, confirm — DB side.
 
 Each runs inside one write transaction with its history events and delta bumps; vectors are
 made by an `embed_memory` job enqueued in the same transaction, so the call never waits on an
@@ -7,6 +7,8 @@ embedder.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory import enqueue
@@ -25,6 +27,18 @@ ERASED = "a memory was erased"
 FORGOTTEN = "a memory was forgotten"
 
 
+@dataclass(frozen=True)
+class Writer:
+    """Who wrote a memory (seed 001 §6.1): the agent, its run, the person speaking."""
+
+    agent_id: str | None = None
+    run_id: str | None = None
+    actor_id: str | None = None
+
+    def given(self) -> dict[str, str]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
 def remember(
     conn: Any,
     cand: Candidate,
@@ -33,9 +47,22 @@ def remember(
     policy: WritePolicy,
     now: float,
     max_attempts: int,
+    writer: Writer | None = None,
 ) -> dict[str, Any]:
-    """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action."""
+    """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action.
+
+    A new row records its `writer`; a merge keeps the writer of the memory it merges into
+    (the history event of the merge names who said it again)."""
+    ids = writer.given() if writer is not None else {}
+    if ids:
+        origin = dataclasses.replace(origin, meta={**origin.meta, **ids})
     outcome = reconcile(conn, cand, None, origin=origin, policy=policy, now=now)
+    if outcome.action in ("added", "superseded") and ids:
+        # Same transaction as the insert: the row is never seen without its writer.
+        assignments = ", ".join(f"{key} = ?" for key in ids)
+        conn.execute(
+            f"UPDATE memories SET {assignments} WHERE id = ?", (*ids.values(), outcome.memory_id)
+        )
     if outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
         enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
     if outcome.action in ("merged", "repeated") and origin.pinned:
@@ -82,6 +109,17 @@ def restore(conn: Any, memory_id: int, *, actor: str, now: float, max_attempts: 
     if row.kind in VECTOR_KINDS:
         enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
     delta.bump(conn, None, memory_id, "restored", _meta(row), now, row.user_id)
+    return True
+
+
+def confirm(conn: Any, memory_id: int, *, actor: str, now: float) -> bool:
+    """Protect a memory for good (seed 003 confirm_fact): confidence 1, decay_rate 0; False
+    when there is no such memory. History UPDATE (by lifecycle), delta `updated`."""
+    row = store.get_memory(conn, memory_id)
+    if row is None or not lifecycle.confirm(conn, memory_id, now, actor):
+        return False
+    conn.execute("UPDATE memories SET updated_at = ? WHERE id = ?", (now, memory_id))
+    delta.bump(conn, None, memory_id, "updated", _meta(row), now, row.user_id)
     return True
 
 

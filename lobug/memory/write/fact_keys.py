@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from lobug.memory.store.dedup import normalize
+
 
 @dataclass(frozen=True)
 class FactKey:
@@ -152,3 +154,34 @@ def key_string(fact: str) -> str | None:
     """The stored form of a fact's key (`memories.fact_key`): "user|residence", or None."""
     key = parse_fact(fact)
     return None if key is None else f"{key.subject}|{key.attribute}"
+
+
+# Where a value's head ends: "Denver and her email is …", "a house in Portland near the river".
+_VALUE_TAIL = re.compile(r"\b(?:and|with|near|where|because|since|who|which|but|so)\b")
+
+
+def claim(fact: str) -> tuple[bool, str] | None:
+    """(negated, the value's head): "lives in Denver with her cats" claims Denver, as does
+    "lives in Denver and works at a bakery" — two such facts do not contradict each other."""
+    key = parse_fact(fact)
+    if key is None or key.value is None:
+        return None
+    head = _VALUE_TAIL.split(normalize(key.value), maxsplit=1)[0].strip()
+    return key.negated, head
+
+
+def contradicts(new: str, old: str) -> bool:
+    """Whether `new` states another value than `old` for the same subject and attribute.
+
+    "moved to Seattle" contradicts "lives in Portland"; "no longer lives in Portland"
+    contradicts only a Portland fact; the same claim again ("lives in Denver with her cats"
+    after "lives in Denver") is no contradiction. Unkeyed (multi-valued) facts never are.
+    """
+    key = key_string(new)
+    if key is None or key != key_string(old):
+        return False
+    new_claim, old_claim = claim(new), claim(old)
+    if new_claim is None or old_claim is None or new_claim == old_claim:
+        return False
+    negated, value = new_claim
+    return old_claim == (False, value) if negated else True

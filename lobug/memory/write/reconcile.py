@@ -1,18 +1,25 @@
-"""Reconcile one candidate with what is stored: repeat, merge, supersede, or add.
+"""Reconcile one candidate with what is stored: repeat, merge, supersede, or add ("newer wins").
 
-In order, inside the caller's write transaction:
+Inside the caller's write transaction, `decide` then `apply`:
 
 1. **exact duplicate** — same `dedup.content_hash` as an active memory of the same kind: one
-   more mention and hit, history MERGE.
-2. **contradiction** — a fact with the same subject and attribute (`fact_keys`) as active facts
-   but another value ("lives in Portland", then "moved to Seattle"): the old ones are archived
-   with `valid_until`, the new row records `supersedes`, history ARCHIVE (old) and ADD (new).
-   Values are compared by their head ("Denver with her cats" claims Denver); the same claim
-   again goes on to step 3. Pinned facts are the user's word: never archived by a
-   contradiction, the new fact is added beside them.
-3. **near duplicate** — word overlap (Jaccard) ≥ `near_jaccard` with an active memory found
-   by BM25 or KNN, or cosine distance < `duplicate_distance`: merged into it (MERGE).
-4. otherwise **added**.
+   more mention and hit, history MERGE (reason exact_duplicate). Always checked first.
+2. otherwise the **verdict** (write/judge.py) — the LLM judge's labels when the extract job has
+   them, else the heuristic judge — says what the candidate is to the stored facts near it:
+   - `same` → merged into that row (reinforced: mention, hit, strength; history MERGE, reason
+     near_duplicate or same_fact);
+   - `update` / `contradiction` → a NEW row with the new wording, `supersedes` = the old id,
+     and every such old row retired: status archived, `valid_until` and `updated_at` now,
+     `attributes.superseded_by` the new id, history SUPERSEDE (meta: reason update |
+     contradiction, superseded_by, judge llm | heuristic), and a `supersedes` relation edge
+     from new to old. Pinned facts are the user's word: never retired, the new fact is added
+     beside them. A candidate that is `same` as one row and replaces others is merged into the
+     first and retires the others (superseded_by = the row it was merged into);
+   - `unrelated` to all → **added**.
+
+One exchange is one mention: a merge into a memory already extracted from the same turns
+(the LLM pass after a heuristic one, two phrasings in one answer) links nothing new and does
+not reinforce it.
 
 A new row gets its PII tags, the heuristic rules that matched, entity links (regex NER) and,
 when it has a vector, relation edges to its neighbours. Every outcome bumps the delta log.
@@ -20,30 +27,26 @@ when it has a vector, relation edges to its neighbours. Every outcome bumps the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lobug.memory.graph import relations
 from lobug.memory.graph.entities import extract_entities, link_entities
-from lobug.memory.lifecycle.status import change_status
-from lobug.memory.search.corpus import SearchFilter
-from lobug.memory.search.lexical import text_ranks
+from lobug.memory.lifecycle.status import Sql, change_status
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import delta
 from lobug.memory.store import rows as store
-from lobug.memory.store.dedup import content_hash, jaccard, normalize
+from lobug.memory.store.dedup import content_hash
 from lobug.memory.vectors import knn
+from lobug.memory.write import judge
 from lobug.memory.write.candidate import Candidate
-from lobug.memory.write.fact_keys import key_string, parse_fact
+from lobug.memory.write.fact_keys import key_string
+from lobug.memory.write.judge import Judgement, Verdict
 from lobug.memory.write.pii import pii_tags
 
 ACTOR = "extractor"
-LEXICAL_POOL = 20  # BM25 neighbours checked for word overlap
-NEAR_K = 5  # vector neighbours checked for the distance band
-# Where a value's head ends: "Denver and her email is …", "a house in Portland near the river".
-_VALUE_TAIL = re.compile(r"\b(?:and|with|near|where|because|since|who|which|but|so)\b")
+NEAR_K = judge.NEAR_K  # vector neighbours checked for the distance band
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,28 @@ class Origin:
     tags: Sequence[str] = ()
     source: str = "llm"  # llm | heuristic | user
     meta: dict[str, Any] = field(default_factory=dict)
+    # The user's words the candidate was extracted from: the heuristic judge reads their
+    # state-change markers ("I now drive …") when the fact itself lost them.
+    said: str | None = None
 
     def history_meta(self) -> dict[str, Any]:
         return {"turns": list(self.turn_ids), "job": self.job_id, **self.meta}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What reconcile will do with one candidate, decided before anything is written."""
+
+    action: str  # repeat | merge | supersede | add
+    row: store.MemoryRow | None = None  # repeat, merge: the stored fact kept
+    kept: Judgement | None = None  # merge: the `same` judgement
+    retire: tuple[Judgement, ...] = ()  # the stored facts the candidate replaces
+    neighbours: tuple[tuple[store.MemoryRow, float], ...] = ()  # KNN, for relation edges
+
+    @property
+    def adds_row(self) -> bool:
+        """Whether applying it writes a new memory row (what the extraction caps count)."""
+        return self.action in ("supersede", "add")
 
 
 def reconcile(
@@ -85,119 +107,158 @@ def reconcile(
     origin: Origin,
     policy: WritePolicy,
     now: float,
+    verdict: Verdict | None = None,
 ) -> Outcome:
+    """`decide` and `apply`. verdict: the LLM judge's, if any; None → the heuristic judge."""
+    plan = decide(conn, cand, vector, origin=origin, policy=policy, verdict=verdict)
+    return apply(conn, cand, vector, plan, origin=origin, policy=policy, now=now)
+
+
+def decide(
+    conn: Any,
+    cand: Candidate,
+    vector: Sequence[float] | None,
+    *,
+    origin: Origin,
+    policy: WritePolicy,
+    verdict: Verdict | None = None,
+) -> Plan:
     # Reconciliation stays inside the writer's store: a write must never merge into, supersede
     # or link to a memory in a store its writer may not see (trust gating, seed 002).
     same = store.active_by_hash(
         conn, origin.user_id, content_hash(cand.content), cand.kind, store=origin.store
     )
     if same is not None:
-        _merge(conn, same, cand, origin, policy, now, {"reason": "exact_duplicate"})
-        return Outcome("repeated", same.id)
-    key = key_string(cand.content) if cand.kind == "fact" else None
-    if key is not None:
-        outcome = _against_key(conn, cand, key, vector, origin, policy, now)
-        if outcome is not None:
-            return outcome
+        return Plan("repeat", row=same)
     neighbours: list[tuple[store.MemoryRow, float]] = []
     if vector is not None and cand.kind == "fact":
-        # One KNN scan serves the near-duplicate check and the relation edges.
+        # One KNN scan serves the heuristic judge's distance band and the relation edges.
         k = max(NEAR_K, policy.link_k + 1)
         neighbours = [
             (row, distance)
             for row, distance in knn.nearest_facts(conn, vector, user_id=origin.user_id, k=k)
             if row.store == origin.store
         ]
-    near = _near_duplicate(conn, cand, neighbours, origin, policy)
-    if near is not None:
-        row, score, distance = near
-        meta = {"reason": "near_duplicate", "jaccard": score, "distance": distance}
-        _merge(conn, row, cand, origin, policy, now, meta)
-        return Outcome("merged", row.id, distance=distance, jaccard=score)
-    memory_id = _add(
-        conn, cand, key, vector, origin, policy, now, supersedes=None, neighbours=neighbours
+    if verdict is None:
+        verdict = judge.heuristic_verdict(
+            conn,
+            cand,
+            neighbours,
+            user_id=origin.user_id,
+            store_name=origin.store,
+            policy=policy,
+            said=origin.said,
+        )
+    kept = verdict.same()
+    retire = tuple(
+        j
+        for j in verdict.replacing()
+        if not j.row.pinned
+        and j.row.store == origin.store
+        and (kept is None or j.row.id != kept.row.id)
     )
-    return Outcome("added", memory_id)
+    if kept is not None and kept.row.store == origin.store:
+        return Plan("merge", row=kept.row, kept=kept, retire=retire, neighbours=tuple(neighbours))
+    if retire:
+        return Plan("supersede", retire=retire, neighbours=tuple(neighbours))
+    return Plan("add", neighbours=tuple(neighbours))
 
 
-def _against_key(
+def apply(
     conn: Any,
     cand: Candidate,
-    key: str,
     vector: Sequence[float] | None,
+    plan: Plan,
+    *,
     origin: Origin,
     policy: WritePolicy,
     now: float,
-) -> Outcome | None:
-    """Supersede the active facts this one contradicts; None when it contradicts none."""
-    rows = conn.execute(
-        "SELECT * FROM memories WHERE user_id = ? AND fact_key = ? AND kind = 'fact'"
-        " AND status = 'active' AND store = ? ORDER BY id DESC",
-        (origin.user_id, key, origin.store),
-    ).fetchall()
-    claim = _claim(cand.content)
-    olds = [store.MemoryRow.from_row(r) for r in rows]
-    if not olds or claim is None or any(_claim(m.content) == claim for m in olds):
-        return None  # the same claim again: the near-duplicate check decides
-    negated, value = claim
-    if negated:
-        # "no longer lives in Portland" retires only a Portland fact.
-        olds = [m for m in olds if _claim(m.content) == (False, value)]
-    replaced = [m for m in olds if not m.pinned]
-    if not replaced:
-        return None
-    memory_id = _add(conn, cand, key, vector, origin, policy, now, supersedes=replaced[0].id)
-    for old in replaced:
-        # Kept for history, no longer active (nor in KNN: a restore re-embeds it).
-        change_status(
-            conn,
-            old,
-            "archived",
-            now=now,
-            event="ARCHIVE",
-            actor=origin.actor,
-            old_value=old.content,
-            new_value=cand.content,
-            meta={**origin.history_meta(), "superseded_by": memory_id, "fact_key": key},
-            valid_until=now,
-            updated_at=now,
-        )
-    return Outcome("superseded", memory_id, replaced[0].id)
+) -> Outcome:
+    if plan.action == "repeat" and plan.row is not None:
+        _merge(conn, plan.row, cand, origin, policy, now, {"reason": "exact_duplicate"})
+        return Outcome("repeated", plan.row.id)
+    if plan.action == "merge" and plan.row is not None and plan.kept is not None:
+        kept = plan.kept
+        meta = {
+            "reason": "near_duplicate" if kept.judge == judge.HEURISTIC else "same_fact",
+            "judge": kept.judge,
+            "jaccard": kept.overlap,
+            "distance": kept.distance,
+        }
+        _merge(conn, plan.row, cand, origin, policy, now, meta)
+        for old in plan.retire:
+            _retire(conn, old, plan.row.id, cand, origin, now)
+        replaced = plan.retire[0].row.id if plan.retire else None
+        return Outcome("merged", plan.row.id, replaced, kept.distance, kept.overlap)
+    key = key_string(cand.content) if cand.kind == "fact" else None
+    retired = {j.row.id for j in plan.retire}
+    supersedes = plan.retire[0].row.id if plan.retire else None
+    memory_id = _add(
+        conn,
+        cand,
+        key,
+        vector,
+        origin,
+        policy,
+        now,
+        supersedes=supersedes,
+        neighbours=[(row, d) for row, d in plan.neighbours if row.id not in retired],
+    )
+    for old in plan.retire:
+        _retire(conn, old, memory_id, cand, origin, now)
+    if supersedes is not None:
+        return Outcome("superseded", memory_id, supersedes)
+    return Outcome("added", memory_id)
 
 
-def _claim(fact: str) -> tuple[bool, str] | None:
-    """(negated, the value's head): "lives in Denver with her cats" claims Denver, as does
-    "lives in Denver and works at a bakery" — two such facts do not contradict each other."""
-    key = parse_fact(fact)
-    if key is None or key.value is None:
-        return None
-    head = _VALUE_TAIL.split(normalize(key.value), maxsplit=1)[0].strip()
-    return key.negated, head
+def _retire(
+    conn: Any, old: Judgement, by: int, cand: Candidate, origin: Origin, now: float
+) -> None:
+    """The stored fact `old` is replaced by memory `by`: archived (kept for history) with
+    `valid_until`, SUPERSEDE event, `supersedes` edge. An archived fact (idle, by the GC) that
+    no statement replaced yet is superseded the same way."""
+    row = store.get_memory(conn, old.row.id)
+    if row is None or row.pinned or row.status not in judge.COMPARED:
+        return
+    if row.status != "active" and row.valid_until is not None:
+        return  # replaced already
+    change_status(
+        conn,
+        row,
+        "archived",
+        now=now,
+        event="SUPERSEDE",
+        actor=origin.actor,
+        old_value=row.content,
+        new_value=cand.content,
+        meta={
+            **origin.history_meta(),
+            "reason": old.label,
+            "superseded_by": by,
+            "judge": old.judge,
+        },
+        valid_until=now,
+        updated_at=now,
+        attributes=Sql(
+            "json_set(CASE WHEN json_valid(attributes) THEN attributes ELSE '{}' END,"
+            " '$.superseded_by', ?)",
+            (by,),
+        ),
+    )
+    relations.link_supersedes(conn, by, row.id, user_id=row.user_id, now=now, actor=origin.actor)
 
 
-def _near_duplicate(
-    conn: Any,
-    cand: Candidate,
-    neighbours: Sequence[tuple[store.MemoryRow, float]],
-    origin: Origin,
-    policy: WritePolicy,
-) -> tuple[store.MemoryRow, float, float | None] | None:
-    """The most overlapping active memory of the kind, if near enough by words or vector."""
-    flt = SearchFilter(user_id=origin.user_id, kinds=(cand.kind,))
-    lexical = text_ranks(conn, cand.content, LEXICAL_POOL, flt=flt)
-    pool: dict[int, float | None] = dict.fromkeys(lexical, None)
-    for neighbour, near in neighbours[:NEAR_K]:
-        pool[neighbour.id] = near
-    best: tuple[store.MemoryRow, float, float | None] | None = None
-    for memory_id, distance in pool.items():
-        row = store.get_memory(conn, memory_id)
-        if row is None or row.status != "active" or row.store != origin.store:
-            continue
-        overlap = jaccard(cand.content, row.content)
-        close = distance is not None and distance < policy.duplicate_distance
-        if (overlap >= policy.near_jaccard or close) and (best is None or overlap > best[1]):
-            best = (row, round(overlap, 4), None if distance is None else round(distance, 4))
-    return best
+def _same_exchange(conn: Any, memory_id: int, turn_ids: Sequence[int]) -> bool:
+    """Whether the memory was already extracted from these turns (one exchange, one mention)."""
+    if not turn_ids:
+        return False
+    marks = ",".join("?" * len(turn_ids))
+    row = conn.execute(
+        f"SELECT 1 FROM memory_sources WHERE memory_id = ? AND reason = 'extracted'"
+        f" AND turn_id IN ({marks}) LIMIT 1",
+        (memory_id, *turn_ids),
+    ).fetchone()
+    return row is not None
 
 
 def _merge(
@@ -209,6 +270,8 @@ def _merge(
     now: float,
     meta: dict[str, Any],
 ) -> None:
+    if _same_exchange(conn, row.id, origin.turn_ids):
+        return  # said once: the LLM pass after the heuristic one, or two phrasings of it
     said = None if cand.content == row.content else cand.content
     store.mention_again(
         conn,

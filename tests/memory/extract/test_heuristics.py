@@ -72,6 +72,13 @@ def facts(text: str) -> list[str]:
             "state.changed_to",
         ),
         ("I now work at Google", "The user now works at Google.", "state.now"),
+        ("I drive a Honda Civic.", "The user drives a Honda Civic.", "habit.does"),
+        (
+            "I drink oolong tea every morning.",
+            "The user drinks oolong tea every morning.",
+            "habit.does",
+        ),
+        ("I usually speak French at home", "The user speaks French at home.", "habit.does"),
         ("I'm now a manager.", "The user is now a manager.", "state.now"),
     ],
 )
@@ -132,6 +139,8 @@ def test_plans_carry_their_time_rules(text: str, expected: str, rules: tuple[str
         "I'm a bit tired.",
         "I love it",
         "I like him.",
+        "I play it by ear.",
+        "Do I drive a Honda?",
         "Turn on the lights.",
         "The weather is nice.",
         "",

@@ -1,5 +1,6 @@
 """Fact extraction jobs: defensive parsing, one reminder then a loud give-up, idempotent re-runs,
-near-duplicates superseding with history kept, outages retried."""
+near-duplicates merging with history kept, outages answered by the rules at once and refined by
+the LLM later."""
 
 from __future__ import annotations
 
@@ -219,7 +220,7 @@ async def test_the_vector_band_merges_exactly_below_the_threshold(
         assert {first.id, second.id} <= sources
 
 
-async def test_ollama_down_during_extraction_retries_then_succeeds(
+async def test_ollama_down_during_extraction_stores_rules_now_and_refines_later(
     mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
 ) -> None:
     state, _ = ollama
@@ -227,17 +228,25 @@ async def test_ollama_down_during_extraction_retries_then_succeeds(
     state.memory_mode = "down"
     await mem.exchange("I like green tea")
     await mem.run()
-    (job,) = mem.jobs("extract")
-    assert (job["state"], job["attempts"]) == ("pending", 1)
-    assert "LLM unavailable" in job["last_error"] and job["run_after"] > clock()
-    assert mem.facts() == []
-    assert await mem.run() == 0  # the backoff has not passed: nothing runs, nothing sleeps
+    first, refine = mem.jobs("extract")
+    assert (first["state"], first["attempts"]) == ("done", 1)
+    assert mem.facts() == [TEA]  # the heuristic rule's fact, at once
+    assert (refine["state"], json.loads(refine["payload"])["refine"]) == ("pending", True)
+    assert await mem.run() == 0  # the refine pass waits: nothing runs, nothing sleeps
+    clock.advance(refine["run_after"] - clock() + 0.01)
+    await mem.run()  # still down: the refine pass backs off, nothing is written twice
+    refine = mem.jobs("extract")[1]
+    assert (refine["state"], refine["attempts"]) == ("pending", 1)
+    assert "LLM unavailable" in refine["last_error"] and refine["run_after"] > clock()
     state.memory_mode = "ok"
-    clock.advance(job["run_after"] - clock() + 0.01)
+    clock.advance(refine["run_after"] - clock() + 0.01)
     await mem.run()
-    (job,) = mem.jobs("extract")
-    assert (job["state"], job["attempts"]) == ("done", 2)
+    refine = mem.jobs("extract")[1]
+    assert (refine["state"], refine["attempts"]) == ("done", 2)
+    # The model said what the rule said: no second row, and still one mention.
     assert mem.facts() == [TEA]
+    assert mem.value("SELECT mention_count FROM memories") == 1
+    assert [h["event"] for h in await mem.db.read(history_of, 1)] == ["ADD"]
 
 
 async def test_embedder_outage_is_retried_and_reported(
@@ -292,12 +301,18 @@ async def test_a_degraded_turn_is_extracted_from_the_user_text_later(
     assert_valid("chat_text.response", body)
     assert body["degraded"] is True
     await drain(path, clock)
-    (job,) = [r for r in query(path, "SELECT * FROM jobs WHERE kind = 'extract'")]
-    assert job["state"] == "pending" and json.loads(job["payload"])["assistant_turn_id"] is None
+    # The rules' fact is stored at once; the LLM pass is owed.
+    assert [r[0] for r in query(path, "SELECT content FROM memories")] == [TEA]
+    first, refine = query(path, "SELECT * FROM jobs WHERE kind = 'extract' ORDER BY id")
+    assert first["state"] == "done" and refine["state"] == "pending"
+    assert json.loads(refine["payload"])["assistant_turn_id"] is None
     state.mode = "ok"
     clock.advance(60)
     client.app[keys.RUNNER].wake()
     await drain(path, clock)
-    assert [r[0] for r in query(path, "SELECT content FROM memories")] == [TEA]
+    assert query(path, "SELECT state FROM jobs WHERE id = ?", refine["id"])[0][0] == "done"
+    assert [tuple(r) for r in query(path, "SELECT content, mention_count FROM memories")] == [
+        (TEA, 1)
+    ]
     # The apology is not part of what the model was shown.
     assert script.seen["extract"][-1][1]["content"] == "User: I like green tea"

@@ -289,7 +289,7 @@ async def test_the_daemon_runs_gc_on_start_after_downtime(
     assert query(path, "SELECT last_run FROM periodic_runs")[0][0] == clock()
     # The pass ran at start with the new clock (once: see the catch-up test above).
     scored = query(path, "SELECT json_extract(attributes, '$.scored_at') FROM memories")
-    assert scored == [(clock(),)]
+    assert [tuple(r) for r in scored] == [(clock(),)]
     await again.close()
 
 
@@ -305,7 +305,7 @@ async def test_use_slows_decay_and_decay_ranks_without_deleting(
     rates = [mem.value("SELECT decay_rate FROM memories WHERE id = ?", used)]
     for week in range(1, 13):
         clock.now = start + week * 7 * DAY
-        await mem.service.query(QueryRequest(text="chess with Tomas on Fridays"))
+        await mem.service.query(QueryRequest(text="chess with Tomas on Fridays", top_k=1))
         await mem.service.flush_hits()
         await mem.service.gc()
         rates.append(mem.value("SELECT decay_rate FROM memories WHERE id = ?", used))
@@ -320,7 +320,8 @@ async def test_use_slows_decay_and_decay_ranks_without_deleting(
     results = await mem.service.query(QueryRequest(text="plays chess", top_k=2))
     assert [r.id for r in results] == [used, unused]
     first, second = (r.explain for r in results)
-    assert first["retrievability"] > 0.5 > second["retrievability"]
+    # 116 days after its last use the used fact keeps ~30 %; the one said once, under 0.01 %.
+    assert first["retrievability"] > 0.25 > 0.0001 > second["retrievability"]
     assert {status(mem, used), status(mem, unused)} <= {"active", "archived"}
     gone = mem.value("SELECT COUNT(*) FROM history WHERE event IN ('SOFT_DELETE', 'TTL')")
     assert gone == 0

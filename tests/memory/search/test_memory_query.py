@@ -1,9 +1,10 @@
-"""MemoryService.query through the real write path: filters, threshold, budget, sources,
+"""MemoryService.query through the real write path: filters, floors, budget, sources,
 episodes, hostile FTS input, the LIKE fallback, hit counting off the request path, and why()."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_kit import MemoryEnv, memory_env
 
+from lobug.errors import ApiError
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory.query import QueryFilters, QueryRequest, tokens_of
+from lobug.storage.vectors import unpack
 
 BIKE = "The user rides a red bicycle to the bakery every Saturday."
 BOAT = "The user keeps a small wooden sailboat at the lake."
@@ -99,16 +102,18 @@ async def test_filters(mem: MemoryEnv, clock: Any) -> None:
     assert await found(kinds=("insight",)) == set()
     await mem.service.forget(bike, purge=False, actor="test")
     assert await found() == {boat}
-    # A soft-deleted memory stays hidden even when its status is asked for; archived on request.
+    # A soft-deleted memory stays hidden even when its status is asked for; an archived one is
+    # out of the prompt's default set but still found (issue 10), unless the filter says not.
     assert await found(filters=QueryFilters(status=("active", "soft_deleted"))) == {boat}
     await mem.db.write(
         lambda c: c.execute("UPDATE memories SET status = 'archived' WHERE id = ?", (boat,))
     )
-    assert await found() == set()
+    assert await found() == {boat}
+    assert await found(filters=QueryFilters(status=("active",))) == set()
     assert await found(filters=QueryFilters(status=("archived",))) == {boat}
 
 
-async def test_top_k_threshold_and_token_budget(mem: MemoryEnv) -> None:
+async def test_top_k_min_score_and_token_budget(mem: MemoryEnv) -> None:
     facts = [
         "The user owns a blue kayak for the river trips with Sam.",
         "A blue kayak paddle hangs in the hallway for river trips.",
@@ -124,11 +129,11 @@ async def test_top_k_threshold_and_token_budget(mem: MemoryEnv) -> None:
     scores = [r.score for r in everything]
     assert scores == sorted(scores, reverse=True)
     assert len(await mem.service.query(ask(query, top_k=2))) == 2
-    cut = (scores[1] + scores[2]) / 2
-    assert [r.id for r in await mem.service.query(ask(query, top_k=10, threshold=cut))] == [
+    cut = (scores[1] + scores[2]) / 2  # min_score floors the final score (the old threshold)
+    assert [r.id for r in await mem.service.query(ask(query, top_k=10, min_score=cut))] == [
         r.id for r in everything[:2]
     ]
-    assert await mem.service.query(ask(query, threshold=scores[0] + 1)) == []
+    assert await mem.service.query(ask(query, min_score=scores[0] + 1)) == []
     costs = [tokens_of(r.text) for r in everything]
     assert costs[0] == -(-len(everything[0].text) // 4)  # ~4 characters a token, rounded up
     two, three = costs[0] + costs[1], costs[0] + costs[1] + costs[2]
@@ -165,6 +170,73 @@ async def test_works_without_vectors(mem: MemoryEnv) -> None:
     mem.service.embedder.embed = broken  # type: ignore[method-assign]
     (hit,) = await mem.service.query(ask("red bicycle bakery"))
     assert hit.id == bike and "vector" not in hit.explain["ranks"]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+async def test_threshold_is_a_floor_on_the_cosine_similarity(mem: MemoryEnv) -> None:
+    """Seed 001 §6: `threshold` drops results less similar to the query than it (cosine of
+    the query's vector and the stored one), whatever their final score; a result with no
+    stored vector has no similarity and is dropped."""
+    facts = [
+        "The user owns a blue kayak for the river trips with Sam.",
+        "A blue kayak paddle hangs in the hallway for river trips.",
+        "Sam calls every river outing an adventure.",
+        "The user bought a roof rack for the car.",
+    ]
+    made = [await remember(mem, fact) for fact in facts]
+    summary = await remember(
+        mem, "The user and Sam planned blue kayak river trips.", kind="summary"
+    )
+    user, _ = await mem.exchange("We took the blue kayak on the river trips again")
+    await mem.run()  # the turns' vectors
+    query, kinds = "blue kayak river trips", ("fact", "summary", "episode")
+    everything = await mem.service.query(ask(query, kinds=kinds, top_k=20))
+    (query_vector,) = await mem.service.embedder.embed([query])
+    similarity: dict[tuple[str, int], float | None] = {}
+    for result in everything:
+        table, key = ("turn_vectors", "turn_id") if result.kind == "episode" else (
+            "memory_vectors", "memory_id",
+        )  # fmt: skip
+        blob = mem.value(f"SELECT embedding FROM {table} WHERE {key} = ?", result.id)
+        expected = None if blob is None else cosine(query_vector, unpack(blob))
+        got = result.explain["similarity"]
+        assert (got is None) == (expected is None) and (
+            got is None or math.isclose(got, expected, abs_tol=1e-5)
+        ), result
+        similarity[(result.kind, result.id)] = got
+    assert similarity[("summary", summary)] is None  # summaries have no vector
+    assert similarity[("episode", user.id)] is not None  # a turn has one
+    assert {("fact", i) for i in made[:3]} <= similarity.keys()
+    for floor in sorted({s for s in similarity.values() if s is not None}) + [0.0, 0.99]:
+        got = await mem.service.query(ask(query, kinds=kinds, top_k=20, threshold=floor))
+        expected = [
+            (r.kind, r.id) for r in everything
+            if similarity[(r.kind, r.id)] is not None and similarity[(r.kind, r.id)] >= floor
+        ]  # fmt: skip
+        assert [(r.kind, r.id) for r in got] == expected, floor  # the score order is kept
+    # Not a floor on the final score: the summary scores, but never passes even at 0.
+    low = await mem.service.query(ask(query, kinds=kinds, top_k=20, threshold=0.0))
+    assert summary not in {r.id for r in low if r.kind == "summary"}
+    assert all(r.score > 0 for r in everything)
+
+
+async def test_threshold_needs_the_query_vector(mem: MemoryEnv) -> None:
+    bike = await remember(mem, BIKE)
+
+    async def broken(texts: Any) -> list[list[float]]:
+        raise EmbeddingUnavailable("down for maintenance")
+
+    mem.service.embedder.embed = broken  # type: ignore[method-assign]
+    with pytest.raises(ApiError) as info:
+        await mem.service.query(ask("red bicycle bakery", threshold=0.2))
+    assert (info.value.status, info.value.code) == (503, "unavailable")
+    assert "threshold" in info.value.message and "down for maintenance" in info.value.message
+    (hit,) = await mem.service.query(ask("red bicycle bakery", min_score=0.01))
+    assert hit.id == bike and hit.explain["similarity"] is None
 
 
 async def test_like_fallback_without_fts5(mem: MemoryEnv) -> None:
@@ -269,8 +341,9 @@ async def test_why_matches_the_ranking_query_returned(mem: MemoryEnv, clock: Any
         assert why is not None
         assert why["score"] == result.explain and why["score"]["final"] == result.score
         assert why["rank"] == rank and why["candidates"] == 4
+        assert why["similarity"] == result.explain["similarity"] is not None
     plain = await mem.service.why(results[0].id)
-    assert plain is not None and plain["rank"] is None
+    assert plain is not None and plain["rank"] is None and plain["similarity"] is None
     assert plain["score"].keys() == results[0].explain.keys() and plain["score"]["rrf"] == 0.0
     assert plain["memory_score"]["age_days"] == plain["age_days"]
     assert await mem.service.why(999) is None

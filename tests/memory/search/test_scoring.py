@@ -127,7 +127,8 @@ def test_rescore_terms() -> None:
     assert b.memory_norm == pytest.approx(memory_norm)
     assert b.confidence_mult == 1.0
     assert b.relation_boost == pytest.approx(0.08)
-    assert score == pytest.approx(1.0 + W.w_memory * memory_norm + 0.08)
+    assert b.retrievability == 1.0  # seen now
+    assert score == pytest.approx(1.0 + W.w_memory * memory_norm + W.w_strength + 0.08)
     assert b.final == score
     assert b.as_dict()["memory"]["hits"] == 0
 

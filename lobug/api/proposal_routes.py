@@ -1,0 +1,56 @@
+"""/v1/proposals: profile fields heard by voice waiting for the user's yes (seed 001 §10).
+
+GET lists them (pending by default), POST …/accept writes the proposed fact, POST …/reject
+drops it. The rules (who sees which proposal, what a decision writes) are in
+`lobug.memory.write.proposals` and `consent`; the CLI (`lobug memory proposals|accept|reject`)
+calls the same code.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from lobug import errors, keys
+from lobug.api import v1_params as p
+from lobug.api.auth import principal_of
+from lobug.memory.write.consent import STATUSES
+from lobug.memory.write.proposals import Proposals
+
+routes = web.RouteTableDef()
+EVERY = "all"
+
+
+def desk(request: web.Request) -> Proposals:
+    memory = request.app[keys.MEMORY]
+    if memory is None:
+        raise errors.unavailable("proposals need long-term memory, which is off (memory.enabled)")
+    return Proposals(
+        request.app[keys.DB],
+        request.app[keys.ACCESS].policy,
+        policy=memory.policy,
+        clock=memory.clock,
+        max_attempts=memory.max_attempts,
+        wake=memory.wake,
+    )
+
+
+@routes.get("/v1/proposals")
+async def list_proposals(request: web.Request) -> web.Response:
+    status = p.choice(request, "status", (*STATUSES, EVERY)) or "pending"
+    limit = p.integer(request, "limit", 100, 1, 500)
+    found = await desk(request).listing(
+        principal_of(request), status=None if status == EVERY else status, limit=limit
+    )
+    return web.json_response(found)
+
+
+@routes.post("/v1/proposals/{id}/accept")
+async def accept_proposal(request: web.Request) -> web.Response:
+    proposal_id = p.path_id(request, "proposal")
+    return web.json_response(await desk(request).accept(principal_of(request), proposal_id))
+
+
+@routes.post("/v1/proposals/{id}/reject")
+async def reject_proposal(request: web.Request) -> web.Response:
+    proposal_id = p.path_id(request, "proposal")
+    return web.json_response(await desk(request).reject(principal_of(request), proposal_id))

@@ -1,0 +1,378 @@
+"""Consent for profile fields heard by voice (seed 001 §10): proposals, not silent writes.
+
+A fact extracted from a spoken turn (`TurnRecord.voice`, /chat/audio) that sets a profile field
+is held in `proposals` instead of being written:
+
+- **sensitive** fields (`SENSITIVE`: preferred_name, pronouns, city, language) wait up to
+  `memory.consent_days` for an explicit yes — `POST /v1/proposals/{id}/accept`, `lobug memory
+  accept ID` (both through `proposals.Proposals`), or a "yes, remember that" in the same
+  conversation (`consent_chat`). While one is pending, the prompt asks the user to confirm it
+  (`to_confirm`); overdue ones expire in the GC pass (`expire_due`).
+- **benign** fields (`BENIGN`: tone — how the user wants to be spoken to — and goals) are
+  applied by themselves once `memory.consent_signals` separate turns said the same value.
+
+Typed words (/chat/text, /v1/turns) are deliberate and are written as before. A value the
+memory already holds is no change and is not held either. Every decision is in `history`:
+PROPOSE, ACCEPT (meta.decision `accepted` or `auto_applied`), REJECT, EXPIRE (`expired`, or
+`replaced` by a newer value for the same field), with the proposal id, field, value and actor
+in `meta`; ACCEPT carries the memory it wrote. An accepted proposal goes through `reconcile`
+like any fact (source `consent`), so a new name supersedes the old one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lobug import errors
+from lobug.config import MemoryConfig, WorkerConfig
+from lobug.memory import enqueue
+from lobug.memory.settings import WritePolicy
+from lobug.memory.store import rows as store
+from lobug.memory.store.dedup import content_hash
+from lobug.memory.vectors.knn import VECTOR_KINDS
+from lobug.memory.write.candidate import Candidate
+from lobug.memory.write.fact_keys import key_string, parse_fact
+from lobug.memory.write.reconcile import Origin, reconcile
+
+SENSITIVE = ("preferred_name", "pronouns", "city", "language")
+BENIGN = ("tone", "goals")
+STATUSES = ("pending", "accepted", "rejected", "expired")
+IMPORTANCE = {"preferred_name": 0.9, "pronouns": 0.8, "city": 0.8, "language": 0.7,
+              "tone": 0.6, "goals": 0.6}  # fmt: skip
+STORE = "private"  # profile facts are the owner's
+AUTO = "consent"  # the actor of an automatic decision (auto-apply, expiry)
+CONFIRM_MAX = 2  # pending proposals the prompt asks about at once
+DAY_S = 86400.0
+USER = "default"
+DEFAULT_ATTEMPTS = WorkerConfig().max_attempts
+_MULTI = ("goals",)  # several values at once: a new one does not replace a pending one
+
+# parse_fact's attribute (subject "user") -> field.
+_ATTRIBUTES = {
+    "name": "preferred_name", "preferred name": "preferred_name", "nickname": "preferred_name",
+    "pronouns": "pronouns", "preferred pronouns": "pronouns", "pronoun": "pronouns",
+    "residence": "city", "city": "city", "home city": "city",
+    "language": "language", "preferred language": "language", "native language": "language",
+    "first language": "language", "mother tongue": "language",
+    "tone": "tone", "preferred tone": "tone", "preferred style": "tone",
+    "communication style": "tone",
+    "goal": "goals", "goals": "goals", "main goal": "goals", "aim": "goals", "ambition": "goals",
+}  # fmt: skip
+_V = r"(?P<v>.+?)\s*[.!]?$"
+# Phrasings fact_keys does not key (one value per pattern, the subject is the user).
+_PHRASES: list[tuple[str, re.Pattern[str]]] = [
+    ("preferred_name", re.compile(rf"^The user (?:prefers|wants|likes) to be called {_V}")),
+    ("pronouns", re.compile(r"^The user (?:uses|prefers|goes by) (?:the )?(?P<v>[a-z]+/[a-z]+"
+                            r"(?:/[a-z]+)?) pronouns?\s*[.!]?$", re.I)),
+    ("language", re.compile(r"^The user (?:prefers to (?:speak|talk)(?: in)?|speaks|wants to "
+                            r"(?:speak|talk) in) (?P<v>[A-Z][a-z]+)(?: language)?\s*[.!]?$")),
+    ("tone", re.compile(r"^The user prefers (?:an? )?(?P<v>[\w -]+? (?:tone|style|answers|"
+                        r"replies|responses|conversations?))\s*[.!]?$", re.I)),
+    ("tone", re.compile(rf"^The user (?:prefers|wants|would like) (?:the assistant|Lo-Bug) to "
+                        rf"(?:be|sound|speak|talk) {_V}", re.I)),
+    ("tone", re.compile(r"^The user prefers to be addressed (?P<v>formally|informally|casually)"
+                        r"\s*[.!]?$", re.I)),
+    ("goals", re.compile(rf"^The user (?:has (?:a|the) goal (?:of|to)|is working towards?|aims to)"
+                         rf" {_V}", re.I)),
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    value: str
+
+    @property
+    def sensitive(self) -> bool:
+        return self.name in SENSITIVE
+
+
+def detect(content: str) -> Field | None:
+    """The profile field a third-person fact sets, or None."""
+    text = " ".join(content.replace("’", "'").split())
+    key = parse_fact(text)
+    if key is not None and key.subject == "user" and key.value:
+        name = _ATTRIBUTES.get(key.attribute)
+        if name is not None:
+            return Field(name, f"not {key.value}" if key.negated else key.value)
+    for name, pattern in _PHRASES:
+        match = pattern.match(text)
+        if match:
+            return Field(name, match["v"].strip(" ,"))
+    return None
+
+
+def norm(value: str) -> str:
+    return " ".join(re.sub(r"[^\w/' -]", " ", value.casefold()).split())
+
+
+def mentions(text: str, value: str) -> bool:
+    """Whether `text` names `value` as words ("Al" is not in "shall")."""
+    wanted = norm(value)
+    return bool(wanted) and re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", norm(text)) is not None
+
+
+# -- the extract job's door --------------------------------------------------------------------
+def intercept(
+    conn: Any,
+    cand: Candidate,
+    vector: Sequence[float] | None = None,
+    *,
+    origin: Origin,
+    voice: bool,
+    cfg: MemoryConfig,
+    policy: WritePolicy,
+    now: float,
+) -> bool:
+    """Called on each extracted candidate before `reconcile`. True: consent took it (held as a
+    proposal, or — a benign field corroborated often enough — written here); do not reconcile
+    it again. False: write it as usual (typed, no profile field, or nothing would change)."""
+    if not voice or cand.kind != "fact":
+        return False
+    found = detect(cand.content)
+    if found is None or _known(conn, cand.content, found, origin.user_id):
+        return False
+    turn = origin.turn_ids[0] if origin.turn_ids else None
+    if turn is not None and _decided(conn, origin.user_id, found, turn):
+        return True  # a re-run for this turn (the LLM pass after an outage): already decided
+    row = _open(conn, origin.user_id, found, now)
+    if row is None:
+        if found.name not in _MULTI:
+            _replace_older(conn, origin.user_id, found, now)
+        row = _propose(conn, cand, found, origin, cfg, now)
+    else:
+        seen = json.loads(row["turn_ids"])
+        if turn is None or turn in seen:
+            return True  # the same turn said it twice (model and rules): one signal
+        conn.execute(
+            "UPDATE proposals SET signals = signals + 1, turn_ids = ?, updated_at = ?,"
+            " expires_at = MAX(expires_at, ?) WHERE id = ?",
+            (json.dumps(seen + [t for t in origin.turn_ids if t not in seen]), now,
+             now + cfg.consent_days * DAY_S, row["id"]),
+        )  # fmt: skip
+        row = proposal_row(conn, row["id"])
+    if not found.sensitive and row["signals"] >= cfg.consent_signals:
+        _apply(conn, row, vector, actor=AUTO, decision="auto_applied", policy=policy, now=now,
+               max_attempts=DEFAULT_ATTEMPTS, job_id=origin.job_id)  # fmt: skip
+    return True
+
+
+def _known(conn: Any, content: str, found: Field, user_id: str) -> bool:
+    """The memory already holds this value (no change: reconcile counts the repeat)."""
+    if store.active_by_hash(conn, user_id, content_hash(content), "fact") is not None:
+        return True
+    key = key_string(content)
+    if key is None:
+        return False
+    rows = conn.execute(
+        "SELECT content FROM memories WHERE user_id = ? AND fact_key = ? AND kind = 'fact'"
+        " AND status = 'active' AND valid_until IS NULL",
+        (user_id, key),
+    ).fetchall()
+    for (held,) in rows:
+        other = detect(held)
+        if (
+            other is not None
+            and other.name == found.name
+            and norm(other.value) == norm(found.value)
+        ):
+            return True
+    return False
+
+
+def _open(conn: Any, user_id: str, found: Field, now: float) -> Any:
+    for row in conn.execute(
+        "SELECT * FROM proposals WHERE user_id = ? AND field = ? AND status = 'pending'"
+        " AND expires_at > ? ORDER BY id DESC",
+        (user_id, found.name, now),
+    ).fetchall():
+        if norm(row["value"]) == norm(found.value):
+            return row
+    return None
+
+
+def _decided(conn: Any, user_id: str, found: Field, turn: int) -> bool:
+    for value, turn_ids in conn.execute(
+        "SELECT value, turn_ids FROM proposals WHERE user_id = ? AND field = ?"
+        " AND status != 'pending'",
+        (user_id, found.name),
+    ):
+        if turn in json.loads(turn_ids) and norm(value) == norm(found.value):
+            return True
+    return False
+
+
+def _propose(
+    conn: Any, cand: Candidate, found: Field, origin: Origin, cfg: MemoryConfig, now: float
+) -> Any:
+    cur = conn.execute(
+        "INSERT INTO proposals (user_id, field, value, content, category, sensitive, signals,"
+        " turn_ids, session_id, created_at, updated_at, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
+        (origin.user_id, found.name, found.value, cand.content, cand.category,
+         int(found.sensitive), json.dumps(list(origin.turn_ids)), origin.session_id, now, now,
+         now + cfg.consent_days * DAY_S),
+    )  # fmt: skip
+    row = proposal_row(conn, int(cur.lastrowid))
+    _history(conn, row, "PROPOSE", None, "proposed", origin.actor, now, job=origin.job_id)
+    return row
+
+
+def _replace_older(conn: Any, user_id: str, found: Field, now: float) -> None:
+    """A newer value for a single-valued field retires the pending one (EXPIRE, replaced)."""
+    for row in conn.execute(
+        "SELECT * FROM proposals WHERE user_id = ? AND field = ? AND status = 'pending'",
+        (user_id, found.name),
+    ).fetchall():
+        _decide(conn, row, "expired", AUTO, now)
+        _history(conn, row, "EXPIRE", None, "replaced", AUTO, now, by_value=found.value)
+
+
+# -- decisions ---------------------------------------------------------------------------------
+def accept(
+    conn: Any,
+    proposal_id: int,
+    *,
+    actor: str,
+    now: float,
+    policy: WritePolicy | None = None,
+    max_attempts: int = DEFAULT_ATTEMPTS,
+    user_id: str | None = None,
+) -> dict[str, Any]:
+    """Write the proposed fact (reconcile, source `consent`: it supersedes the old value);
+    404 when there is no such proposal, 409 when it is decided or expired."""
+    row = _decidable(conn, proposal_id, user_id, now)
+    action = _apply(conn, row, None, actor=actor, decision="accepted",
+                    policy=policy or WritePolicy(), now=now, max_attempts=max_attempts)  # fmt: skip
+    return {**proposal_dict(proposal_row(conn, proposal_id)), "action": action}
+
+
+def reject(
+    conn: Any, proposal_id: int, *, actor: str, now: float, user_id: str | None = None
+) -> dict[str, Any]:
+    """Drop the proposal: nothing is written (404 unknown, 409 decided or expired)."""
+    row = _decidable(conn, proposal_id, user_id, now)
+    _decide(conn, row, "rejected", actor, now)
+    _history(conn, row, "REJECT", None, "rejected", actor, now)
+    return proposal_dict(proposal_row(conn, proposal_id))
+
+
+def expire_due(conn: Any, now: float) -> int:
+    """Pending proposals past `expires_at` → expired (EXPIRE); for the periodic GC pass."""
+    rows = conn.execute(
+        "SELECT * FROM proposals WHERE status = 'pending' AND expires_at <= ?", (now,)
+    ).fetchall()
+    for row in rows:
+        _decide(conn, row, "expired", AUTO, now)
+        _history(conn, row, "EXPIRE", None, "expired", AUTO, now)
+    return len(rows)
+
+
+def pending(conn: Any, user_id: str = USER, *, now: float | None = None) -> list[dict[str, Any]]:
+    """The user's pending proposals, newest first (not yet expired at `now`, when given)."""
+    sql = "SELECT * FROM proposals WHERE user_id = ? AND status = 'pending'"
+    params: list[Any] = [user_id]
+    if now is not None:
+        sql += " AND expires_at > ?"
+        params.append(now)
+    return [proposal_dict(r) for r in conn.execute(sql + " ORDER BY id DESC", params)]
+
+
+def to_confirm(
+    conn: Any, *, user_id: str, session_id: str, now: float, limit: int = CONFIRM_MAX
+) -> list[tuple[int, str]]:
+    """(id, content) of the sensitive proposals of this session the prompt should ask about."""
+    rows = conn.execute(
+        "SELECT id, content FROM proposals WHERE user_id = ? AND session_id = ? AND sensitive = 1"
+        " AND status = 'pending' AND expires_at > ? ORDER BY id DESC LIMIT ?",
+        (user_id, session_id, now, limit),
+    ).fetchall()
+    return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def _apply(
+    conn: Any,
+    row: Any,
+    vector: Sequence[float] | None,
+    *,
+    actor: str,
+    decision: str,
+    policy: WritePolicy,
+    now: float,
+    max_attempts: int,
+    job_id: int | None = None,
+) -> str:
+    cand = Candidate(row["content"], row["category"], IMPORTANCE.get(row["field"], 0.6), ())
+    origin = Origin(
+        user_id=row["user_id"],
+        session_id=row["session_id"],
+        turn_ids=json.loads(row["turn_ids"]),
+        actor=actor,
+        job_id=job_id,
+        store=STORE,
+        source="consent",
+        meta={"proposal": row["id"], "field": row["field"]},
+    )
+    outcome = reconcile(conn, cand, vector, origin=origin, policy=policy, now=now)
+    if vector is None and outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
+        enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
+    _decide(conn, row, "accepted", actor, now, memory_id=outcome.memory_id)
+    _history(conn, row, "ACCEPT", outcome.memory_id, decision, actor, now,
+             action=outcome.action, job=job_id)  # fmt: skip
+    return outcome.action
+
+
+def _decidable(conn: Any, proposal_id: int, user_id: str | None, now: float) -> Any:
+    row = proposal_row(conn, proposal_id)
+    if row is None or (user_id is not None and row["user_id"] != user_id):
+        raise errors.not_found(f"no proposal {proposal_id}")
+    if row["status"] != "pending":
+        raise errors.conflict(f"proposal {proposal_id} is already {row['status']}")
+    if row["expires_at"] <= now:
+        raise errors.conflict(f"proposal {proposal_id} has expired")
+    return row
+
+
+def _decide(
+    conn: Any, row: Any, status: str, actor: str, now: float, memory_id: int | None = None
+) -> None:
+    conn.execute(
+        "UPDATE proposals SET status = ?, decided_at = ?, decided_by = ?, updated_at = ?,"
+        " memory_id = COALESCE(?, memory_id) WHERE id = ?",
+        (status, now, actor, now, memory_id, row["id"]),
+    )
+
+
+def _history(
+    conn: Any,
+    row: Any,
+    event: str,
+    memory_id: int | None,
+    decision: str,
+    actor: str,
+    now: float,
+    **extra: Any,
+) -> None:
+    meta = {"proposal": row["id"], "field": row["field"], "value": row["value"],
+            "decision": decision, "actor": actor, "sensitive": bool(row["sensitive"]),
+            **{k: v for k, v in extra.items() if v is not None}}  # fmt: skip
+    store.add_history(conn, user_id=row["user_id"], memory_id=memory_id, event=event,
+                      actor=actor, now=now, new_value=row["content"], meta=meta)  # fmt: skip
+
+
+def proposal_row(conn: Any, proposal_id: int) -> Any:
+    return conn.execute("SELECT * FROM proposals WHERE id = ?", (proposal_id,)).fetchone()
+
+
+_KEYS = ("id", "field", "value", "content", "category", "signals", "status", "session_id",
+         "memory_id", "created_at", "updated_at", "expires_at", "decided_at",
+         "decided_by")  # fmt: skip
+
+
+def proposal_dict(row: Any) -> dict[str, Any]:
+    return {**{k: row[k] for k in _KEYS}, "sensitive": bool(row["sensitive"]),
+            "turn_ids": json.loads(row["turn_ids"])}  # fmt: skip

