@@ -27,7 +27,7 @@ and prints the figures:
   allergy in the prompt   a chat turn about peanut butter gave the LLM the allergy fact
 
 Usage: .venv/bin/python scripts/bench_longevity.py [--weeks 52] [--judge llm|garbage|down]
-       [--embedder local|hashing] [--json] [--keep DIR]
+       [--embedder local|hashing] [--json] [--keep DIR] [--verbose]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import shutil
 import sys
 import tempfile
@@ -578,7 +579,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", choices=tuple(EMBEDDERS), default="local")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, help="keep the database in this directory")
+    parser.add_argument("--verbose", action="store_true", help="the daemon's log as it runs")
     args = parser.parse_args(argv)
+    if not args.verbose:  # an outage run logs every retry of every owed LLM pass
+        logging.getLogger("lobug").setLevel(logging.ERROR)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     report = asyncio.run(
