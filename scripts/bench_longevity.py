@@ -345,6 +345,7 @@ class World:
         self.http: aiohttp.ClientSession | None = None
         self.base = ""
         self.db_path = Path()
+        self.note_id = 0  # the agent's low-value note, once written
 
     async def __aenter__(self) -> World:
         ollama_url = await self._serve(build_app(self.ollama))
@@ -456,11 +457,8 @@ async def run_year(world: World, weeks: int) -> None:
                 for question in WEEKLY:
                     await world.say(question)
         if day == note_day:
-            await world.call(
-                "POST",
-                "/v1/memories",
-                {"content": NOTE, "importance": 0.1, "category": "event"},
-            )
+            note = {"content": NOTE, "importance": 0.1, "category": "event"}
+            world.note_id = int((await world.call("POST", "/v1/memories", note))["id"])
         world.clock.now = START + day * DAY + 17 * 3600  # the nightly GC (03:00 next day)
         await world.call("POST", "/v1/gc")
 
@@ -529,16 +527,17 @@ async def check(world: World, report: Report, weeks: int) -> None:
         if status == "archived"
     )
 
-    # Deleted without a user's forget: anything extracted from what the user said (the
-    # extractor's ADD) that was later soft-deleted or purged. Nobody says "forget" here.
+    # Deleted without a user's forget: any memory but the agent's note that was soft-deleted,
+    # TTL'd or purged (a purge erases the memory's other history, not its PURGE row). Nobody
+    # says "forget" in this scenario.
     deleted = world.rows(
-        "SELECT COUNT(DISTINCT h.memory_id) FROM history h JOIN history a"
-        " ON a.memory_id = h.memory_id AND a.event = 'ADD' AND a.actor = 'extractor'"
-        " WHERE h.event IN ('SOFT_DELETE', 'TTL', 'PURGE')"
+        "SELECT COUNT(DISTINCT memory_id) FROM history"
+        " WHERE event IN ('SOFT_DELETE', 'TTL', 'PURGE') AND memory_id != ?",
+        world.note_id,
     )[0][0]
     report.user_facts_purged = int(deleted)
     if deleted:
-        fails.append(f"{deleted} memories extracted from the user's words were deleted")
+        fails.append(f"{deleted} memories of what the user said were deleted")
     report.never_heard = [
         f.name
         for f in told
