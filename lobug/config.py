@@ -98,8 +98,6 @@ class MemoryConfig:
     # Background LLM calls (extraction, summaries, distillation) are longer than a chat reply
     # and nobody waits on them; on a Pi a 20-turn summary can take a minute.
     llm_timeout_s: float = 120.0
-    # An extraction whose LLM is still unreachable at this attempt uses the heuristic facts.
-    llm_fallback_attempts: int = 3
     near_duplicate_jaccard: float = 0.75  # word overlap at which a new fact merges (seed 003)
     link_min: float = 0.55  # similarity for a relation edge to a neighbour (seed 001 §2)
     link_k: int = 3  # neighbours considered for relation edges per new fact

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from audio_fixtures import FakeTranscriber  # noqa: E402
 from fake_ollama import FakeOllamaState, build_app  # noqa: E402
 from faultkit import DaemonPool  # noqa: E402
+from memory_kit import MemoryEnv, memory_env  # noqa: E402
 
 from lobug import keys  # noqa: E402
 from lobug.app import Overrides, create_app  # noqa: E402
@@ -73,9 +74,7 @@ def make_config(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> Callable
 
 
 @pytest.fixture
-async def daemons(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str]
-) -> AsyncIterator[DaemonPool]:
+async def daemons(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> AsyncIterator[DaemonPool]:
     """Real daemon processes on one data dir; none outlives the test."""
     pool = DaemonPool(tmp_path / "data", ollama[1])
     yield pool
@@ -110,3 +109,13 @@ def make_client(
 @pytest.fixture
 async def client(make_client: Callable[..., Any]) -> TestClient:
     return await make_client()
+
+
+@pytest.fixture
+async def mem(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Clock
+) -> AsyncIterator[MemoryEnv]:
+    """A memory service on a real DB with the default config (a file with other overrides
+    defines its own `mem`)."""
+    async with memory_env(tmp_path, ollama[1], clock) as env:
+        yield env

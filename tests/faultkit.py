@@ -96,9 +96,13 @@ def wav_header(*, rate: int = 16000, channels: int = 1, bits: int = 16, data_byt
     block = channels * bits // 8
     riff_size = min(0xFFFFFFFF, 36 + data_bytes)
     return (
-        b"RIFF" + struct.pack("<I", riff_size) + b"WAVE"
-        + b"fmt " + struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * block, block, bits)
-        + b"data" + struct.pack("<I", min(0xFFFFFFFF, data_bytes))
+        b"RIFF"
+        + struct.pack("<I", riff_size)
+        + b"WAVE"
+        + b"fmt "
+        + struct.pack("<IHHIIHH", 16, 1, channels, rate, rate * block, block, bits)
+        + b"data"
+        + struct.pack("<I", min(0xFFFFFFFF, data_bytes))
     )
 
 
@@ -115,4 +119,3 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(every)
-

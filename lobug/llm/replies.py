@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,27 @@ def find_json(text: str) -> Any:
                 continue
             return value
     raise ValueError("no JSON value found in the model output")
+
+
+def json_items(
+    value: Any, *, is_item: Callable[[dict[str, Any]], bool], list_keys: Sequence[str]
+) -> list[Any] | None:
+    """The items of a model's JSON answer meant as a list, however it wrapped them: the list
+    itself, one item object (`is_item`), `{}` for none, a list under one of `list_keys` or the
+    object's only list. None when it is none of these."""
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, dict):
+        return None
+    if not value:
+        return []  # {} — some models' way of saying "nothing"
+    if is_item(value):
+        return [value]
+    for key in list_keys:
+        if isinstance(value.get(key), list):
+            return list(value[key])
+    lists = [v for v in value.values() if isinstance(v, list)]
+    return list(lists[0]) if len(lists) == 1 else None
 
 
 def parse_reply(text: str) -> Reply:

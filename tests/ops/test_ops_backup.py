@@ -30,8 +30,14 @@ async def lobug_cli(
 ) -> tuple[int, str]:
     """Run the real CLI in a subprocess (the fake Ollama keeps serving on this loop meanwhile)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "lobug", "--data-dir", str(data_dir), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        sys.executable,
+        "-m",
+        "lobug",
+        "--data-dir",
+        str(data_dir),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "LOBUG_LOG_LEVEL": "WARNING", **(env or {})},
     )
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
@@ -75,10 +81,11 @@ def ro_scalar(path: Path, sql: str) -> Any:
 
 def check_backup_contents(path: Path) -> None:
     """FTS5 and sqlite-vec both answer from the copy (sqlite-vec loaded by our connect())."""
-    assert scalar(path, "SELECT content FROM memories WHERE id IN "
-                  "(SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'oolong')") == (
-        "the user likes oolong tea"
-    )
+    assert scalar(
+        path,
+        "SELECT content FROM memories WHERE id IN "
+        "(SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'oolong')",
+    ) == ("the user likes oolong tea")
     dim = len(query(path, "SELECT embedding FROM memory_vectors LIMIT 1")[0][0]) // 4
     probe = [0.0] * dim
     probe[1] = 1.0
@@ -89,6 +96,7 @@ def check_backup_contents(path: Path) -> None:
         pack(probe),
     )
     assert nearest[0][0] == "the cat is called Tom" and nearest[0][1] < 1e-6
+
 
 def corrupt(path: Path) -> None:
     """Scribble over a b-tree page in the middle of the file, as a failing SD card would."""

@@ -32,8 +32,12 @@ def ollama_config(make_config: Callable[..., Config]) -> Callable[..., Config]:
     """The production embedder (Ollama, nomic-embed-text, 768-d) against the fake server."""
 
     def factory(**overrides: Any) -> Config:
-        values = {"embedding.backend": "ollama", "embedding.model": "nomic-embed-text",
-                  "embedding.dim": 768, **overrides}
+        values = {
+            "embedding.backend": "ollama",
+            "embedding.model": "nomic-embed-text",
+            "embedding.dim": 768,
+            **overrides,
+        }
         return make_config(**values)
 
     return factory
@@ -55,8 +59,17 @@ async def test_healthy_install_is_all_ok(ollama_config: Callable[..., Config]) -
     found = by_name(checks)
     assert {c.status for c in checks} == {"ok"}, doctor.render(checks)
     assert set(found) == {
-        "daemon", "ollama", "chat model", "embedding model", "speech model", "database",
-        "sqlite extensions", "schema", "embedding dimension", "job queue", "disk space",
+        "daemon",
+        "ollama",
+        "chat model",
+        "embedding model",
+        "speech model",
+        "database",
+        "sqlite extensions",
+        "schema",
+        "embedding dimension",
+        "job queue",
+        "disk space",
     }
     assert f"pid {os.getpid()}" in found["daemon"].detail
     assert "768-d" in found["embedding model"].detail
@@ -147,9 +160,12 @@ async def test_damaged_database_and_stale_queue(ollama_config: Callable[..., Con
     path = config.storage.db_path
     for i in range(200):  # grow the file, then damage its middle
         db = open_database(config)
-        db.write_sync(lambda c, i=i: c.execute(
-            "INSERT INTO turns (session_id, role, text, ts) VALUES ('s', 'user', ?, ?)",
-            ("z" * 400, i)))
+        db.write_sync(
+            lambda c, i=i: c.execute(
+                "INSERT INTO turns (session_id, role, text, ts) VALUES ('s', 'user', ?, ?)",
+                ("z" * 400, i),
+            )
+        )
         db.close_sync()
     size = path.stat().st_size
     with open(path, "r+b") as fh:
@@ -177,8 +193,16 @@ async def test_cli_text_and_json(
 
     async def run(*args: str) -> tuple[int, str]:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "lobug", "--data-dir", str(config.storage.data_dir), "doctor",
-            *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+            sys.executable,
+            "-m",
+            "lobug",
+            "--data-dir",
+            str(config.storage.data_dir),
+            "doctor",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
         )
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
         return int(proc.returncode or 0), out.decode()

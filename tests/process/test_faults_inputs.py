@@ -20,9 +20,13 @@ from faultkit import DaemonPool, db_rows, db_value, raw_http, request_head, vm_r
 MIB = 1024 * 1024
 
 
-
-async def post(daemon: Daemon, path: str, body: bytes, content_type: str | None,
-               headers: dict[str, str] | None = None) -> tuple[int, Any]:
+async def post(
+    daemon: Daemon,
+    path: str,
+    body: bytes,
+    content_type: str | None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
     all_headers = dict(headers or {})
     if content_type is not None:
         all_headers["Content-Type"] = content_type
@@ -56,13 +60,16 @@ async def test_bad_json_bodies(daemons: DaemonPool, tmp_path: Path) -> None:
         ("/chat/text", b'{"text": "   "}', "application/json", 400, "invalid_request"),
         ("/chat/text", b'{"text": "hi"}', "text/plain", 415, "unsupported_media_type"),
         ("/chat/text", b'{"text": "hi"}', None, 415, "unsupported_media_type"),
-        ("/chat/text", json.dumps({"text": "x" * 5000}).encode(), "application/json", 413,
-         "payload_too_large"),
+        (
+            "/chat/text",
+            json.dumps({"text": "x" * 5000}).encode(),
+            "application/json",
+            413,
+            "payload_too_large",
+        ),
         ("/context/sensors", b"", "application/json", 400, "invalid_json"),
-        ("/context/sensors", b'{"battery": "\xc3\x28"}', "application/json", 400,
-         "invalid_json"),
-        ("/context/sensors", b"[" * 2000 + b"]" * 2000, "application/json", 400,
-         "invalid_json"),
+        ("/context/sensors", b'{"battery": "\xc3\x28"}', "application/json", 400, "invalid_json"),
+        ("/context/sensors", b"[" * 2000 + b"]" * 2000, "application/json", 400, "invalid_json"),
         ("/context/sensors", b'{"battery": 400}', "application/json", 400, "invalid_request"),
     ]
     for path, body, content_type, status, code in cases:
@@ -88,28 +95,82 @@ async def test_bad_and_odd_audio(daemons: DaemonPool, tmp_path: Path) -> None:
     refused = [
         ("empty body", b"", "audio/wav", {}, 400, "invalid_request"),
         ("empty raw body", b"", "application/octet-stream", {}, 400, "invalid_request"),
-        ("corrupt WAV", b"RIFF\x00\x00\x00\x00WAVE" + bytes(range(256)) * 8, "audio/wav", {},
-         422, "unprocessable"),
+        (
+            "corrupt WAV",
+            b"RIFF\x00\x00\x00\x00WAVE" + bytes(range(256)) * 8,
+            "audio/wav",
+            {},
+            422,
+            "unprocessable",
+        ),
         ("not audio at all", b"hello, this is text" * 50, "audio/wav", {}, 422, "unprocessable"),
         ("WAV cut inside the header", wav[:20], "audio/wav", {}, 422, "unprocessable"),
         ("WAV header without samples", wav[:44], "audio/wav", {}, 422, "unprocessable"),
-        ("WAV at an absurd rate", wav_header(rate=2_000_000_000, data_bytes=len(pcm)) + pcm,
-         "audio/wav", {}, 422, "unprocessable"),
-        ("WAV longer than the limit", wav_header(data_bytes=len(pcm) * 6) + pcm * 6, "audio/wav",
-         {}, 413, "payload_too_large"),
+        (
+            "WAV at an absurd rate",
+            wav_header(rate=2_000_000_000, data_bytes=len(pcm)) + pcm,
+            "audio/wav",
+            {},
+            422,
+            "unprocessable",
+        ),
+        (
+            "WAV longer than the limit",
+            wav_header(data_bytes=len(pcm) * 6) + pcm * 6,
+            "audio/wav",
+            {},
+            413,
+            "payload_too_large",
+        ),
         ("raw PCM, odd length", pcm[:-1], "application/octet-stream", {}, 422, "unprocessable"),
-        ("raw PCM, rate not a number", pcm, "application/octet-stream",
-         {"X-Sample-Rate": "fast"}, 400, "invalid_request"),
-        ("raw PCM, rate 0", pcm, "application/octet-stream", {"X-Sample-Rate": "0"}, 400,
-         "invalid_request"),
-        ("raw PCM, negative rate", pcm, "application/octet-stream",
-         {"X-Sample-Rate": "-16000"}, 400, "invalid_request"),
-        ("raw PCM, absurd rate", pcm, "application/octet-stream",
-         {"X-Sample-Rate": "99999999"}, 400, "invalid_request"),
-        ("raw PCM, fractional rate", pcm, "application/octet-stream",
-         {"X-Sample-Rate": "16000.5"}, 400, "invalid_request"),
-        ("raw PCM, over the duration limit", raw_pcm(6.0), "application/octet-stream", {},
-         413, "payload_too_large"),
+        (
+            "raw PCM, rate not a number",
+            pcm,
+            "application/octet-stream",
+            {"X-Sample-Rate": "fast"},
+            400,
+            "invalid_request",
+        ),
+        (
+            "raw PCM, rate 0",
+            pcm,
+            "application/octet-stream",
+            {"X-Sample-Rate": "0"},
+            400,
+            "invalid_request",
+        ),
+        (
+            "raw PCM, negative rate",
+            pcm,
+            "application/octet-stream",
+            {"X-Sample-Rate": "-16000"},
+            400,
+            "invalid_request",
+        ),
+        (
+            "raw PCM, absurd rate",
+            pcm,
+            "application/octet-stream",
+            {"X-Sample-Rate": "99999999"},
+            400,
+            "invalid_request",
+        ),
+        (
+            "raw PCM, fractional rate",
+            pcm,
+            "application/octet-stream",
+            {"X-Sample-Rate": "16000.5"},
+            400,
+            "invalid_request",
+        ),
+        (
+            "raw PCM, over the duration limit",
+            raw_pcm(6.0),
+            "application/octet-stream",
+            {},
+            413,
+            "payload_too_large",
+        ),
         ("text/plain", pcm, "text/plain", {}, 415, "unsupported_media_type"),
     ]
     for name, body, content_type, headers, status, code in refused:
@@ -120,12 +181,19 @@ async def test_bad_and_odd_audio(daemons: DaemonPool, tmp_path: Path) -> None:
 
     # Accepted, though odd: each is resampled or cut to what decodes, and answered.
     accepted = [
-        ("8 kHz WAV", tone_wav(tmp_path / "8k.wav", 1.0, rate=8000).read_bytes(), "audio/wav",
-         {}),
-        ("44.1 kHz WAV", tone_wav(tmp_path / "44k.wav", 1.0, rate=44100).read_bytes(),
-         "audio/wav", {}),
-        ("raw PCM at 8 kHz", raw_pcm(1.0, 8000), "application/octet-stream",
-         {"X-Sample-Rate": "8000"}),
+        ("8 kHz WAV", tone_wav(tmp_path / "8k.wav", 1.0, rate=8000).read_bytes(), "audio/wav", {}),
+        (
+            "44.1 kHz WAV",
+            tone_wav(tmp_path / "44k.wav", 1.0, rate=44100).read_bytes(),
+            "audio/wav",
+            {},
+        ),
+        (
+            "raw PCM at 8 kHz",
+            raw_pcm(1.0, 8000),
+            "application/octet-stream",
+            {"X-Sample-Rate": "8000"},
+        ),
         ("a WAV labelled octet-stream", wav, "application/octet-stream", {}),
         ("a WAV cut short mid-data (a dropped upload)", wav[:1044], "audio/wav", {}),
         # A header claiming ~4 GB of samples with half a second behind it: only what is really

@@ -13,7 +13,6 @@ from faultkit import DaemonPool, db_rows, db_value, wait_until
 FAULTS = ["down", "malformed", "reset", "slow", "model_missing"]
 
 
-
 def set_fault(state: FakeOllamaState, fault: str) -> None:
     state.mode, state.delay_s = "ok", 0.0
     state.models = ["llama3.2:latest", "nomic-embed-text:latest", "all-minilm:latest"]
@@ -78,9 +77,7 @@ async def test_every_ollama_fault_is_a_stored_degraded_turn(
     assert users == [f"during {fault}" for fault in FAULTS] + ["and now?"]
     # Background work deferred by the outage runs once Ollama is back (when there is any).
     if extract_jobs(data_dir):
-        await wait_until(
-            lambda: all(s == "done" for s, _ in extract_jobs(data_dir)), timeout=20
-        )
+        await wait_until(lambda: all(s == "done" for s, _ in extract_jobs(data_dir)), timeout=20)
     assert await daemon.terminate() == 0
 
 

@@ -61,9 +61,7 @@ class Traffic:
 
 
 def assert_answered_turns_stored(data_dir: Path, traffic: Traffic) -> None:
-    stored = {
-        r[0]: r[1:] for r in db_rows(data_dir, "SELECT id, role, text, device_id FROM turns")
-    }
+    stored = {r[0]: r[1:] for r in db_rows(data_dir, "SELECT id, role, text, device_id FROM turns")}
     for turn in traffic.turns:
         assert stored.get(turn["turn_id"]) == ("user", turn["text"], turn["device"]), turn
     replies = {r[0] for r in db_rows(data_dir, "SELECT text FROM turns WHERE role='assistant'")}

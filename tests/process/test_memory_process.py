@@ -21,7 +21,6 @@ ENV = {"LOBUG_EMBEDDING_DIM": "256"}
 WORDS = "amber birch cobalt dune ember fjord garnet heron indigo jasper kelp lotus".split()
 
 
-
 async def wait_idle(daemon: Daemon, timeout: float = 20.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -69,9 +68,9 @@ async def test_memories_and_working_memory_survive_a_restart(
         "POST", "/chat/text", json={"text": ASK_ALEX, "session_id": "s-other"}
     )
     assert status == 200
-    assert f"[Relevant memories]\n- {ALEX}" in state.chat_calls()[-1]["body"]["messages"][0][
-        "content"
-    ]
+    assert (
+        f"[Relevant memories]\n- {ALEX}" in state.chat_calls()[-1]["body"]["messages"][0]["content"]
+    )
     assert await again.terminate() == 0
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.llm.replies import find_json
+from lobug.llm.replies import find_json, json_items
 from lobug.memory import prompts
 from lobug.memory.store.rows import FACT_TYPES
 
@@ -71,19 +71,11 @@ def parse_facts(raw: str) -> list[Candidate]:
 
 
 def _items(value: Any) -> list[Any] | None:
-    if isinstance(value, list):
-        return value
-    if not isinstance(value, dict):
-        return None
-    if not value:
-        return []  # {} — some models' way of saying "nothing"
-    if any(isinstance(value.get(k), str) for k in _TEXT_KEYS):
-        return [value]  # a single fact object
-    for key in _LIST_KEYS:
-        if isinstance(value.get(key), list):
-            return list(value[key])
-    lists = [v for v in value.values() if isinstance(v, list)]
-    return list(lists[0]) if len(lists) == 1 else None
+    return json_items(
+        value,
+        is_item=lambda v: any(isinstance(v.get(k), str) for k in _TEXT_KEYS),
+        list_keys=_LIST_KEYS,
+    )
 
 
 def _candidate(item: Any) -> Candidate | None:

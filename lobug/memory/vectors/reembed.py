@@ -21,8 +21,7 @@ from lobug.storage.vectors import create_vector_tables, pack, write_meta
 STAGING = {"memory_vectors": "memory_vectors_new", "turn_vectors": "turn_vectors_new"}
 SOURCES = {
     "memory_vectors": (
-        "SELECT id, content FROM memories WHERE kind = 'fact'"
-        " AND status IN ('active', 'archived')"
+        "SELECT id, content FROM memories WHERE kind = 'fact' AND status IN ('active', 'archived')"
     ),
     "turn_vectors": (f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"),
 }
@@ -64,9 +63,7 @@ async def reembed(
                 if progress:
                     progress(done, max(total, done))
         # Swap only if nothing arrived meanwhile (a daemon may still be adding turns).
-        swapped = await db.write(
-            partial(_swap, model=embedder.name, dim=embedder.dim), dict(last)
-        )
+        swapped = await db.write(partial(_swap, model=embedder.name, dim=embedder.dim), dict(last))
         if swapped:
             break
     return ReembedResult(

@@ -43,7 +43,7 @@ from typing import Any
 
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.llm.replies import find_json
+from lobug.llm.replies import find_json, json_items
 from lobug.memory import prompts
 from lobug.memory.search.corpus import SearchFilter
 from lobug.memory.search.lexical import text_ranks
@@ -402,19 +402,9 @@ def parse_labels(raw: str, *, offered: set[tuple[int, int]]) -> Answer:
 
 
 def _items(value: Any) -> list[Any] | None:
-    if isinstance(value, list):
-        return value
-    if not isinstance(value, dict):
-        return None
-    if not value:
-        return []
-    if any(k in value for k in _LABEL_KEYS):
-        return [value]
-    for key in _LIST_KEYS:
-        if isinstance(value.get(key), list):
-            return list(value[key])
-    lists = [v for v in value.values() if isinstance(v, list)]
-    return list(lists[0]) if len(lists) == 1 else None
+    return json_items(
+        value, is_item=lambda v: any(k in v for k in _LABEL_KEYS), list_keys=_LIST_KEYS
+    )
 
 
 def _pair(item: Any, default_new: int | None) -> tuple[tuple[int, int], str] | None:

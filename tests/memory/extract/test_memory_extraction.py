@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,6 @@ from lobug.workers import queue
 
 TEA = "The user likes green tea."
 CAT = "The user has a cat called Tom."
-
-
-@pytest.fixture
-async def mem(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
-) -> AsyncIterator[MemoryEnv]:
-    async with memory_env(tmp_path, ollama[1], clock) as env:
-        yield env
 
 
 # -- the parser, shape by shape ------------------------------------------------------------------

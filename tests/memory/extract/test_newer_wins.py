@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +22,6 @@ HONDA = "The user drives a Honda to work every day."
 TESLA = "The user drives a Tesla to work every day."  # near-identical wording (Jaccard 0.8)
 PRIYA = "The user's name is Priya."
 NURSE = "The user works as a nurse."
-
-
-@pytest.fixture
-async def mem(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
-) -> AsyncIterator[MemoryEnv]:
-    async with memory_env(tmp_path, ollama[1], clock) as env:
-        yield env
 
 
 def row_of(mem: MemoryEnv, content: str) -> Any:

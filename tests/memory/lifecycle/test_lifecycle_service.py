@@ -293,9 +293,7 @@ async def test_the_daemon_runs_gc_on_start_after_downtime(
     await again.close()
 
 
-async def test_use_slows_decay_and_decay_ranks_without_deleting(
-    mem: MemoryEnv, clock: Any
-) -> None:
+async def test_use_slows_decay_and_decay_ranks_without_deleting(mem: MemoryEnv, clock: Any) -> None:
     """Every retrieval is a spaced repetition: the used fact's decay rate falls at each use,
     so after months it outranks an equally relevant fact said once and never used; and no
     GC pass deletes either of them."""

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_ollama import FakeOllamaState
-from memory_kit import MemoryEnv, Script, facts_json, memory_env
+from memory_kit import MemoryEnv, Script, facts_json
 
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
@@ -19,14 +17,6 @@ BASE = (
     "User Profile:\n- Name: Alex, works at NASA\nPreferences:\n- Green tea\n"
     "Ongoing Topics:\n- The Lo-Bug build\nKey History:\n- Moved to Seattle"
 )
-
-
-@pytest.fixture
-async def mem(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
-) -> AsyncIterator[MemoryEnv]:
-    async with memory_env(tmp_path, ollama[1], clock) as env:
-        yield env
 
 
 @pytest.fixture

@@ -5,14 +5,11 @@ benign ones apply once corroborated, overdue ones expire, and every decision is 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllamaState
-from memory_kit import MemoryEnv, memory_env
+from memory_kit import MemoryEnv
 
 from lobug import errors
 from lobug.conversation import TurnRecord
@@ -24,14 +21,6 @@ ALEX = "The user's name is Alex."
 SAM = "The user's name is Sam."
 TERSE = "The user prefers short answers."
 DAY = 86400.0
-
-
-@pytest.fixture
-async def mem(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
-) -> AsyncIterator[MemoryEnv]:
-    async with memory_env(tmp_path, ollama[1], clock) as env:
-        yield env
 
 
 async def said(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,6 @@ from lobug.memory.store.rows import counters, history_of
 
 PORTLAND = "The user lives in Portland."
 SEATTLE = "The user moved to Seattle."
-
-
-@pytest.fixture
-async def mem(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
-) -> AsyncIterator[MemoryEnv]:
-    async with memory_env(tmp_path, ollama[1], clock) as env:
-        yield env
 
 
 def events(mem: MemoryEnv, memory_id: int) -> list[str]:
