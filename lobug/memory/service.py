@@ -37,7 +37,7 @@ from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
 from lobug.memory.write.candidate import Candidate
-from lobug.memory.write.reconcile import Origin
+from lobug.memory.write.reconcile import Origin, Writer
 from lobug.memory.write.validator import validate_fact
 from lobug.storage.database import Database
 from lobug.workers.periodic import Periodic, Task
@@ -364,6 +364,7 @@ class MemoryService:
             pinned=pinned,
             tags=tuple(tags),
             source="user",
+            writer=Writer(agent_id, run_id, actor_id),
         )
         row = await self.db.write(
             partial(
@@ -372,7 +373,6 @@ class MemoryService:
                 policy=self.policy,
                 now=self.clock(),
                 max_attempts=self.max_attempts,
-                writer=edits.Writer(agent_id, run_id, actor_id),
             ),
             cand,
         )

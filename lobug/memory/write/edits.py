@@ -7,8 +7,6 @@ embedder.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory import enqueue
@@ -27,18 +25,6 @@ ERASED = "a memory was erased"
 FORGOTTEN = "a memory was forgotten"
 
 
-@dataclass(frozen=True)
-class Writer:
-    """Who wrote a memory (seed 001 §6.1): the agent, its run, the person speaking."""
-
-    agent_id: str | None = None
-    run_id: str | None = None
-    actor_id: str | None = None
-
-    def given(self) -> dict[str, str]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-
-
 def remember(
     conn: Any,
     cand: Candidate,
@@ -47,22 +33,12 @@ def remember(
     policy: WritePolicy,
     now: float,
     max_attempts: int,
-    writer: Writer | None = None,
 ) -> dict[str, Any]:
     """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action.
 
-    A new row records its `writer`; a merge keeps the writer of the memory it merges into
-    (the history event of the merge names who said it again)."""
-    ids = writer.given() if writer is not None else {}
-    if ids:
-        origin = dataclasses.replace(origin, meta={**origin.meta, **ids})
+    A new row records its writer (`origin.writer`); a merge keeps the writer of the memory it
+    merges into (the history event of the merge names who said it again)."""
     outcome = reconcile(conn, cand, None, origin=origin, policy=policy, now=now)
-    if outcome.action in ("added", "superseded") and ids:
-        # Same transaction as the insert: the row is never seen without its writer.
-        assignments = ", ".join(f"{key} = ?" for key in ids)
-        conn.execute(
-            f"UPDATE memories SET {assignments} WHERE id = ?", (*ids.values(), outcome.memory_id)
-        )
     if outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
         enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
     if outcome.action in ("merged", "repeated") and origin.pinned:

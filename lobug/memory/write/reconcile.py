@@ -28,7 +28,7 @@ when it has a vector, relation edges to its neighbours. Every outcome bumps the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lobug.memory.graph import relations
@@ -62,6 +62,18 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Writer:
+    """Who wrote a memory (seed 001 §6.1): the agent, its run, the person speaking."""
+
+    agent_id: str | None = None
+    run_id: str | None = None
+    actor_id: str | None = None
+
+    def given(self) -> dict[str, str]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
 class Origin:
     """Who and what a candidate comes from, and where a new row goes."""
 
@@ -78,9 +90,15 @@ class Origin:
     # The user's words the candidate was extracted from: the heuristic judge reads their
     # state-change markers ("I now drive …") when the fact itself lost them.
     said: str | None = None
+    writer: Writer = field(default_factory=Writer)  # recorded on a new row
 
     def history_meta(self) -> dict[str, Any]:
-        return {"turns": list(self.turn_ids), "job": self.job_id, **self.meta}
+        return {
+            "turns": list(self.turn_ids),
+            "job": self.job_id,
+            **self.writer.given(),
+            **self.meta,
+        }
 
 
 @dataclass(frozen=True)
@@ -326,6 +344,9 @@ def _add(
         rules=cand.rules,
         fact_key=key,
         decay_rate=policy.decay_rate_for(cand.importance),
+        agent_id=origin.writer.agent_id,
+        run_id=origin.writer.run_id,
+        actor_id=origin.writer.actor_id,
     )
     store.link_sources(conn, memory_id, origin.turn_ids)
     link_entities(conn, memory_id, extract_entities(cand.content), origin.user_id, now)
