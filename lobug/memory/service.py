@@ -30,7 +30,6 @@ from lobug.memory.lifecycle.gc import gc_pass
 from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.search import explain, prompt, runner
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
-from lobug.memory.store import rows
 from lobug.memory.store.strength import Strength
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.vectors.gate import VectorGate
@@ -38,7 +37,7 @@ from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin, Writer
-from lobug.memory.write.validator import validate_fact
+from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
 from lobug.workers.periodic import Periodic, Task
 from lobug.workers.runner import JobRunner
@@ -350,12 +349,12 @@ class MemoryService:
             raise InvalidMemory("bad_store", f"store must be one of {', '.join(STORES)}")
         if not 0.0 <= float(importance) <= 1.0:
             raise InvalidMemory("bad_importance", "importance must be between 0 and 1")
-        result = validate_fact(content, kind)
-        if not result.ok:
-            reason = result.reason or "invalid"
-            await self.db.write(_count_rejection, reason)
-            raise InvalidMemory(reason, f"memory rejected: {reason.replace('_', ' ')}")
-        cand = Candidate(result.text, category, float(importance), (), kind)
+        try:
+            text = checked(content, kind)
+        except InvalidMemory as exc:
+            await self.db.write(count_rejection, exc.reason)
+            raise
+        cand = Candidate(text, category, float(importance), (), kind)
         origin = Origin(
             user_id=user_id,
             session_id=session_id,
@@ -457,8 +456,3 @@ def _flush(
 ) -> int:
     apply_seen(conn, seen)
     return apply_hits(conn, pending, now=now, strength=strength)
-
-
-def _count_rejection(conn: Any, reason: str) -> None:
-    rows.bump_counter(conn, "validator_rejected_total")
-    rows.bump_counter(conn, f"validator_rejected.{reason}")

@@ -36,6 +36,7 @@ from lobug.memory.records.views import (
 )
 from lobug.memory.summaries.base_memory import get_base
 from lobug.memory.transfer.export_file import export_chunks
+from lobug.memory.write.validator import count_rejection
 from lobug.storage.database import Database
 
 if TYPE_CHECKING:
@@ -224,7 +225,7 @@ class Records:
                 changes,
             )
         except InvalidMemory as exc:  # new content breaks the writing constraints (as POST)
-            await self.db.write(writes.count_rejection, exc.reason)
+            await self.db.write(count_rejection, exc.reason)
             raise errors.invalid_request(str(exc), field="content", reason=exc.reason) from None
         if memory is not None:
             memory.wake()  # the embed job for a changed text

@@ -14,7 +14,6 @@ from lobug import errors
 from lobug.access import check_write_store
 from lobug.memory import enqueue
 from lobug.memory.graph import entities
-from lobug.memory.query import InvalidMemory
 from lobug.memory.records.rows import Scope, etag, memory_row, visible_memory
 from lobug.memory.store import delta
 from lobug.memory.store import rows as store
@@ -22,7 +21,7 @@ from lobug.memory.vectors import knn
 from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.memory.write.fact_keys import key_string
 from lobug.memory.write.pii import pii_tags
-from lobug.memory.write.validator import validate_fact
+from lobug.memory.write.validator import checked
 
 STATUS_EVENTS = {"archived": ("ARCHIVE", "deleted"), "active": ("RESTORE", "restored")}
 
@@ -46,23 +45,6 @@ def check_category(scope: Scope, category: str | None) -> None:
         )
 
 
-def checked_content(content: str, kind: str) -> str:
-    """The text as stored (normalised, perhaps trimmed to whole sentences) when it meets the
-    writing constraints of its kind (seed 001 §9), the same ones POST /v1/memories applies;
-    InvalidMemory naming the rule otherwise."""
-    result = validate_fact(content, kind)
-    if not result.ok:
-        reason = result.reason or "invalid"
-        raise InvalidMemory(reason, f"memory rejected: {reason.replace('_', ' ')}")
-    return result.text
-
-
-def count_rejection(conn: Any, reason: str) -> None:
-    """The validator's counters, as for a rejected POST (`/health`, `lobug memory stats`)."""
-    store.bump_counter(conn, "validator_rejected_total")
-    store.bump_counter(conn, f"validator_rejected.{reason}")
-
-
 def update(
     conn: Any,
     scope: Scope,
@@ -78,7 +60,7 @@ def update(
     InvalidMemory when new content breaks the writing constraints of the memory's kind."""
     row = visible_memory(conn, scope, memory_id, user_id)
     if "content" in changes:
-        changes = {**changes, "content": checked_content(changes["content"], row["kind"])}
+        changes = {**changes, "content": checked(changes["content"], row["kind"])}
     if if_match is not None and if_match not in ("*", etag(row)):
         raise errors.conflict(
             f"memory {memory_id} changed since you read it (ETag {etag(row)}, not {if_match}); "

@@ -6,6 +6,10 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
+
+from lobug.memory.query import InvalidMemory
+from lobug.memory.store.rows import bump_counter
 
 MAX_CHARS = 280
 # Summaries and reflections are paragraphs by design; only their length is bounded.
@@ -80,6 +84,23 @@ def validate_fact(text: str, kind: str = "fact") -> ValidationResult:
             return ValidationResult(False, body, ADDRESSES_ASSISTANT)
         body = _sentence_case(body, limit)
     return ValidationResult(True, body, None)
+
+
+def checked(text: str, kind: str = "fact") -> str:
+    """The text as stored (normalised, perhaps trimmed to whole sentences) when it meets the
+    writing constraints of its kind — for what a user or an app writes (POST and PATCH
+    /v1/memories, `lobug memory remember/update`); InvalidMemory naming the rule otherwise."""
+    result = validate_fact(text, kind)
+    if not result.ok:
+        reason = result.reason or "invalid"
+        raise InvalidMemory(reason, f"memory rejected: {reason.replace('_', ' ')}")
+    return result.text
+
+
+def count_rejection(conn: Any, reason: str) -> None:
+    """A refused write in the validator's counters (`/health`, `lobug memory stats`)."""
+    bump_counter(conn, "validator_rejected_total")
+    bump_counter(conn, f"validator_rejected.{reason}")
 
 
 def trim_to_sentences(text: str, limit: int = MAX_CHARS) -> str | None:
