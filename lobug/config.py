@@ -126,6 +126,7 @@ class ScoringConfig:
     w_vector: float = 1.0
     w_bm25: float = 0.5
     w_entity: float = 0.5
+    w_when: float = 1.0  # the question names a period ("last spring"): what was said then
     bm25_min_words: int = 2
     w_fused: float = 1.0
     w_memory: float = 0.15

@@ -202,6 +202,7 @@ async def bench_size(
             min_similarity=config.memory.min_similarity,
             weights=service.weights,
             window=config.chat.working_memory_size,
+            now=time.time(),
         )
 
     async def vector(q: str) -> list[float]:

@@ -184,6 +184,7 @@ class MemoryService:
         base = self.base_cache.get(user_id)
         header = None
         try:
+            now = self.clock()
             plan = prompt.context_plan(
                 text,
                 user_id=user_id,
@@ -192,8 +193,8 @@ class MemoryService:
                 min_similarity=self.memory.min_similarity,
                 weights=self.weights,
                 window=self.config.chat.working_memory_size,
+                now=now,
             )
-            now = self.clock()
             shown = self.seen.shown(user_id, session_id)
             got = await prompt.context(
                 self.db,
@@ -276,7 +277,7 @@ class MemoryService:
         if req.threshold is not None:
             vector = self._query_vector_for_threshold(vector)
         now = self.clock()
-        plan = runner.Plan(req, self.weights)
+        plan = runner.Plan.at(req, self.weights, now)
         results = await runner.run_parallel(self.db, plan, vector, now=now)
         self.hits.add([r.id for r in results if r.kind != EPISODE], now)
         return results

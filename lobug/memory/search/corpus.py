@@ -58,6 +58,9 @@ class SearchFilter:
     importance_max: float | None = None
     updated_after: float | None = None  # memories: updated_at; turns: ts
     updated_before: float | None = None
+    # [start, end): said in this period — turns by ts, memories by the turns they came from
+    # (their creation time when they have none): what "last spring" in a question selects.
+    said_in: tuple[float, float] | None = None
 
 
 def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
@@ -96,6 +99,19 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
         updated = "d.ts"
     compare(updated, ">=", flt.updated_after)
     compare(updated, "<=", flt.updated_before)
+    if flt.said_in is not None:
+        start, end = flt.said_in
+        if corpus.table == "memories":
+            clauses.append(
+                "(EXISTS (SELECT 1 FROM memory_sources s JOIN turns t ON t.id = s.turn_id"
+                " WHERE s.memory_id = d.id AND t.ts >= ? AND t.ts < ?)"
+                " OR (NOT EXISTS (SELECT 1 FROM memory_sources s WHERE s.memory_id = d.id)"
+                " AND d.created_at >= ? AND d.created_at < ?))"
+            )
+            params += [start, end, start, end]
+        else:
+            clauses.append("d.ts >= ? AND d.ts < ?")
+            params += [start, end]
     compare("d.session_id", "=", flt.session)
     if flt.exclude_session is not None:
         if flt.exclude_session_since is None:

@@ -46,7 +46,7 @@ def explain(
     candidates = 0
     score: dict[str, Any] | None = None
     if query is not None:
-        plan = Plan(request_for(query, row["kind"], user_id), weights)
+        plan = Plan.at(request_for(query, row["kind"], user_id), weights, now)
         ranked = rank_all(conn, plan, vector, now=now)
         candidates = len(ranked)
         for position, item in enumerate(ranked, start=1):

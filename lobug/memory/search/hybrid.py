@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
-_LIST_ORDER = ("vector", "bm25", "entity")
+_LIST_ORDER = ("vector", "bm25", "entity", "when_vector", "when_words")
 
 
 @dataclass(frozen=True)

@@ -234,6 +234,7 @@ def context_plan(
     min_similarity: float,
     weights: ScoringWeights,
     window: int,
+    now: float,
 ) -> search.Plan:
     """The prompt's search: facts only, above the similarity floor, not what the working
     memory (`window` messages) still holds of this session. It ranks `depth(k)` facts:
@@ -246,7 +247,9 @@ def context_plan(
         top_k=depth(k),
         exclude_session_id=session_id,
     )
-    return search.Plan(req, weights, min_similarity=min_similarity, depth=depth(k), window=window)
+    return search.Plan.at(
+        req, weights, now, min_similarity=min_similarity, depth=depth(k), window=window
+    )
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN
 from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
-from lobug.memory.search import hybrid
+from lobug.memory.search import hybrid, when
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import ScoringWeights
+from lobug.memory.search.when import Period
 from lobug.storage.database import Database
 from lobug.storage.sqlite import has_table
 from lobug.storage.vectors import pack
@@ -125,6 +126,12 @@ class Plan:
     # The prompt's session exclusion lasts while the working memory (this many messages)
     # still holds the conversation: see `window_start`.
     window: int | None = None
+    period: Period | None = None  # what the question's "last spring" means (`at`)
+
+    @classmethod
+    def at(cls, req: QueryRequest, weights: ScoringWeights, now: float, **how: Any) -> Plan:
+        """The plan of `req` asked at `now`: with the period its words name, if any."""
+        return cls(req, weights, period=when.period(req.text, now), **how)
 
     @property
     def threshold(self) -> float | None:
@@ -156,7 +163,7 @@ def ranked_lists(
     """The `parts` lists of every corpus the request covers."""
     found: Lists = {}
     for corpus, flt in plan.corpora(conn):
-        found[corpus.table] = hybrid.ranked_lists(
+        lists = hybrid.ranked_lists(
             conn,
             plan.req.text,
             vector,
@@ -167,7 +174,34 @@ def ranked_lists(
             lists=[name for name in corpus.lists if name in parts],
             min_similarity=plan.min_similarity,
         )
+        if plan.period is not None:
+            lists.update(period_lists(conn, plan, vector, parts, corpus, flt))
+        found[corpus.table] = lists
     return found
+
+
+def period_lists(
+    conn: Any,
+    plan: Plan,
+    vector: Sequence[float] | None,
+    parts: Sequence[str],
+    corpus: Corpus,
+    flt: SearchFilter,
+) -> dict[str, list[int]]:
+    """The question names a period ("last spring"): the rows said in it, by meaning (with the
+    vector list) and by words (with the lexical ones: one shared word is enough), fused as
+    two more lists — so what was said then comes first without hiding everything else."""
+    inside = replace(flt, said_in=plan.period)
+    lists: dict[str, list[int]] = {}
+    if "vector" in parts and vector is not None and has_table(conn, corpus.vectors):
+        lists["when_vector"] = hybrid.vector_ranks(
+            conn, vector, plan.depth, corpus=corpus, flt=inside
+        )
+    if "bm25" in parts:
+        lists["when_words"] = hybrid.text_ranks(
+            conn, plan.req.text, plan.depth, corpus=corpus, flt=inside, min_words=1
+        )
+    return lists
 
 
 def finish(conn: Any, plan: Plan, lists: Lists, *, now: float) -> list[Ranked]:

@@ -47,7 +47,8 @@ from lobug.memory.store.strength import retrievability
 DAY = 86_400.0
 ORDINARY_DECAY_RATE = 0.05  # a memory of importance 0.5; what a raw turn fades like
 # Vector similarity leads; the lexical and entity lists corroborate (see docs/retrieval-eval.md).
-LIST_WEIGHTS = {"vector": 1.0, "bm25": 0.5, "entity": 0.5}
+# when_*: the same lists within the period the question names (search.when), if it names one.
+LIST_WEIGHTS = {"vector": 1.0, "bm25": 0.5, "entity": 0.5, "when_vector": 1.0, "when_words": 0.5}
 
 
 @dataclass(frozen=True)

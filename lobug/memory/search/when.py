@@ -1,0 +1,239 @@
+"""The period a question is about ("last spring", "in May", "two weeks ago"), from its words.
+
+`period(text, now)` resolves the first time expression it recognises against `now` (the
+caller's clock; UTC) and returns the half-open interval [start, end) in epoch seconds, or
+None. The search uses it as one more ranked list (`runner`): the rows said in that period,
+best match first, so "what did I do last spring" prefers what was said last spring without
+dropping everything else.
+
+Recognised (case-insensitive):
+    today, yesterday, last night, this/last week|month|year, recently, earlier this year
+    N days|weeks|months|years ago  (N in digits or one…twelve, "a", "a couple of", "a few")
+    this/last spring|summer|autumn|fall|winter, in (the) spring|…  (of 2025)
+    in/last/this May, in May 2025, (on) May 3, May 3rd 2025
+    in 2025, last/this year
+Seasons are the northern meteorological ones (spring = March–May, winter = December–February).
+A month or season without a year is the latest one that has begun by `now`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+Period = tuple[float, float]
+
+MONTHS = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month
+NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "a couple of": 2,
+    "two": 2,
+    "three": 3,
+    "a few": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_SEASON = "|".join(SEASONS)
+_NUMBER = r"\d{1,3}|" + "|".join(sorted(NUMBERS, key=len, reverse=True))
+_YEAR = r"(?:19|20)\d{2}"
+
+_AGO = re.compile(rf"\b({_NUMBER})\s+(day|week|month|year)s?\s+ago\b", re.I)
+_RELATIVE = re.compile(r"\b(this|last|past|previous)\s+(week|month|year)\b", re.I)
+_SEASON_RE = re.compile(
+    rf"\b(?:(this|last|in|during|over)\s+(?:the\s+)?)({_SEASON})(?:\s+(?:of\s+)?({_YEAR}))?\b",
+    re.I,
+)
+_DAY_OF_MONTH = re.compile(
+    rf"\b(?:on\s+)?({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+({_YEAR}))?\b", re.I
+)
+_MONTH_RE = re.compile(rf"\b(in|last|this|during|since)\s+({_MONTH})\.?(?:\s+({_YEAR}))?\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?\s+({_YEAR})\b", re.I)
+_YEAR_RE = re.compile(rf"\b(?:in|during)\s+({_YEAR})\b", re.I)
+_DAYS = {
+    "today": (0, 1),
+    "tonight": (0, 1),
+    "yesterday": (-1, 0),
+    "last night": (-1, 1),
+    "the other day": (-7, 0),
+    "recently": (-30, 1),
+    "lately": (-30, 1),
+}
+_DAYS_RE = re.compile(r"\b(" + "|".join(_DAYS) + r")\b", re.I)
+_EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
+
+
+def period(text: str, now: float) -> Period | None:
+    """The period the text names, resolved against `now`; None when it names none."""
+    today = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    for parse in (_days, _ago, _earlier, _relative, _season, _day_of_month, _month, _year):
+        found = parse(text, today)
+        if found is not None:
+            start, end = found
+            return start.timestamp(), min(end, today + timedelta(days=1)).timestamp()
+    return None
+
+
+Span = tuple[datetime, datetime]
+
+
+def _days(text: str, today: datetime) -> Span | None:
+    m = _DAYS_RE.search(text)
+    if m is None:
+        return None
+    first, last = _DAYS[m.group(1).lower()]
+    return today + timedelta(days=first), today + timedelta(days=last)
+
+
+def _ago(text: str, today: datetime) -> Span | None:
+    m = _AGO.search(text)
+    if m is None:
+        return None
+    raw = m.group(1).lower()
+    n = int(raw) if raw.isdigit() else NUMBERS[raw]
+    unit = m.group(2).lower()
+    if unit == "day":
+        day = today - timedelta(days=n)
+        return day - timedelta(days=1), day + timedelta(days=2)  # a day either side
+    if unit == "week":
+        middle = today - timedelta(weeks=n)
+        return middle - timedelta(days=7), middle + timedelta(days=7)
+    if unit == "month":
+        start = _add_months(_month_start(today), -n)
+        return _add_months(start, -1), _add_months(start, 2)
+    year = today.year - n
+    return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+
+
+def _earlier(text: str, today: datetime) -> Span | None:
+    m = _EARLIER.search(text)
+    if m is None:
+        return None
+    if m.group(1).lower() == "year":
+        return datetime(today.year, 1, 1, tzinfo=UTC), today
+    return _month_start(today), today
+
+
+def _relative(text: str, today: datetime) -> Span | None:
+    m = _RELATIVE.search(text)
+    if m is None:
+        return None
+    which, unit = m.group(1).lower(), m.group(2).lower()
+    back = which != "this"
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday())
+        start = monday - timedelta(weeks=1) if back else monday
+        return start, start + timedelta(weeks=1)
+    if unit == "month":
+        start = _add_months(_month_start(today), -1 if back else 0)
+        return start, _add_months(start, 1)
+    year = today.year - (1 if back else 0)
+    return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+
+
+def _season(text: str, today: datetime) -> Span | None:
+    m = _SEASON_RE.search(text)
+    if m is None:
+        return None
+    which, first = m.group(1).lower(), SEASONS[m.group(2).lower()]
+    if m.group(3):
+        # "winter 2025" is the winter that begins in December 2024… by the usual reading it is
+        # the one that includes January–February 2025; take the December of the year before.
+        year = int(m.group(3)) - (1 if first == 12 else 0)
+        start = datetime(year, first, 1, tzinfo=UTC)
+    else:
+        start = _latest_start(today, first)
+        if which == "last" and start + timedelta(days=92) > today:
+            start = start.replace(year=start.year - 1)  # the one before the current season
+    return start, _add_months(start, 3)
+
+
+def _day_of_month(text: str, today: datetime) -> Span | None:
+    m = _DAY_OF_MONTH.search(text)
+    if m is None:
+        return None
+    month, day = MONTHS[m.group(1).lower()], int(m.group(2))
+    if not 1 <= day <= 31:
+        return None
+    year = int(m.group(3)) if m.group(3) else _latest_start(today, month).year
+    try:
+        start = datetime(year, month, day, tzinfo=UTC)
+    except ValueError:
+        return None
+    return start - timedelta(days=1), start + timedelta(days=2)
+
+
+def _month(text: str, today: datetime) -> Span | None:
+    which, month, year_given = "in", 0, None
+    for m in _MONTH_RE.finditer(text):
+        name = m.group(2).lower()
+        if name == "may" and m.group(1).lower() == "this" and not m.group(3):
+            continue  # "this may help": the verb
+        which, month, year_given = m.group(1).lower(), MONTHS[name], m.group(3)
+        break
+    if not month:
+        m2 = _MONTH_YEAR.search(text)
+        if m2 is None:
+            return None
+        month, year_given = MONTHS[m2.group(1).lower()], m2.group(2)
+    if year_given:
+        start = datetime(int(year_given), month, 1, tzinfo=UTC)
+    else:
+        start = _latest_start(today, month)
+        if which == "last" and start.month == today.month and start.year == today.year:
+            start = start.replace(year=start.year - 1)
+    end = today + timedelta(days=1) if which == "since" else _add_months(start, 1)
+    return start, end
+
+
+def _year(text: str, today: datetime) -> Span | None:
+    m = _YEAR_RE.search(text)
+    if m is None:
+        return None
+    year = int(m.group(1))
+    return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+
+
+def _month_start(day: datetime) -> datetime:
+    return day.replace(day=1)
+
+
+def _add_months(day: datetime, months: int) -> datetime:
+    index = day.year * 12 + (day.month - 1) + months
+    return day.replace(year=index // 12, month=index % 12 + 1, day=1)
+
+
+def _latest_start(today: datetime, month: int) -> datetime:
+    """The first day of the latest `month` that has begun by today."""
+    year = today.year if month <= today.month else today.year - 1
+    return datetime(year, month, 1, tzinfo=UTC)

@@ -1,0 +1,82 @@
+"""Time expressions in questions ("last spring", "in May 2025", "two weeks ago") resolved
+against the clock, and the search preferring what was said in that period."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pytest
+from memory_kit import MemoryEnv
+
+from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.search.when import period
+
+NOW = datetime(2026, 3, 15, 12, tzinfo=UTC).timestamp()  # a Sunday in March
+
+
+def days(text: str, now: float = NOW) -> tuple[date, date] | None:
+    found = period(text, now)
+    if found is None:
+        return None
+    return tuple(datetime.fromtimestamp(t, UTC).date() for t in found)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What did I do last spring?", (date(2025, 3, 1), date(2025, 6, 1))),
+        ("what happened this spring", (date(2026, 3, 1), date(2026, 3, 16))),
+        ("Where did we go in the summer of 2025?", (date(2025, 6, 1), date(2025, 9, 1))),
+        ("last winter", (date(2025, 12, 1), date(2026, 3, 1))),
+        ("What happened in May 2025?", (date(2025, 5, 1), date(2025, 6, 1))),
+        ("what did I cook in May", (date(2025, 5, 1), date(2025, 6, 1))),
+        ("in March", (date(2026, 3, 1), date(2026, 3, 16))),
+        ("on May 3rd", (date(2025, 5, 2), date(2025, 5, 5))),
+        ("yesterday", (date(2026, 3, 14), date(2026, 3, 15))),
+        ("two weeks ago", (date(2026, 2, 22), date(2026, 3, 8))),
+        ("3 months ago", (date(2025, 11, 1), date(2026, 2, 1))),
+        ("last month", (date(2026, 2, 1), date(2026, 3, 1))),
+        ("last week", (date(2026, 3, 2), date(2026, 3, 9))),
+        ("in 2025", (date(2025, 1, 1), date(2026, 1, 1))),
+        ("earlier this year", (date(2026, 1, 1), date(2026, 3, 15))),
+        ("since June", (date(2025, 6, 1), date(2026, 3, 16))),
+    ],
+)
+def test_periods(text: str, expected: tuple[date, date]) -> None:
+    assert days(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["When did Nadia start pottery?", "This may help with the garden.", "I march on", "a day"],
+)
+def test_no_period(text: str) -> None:
+    assert days(text) is None
+
+
+async def say(mem: MemoryEnv, text: str, when: datetime) -> int:
+    mem.clock.now = when.timestamp()
+    user, _ = await mem.exchange(text, "Nice.")
+    await mem.run()
+    return int(user.id)
+
+
+async def test_last_spring_prefers_what_was_said_then(mem: MemoryEnv, clock: Any) -> None:
+    spring = await say(
+        mem, "We went hiking in the hills with the kids.", datetime(2025, 4, 12, tzinfo=UTC)
+    )
+    autumn = await say(
+        mem, "We went hiking by the lake with the kids.", datetime(2025, 10, 4, tzinfo=UTC)
+    )
+    clock.now = NOW
+
+    async def first(question: str) -> int:
+        req = QueryRequest(question, kinds=("episode",), filters=QueryFilters(), top_k=5)
+        return (await mem.service.query(req))[0].id
+
+    assert await first("Where did we go hiking last spring?") == spring
+    assert await first("Where did we go hiking last autumn?") == autumn
+    # Without a period nothing is pushed: both hikes stay candidates.
+    req = QueryRequest("hiking with the kids", kinds=("episode",), top_k=5)
+    assert {r.id for r in await mem.service.query(req)} >= {spring, autumn}
