@@ -3,7 +3,7 @@
 For a fact just given a vector, its top `link_k` active neighbours with similarity (1 − cosine
 distance) at or above `link_min` become `relations` rows, strength = similarity, one edge per
 pair whichever way round, each with a LINK history event. Retrieval adds a small boost for the
-strongest edge between two candidates of the same search (`hybrid._related_strength`).
+strongest edge between two candidates of the same search (`hybrid.related_strength`).
 
 A fact that replaces another ("newer wins", write/reconcile.py) gets a `supersedes` edge from
 the new row to the retired one (strength 1), next to its `supersedes` column: the graph keeps

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
-_LIST_ORDER = ("vector", "bm25", "entity", "when_vector", "when_words")
+LIST_ORDER = ("vector", "bm25", "entity", "when_vector", "when_words")
 
 
 @dataclass(frozen=True)
@@ -207,12 +207,12 @@ def fuse_and_rescore(
     weights = weights or ScoringWeights()
     # A fixed list order: the fused order of equal scores must not depend on which list was
     # computed first (explain recomputes the lists in one go, a query in parallel).
-    ordered = {name: list(ranked[name]) for name in sorted(ranked, key=_LIST_ORDER.index)}
+    ordered = {name: list(ranked[name]) for name in sorted(ranked, key=LIST_ORDER.index)}
     fused = fuse(ordered, weights.rrf_k, weights.list_weights)
     if now is None:
         return [SearchHit(f.id, f.rrf_norm, f) for f in fused], {}
-    rows = _rows(conn, corpus, [f.id for f in fused])
-    related = _related_strength(conn, [f.id for f in fused]) if corpus.table == "memories" else {}
+    rows = rows_of(conn, corpus, [f.id for f in fused])
+    related = related_strength(conn, [f.id for f in fused]) if corpus.table == "memories" else {}
     hits = []
     for f in fused:
         score, breakdown = rescore(f, rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))
@@ -222,7 +222,7 @@ def fuse_and_rescore(
     return hits, rows
 
 
-def _rows(conn: Any, corpus: Corpus, ids: Sequence[int]) -> Mapping[int, Any]:
+def rows_of(conn: Any, corpus: Corpus, ids: Sequence[int]) -> Mapping[int, Any]:
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
@@ -230,7 +230,7 @@ def _rows(conn: Any, corpus: Corpus, ids: Sequence[int]) -> Mapping[int, Any]:
     return {int(r["id"]): r for r in rows}
 
 
-def _related_strength(conn: Any, ids: Sequence[int]) -> dict[int, float]:
+def related_strength(conn: Any, ids: Sequence[int]) -> dict[int, float]:
     """Per candidate, its strongest edge to another candidate (seed 001 §2).
 
     Only edges inside the result set count: a memory strongly tied to another relevant one is

@@ -25,7 +25,7 @@ from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
 from lobug.memory.search import hybrid, when
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
 from lobug.memory.search.hybrid import SearchHit
-from lobug.memory.search.scoring import ScoringWeights
+from lobug.memory.search.scoring import Fused, ScoringWeights, fuse, rescore
 from lobug.memory.search.when import Period
 from lobug.storage.database import Database
 from lobug.storage.sqlite import has_table
@@ -111,6 +111,7 @@ def turn_filter(req: QueryRequest) -> SearchFilter | None:
 
 
 VECTOR_LIST = ("vector",)
+VECTOR_NAMES = ("vector", "when_vector")  # the lists ordered by the query's vector
 WORD_LISTS = ("bm25", "entity")
 Lists = dict[str, dict[str, list[int]]]  # corpus table -> list name -> ids, best first
 
@@ -204,24 +205,82 @@ def period_lists(
     return lists
 
 
-def finish(conn: Any, plan: Plan, lists: Lists, *, now: float) -> list[Ranked]:
-    """Fuse and re-score each corpus's lists; every candidate, best first (ties: memories)."""
-    ranked: list[Ranked] = []
-    for corpus in (MEMORIES, TURNS):
-        if corpus.table not in lists:
-            continue
+def finish(
+    conn: Any,
+    plan: Plan,
+    lists: Lists,
+    *,
+    now: float,
+    vector: Sequence[float] | None = None,
+) -> list[Ranked]:
+    """Fuse and re-score; every candidate, best first (ties: memories first).
+
+    One corpus: its lists fused as they are. Memories and turns together: one fusion over
+    joint lists, so a weak match in a small store (five facts: the best of them first in its
+    own lists) does not outrank a strong one in the big store. A joint vector list is ordered
+    by the similarity to the query (`vector`); a joint word list interleaves the corpora's
+    ranks (BM25 scores of two tables are not comparable)."""
+    present = [corpus for corpus in (MEMORIES, TURNS) if corpus.table in lists]
+    if len(present) == 1:
+        corpus = present[0]
         hits, rows = hybrid.fuse_and_rescore(
             conn, lists[corpus.table], corpus=corpus, weights=plan.weights, now=now
         )
-        ranked += [Ranked(corpus, h, rows[h.id]) for h in hits if h.id in rows]
-    # Python's sort is stable: within a corpus the order fuse_and_rescore chose is kept.
+        return [Ranked(corpus, h, rows[h.id]) for h in hits if h.id in rows]
+    similarity = Similarity(conn, vector)
+    names = sorted({n for c in present for n in lists[c.table]}, key=hybrid.LIST_ORDER.index)
+    joint = {name: _joint(present, lists, name, similarity) for name in names}
+    w = plan.weights
+    fused = fuse(joint, w.rrf_k, w.list_weights)
+    by_table = {
+        corpus.table: hybrid.rows_of(
+            conn, corpus, [_untag(f.id)[1] for f in fused if _untag(f.id)[0] is corpus]
+        )
+        for corpus in present
+    }
+    memory_ids = [i for c, i in map(_untag, (f.id for f in fused)) if c is MEMORIES]
+    related = hybrid.related_strength(conn, memory_ids)
+    ranked: list[Ranked] = []
+    for f in fused:
+        corpus, row_id = _untag(f.id)
+        row = by_table[corpus.table].get(row_id)
+        if row is None:
+            continue
+        local = Fused(row_id, f.rrf, f.rrf_norm, f.ranks)
+        strength = related.get(row_id, 0.0) if corpus is MEMORIES else 0.0
+        score, breakdown = rescore(local, row, w, now, strength)
+        ranked.append(Ranked(corpus, SearchHit(row_id, score, local, breakdown), row))
+    # Stable: equal scores keep the fused order, so explain reproduces a ranking exactly.
     ranked.sort(key=lambda r: -r.hit.score)
     return ranked
 
 
+def _tag(corpus: Corpus, row_id: int) -> int:
+    """One id space for the joint lists: memories even, turns odd."""
+    return 2 * row_id + (corpus is TURNS)
+
+
+def _untag(key: int) -> tuple[Corpus, int]:
+    return (TURNS if key % 2 else MEMORIES), key // 2
+
+
+def _joint(present: Sequence[Corpus], lists: Lists, name: str, similarity: Similarity) -> list[int]:
+    per = [[_tag(c, i) for i in lists[c.table].get(name, [])] for c in present]
+    if name in VECTOR_NAMES and similarity.blob is not None:
+        scored = [
+            (similarity.of(c, i), _tag(c, i)) for c in present for i in lists[c.table].get(name, [])
+        ]
+        return [key for sim, key in sorted(scored, key=lambda s: -(s[0] or 0.0))]
+    merged: list[int] = []
+    for rank in range(max((len(p) for p in per), default=0)):
+        merged += [p[rank] for p in per if rank < len(p)]
+    return merged
+
+
 def rank_all(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[Ranked]:
     """Every candidate, best first, in one connection (explain)."""
-    return finish(conn, plan, ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS), now=now)
+    lists = ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS)
+    return finish(conn, plan, lists, now=now, vector=vector)
 
 
 class Similarity:
@@ -295,7 +354,7 @@ def results(
     says its `similarity` to the query's `vector` (what a threshold is compared with; None
     without a vector on either side)."""
     similarity = Similarity(conn, vector) if vector is not None else None
-    kept = cut(finish(conn, plan, lists, now=now), plan, similarity)
+    kept = cut(finish(conn, plan, lists, now=now, vector=vector), plan, similarity)
     sources = memory_sources(conn, [k.item.hit.id for k in kept if k.item.corpus is MEMORIES])
     return [_result(k.item, sources, k.similarity) for k in kept]
 
