@@ -127,6 +127,7 @@ class ScoringConfig:
     w_bm25: float = 0.5
     w_entity: float = 0.5
     w_when: float = 1.0  # the question names a period ("last spring"): what was said then
+    w_who: float = 1.0  # the question names a speaker of imported turns: what they said
     bm25_min_words: int = 2
     w_fused: float = 1.0
     w_memory: float = 0.15

@@ -103,11 +103,13 @@ def insert_turn(
     ref: str | None = None,
     action: str | None = None,
     degraded: bool = False,
+    speaker: str | None = None,
 ) -> TurnRecord:
+    """speaker: who said it by name, when the caller knows (an imported conversation)."""
     cur = conn.execute(
-        "INSERT INTO turns (user_id, session_id, device_id, role, text, ts, ref, action, degraded)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (user_id, session_id, device_id, role, text, ts, ref, action, int(degraded)),
+        "INSERT INTO turns (user_id, session_id, device_id, role, text, ts, ref, action,"
+        " degraded, speaker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, session_id, device_id, role, text, ts, ref, action, int(degraded), speaker),
     )
     return TurnRecord(
         id=int(cur.lastrowid),

@@ -113,7 +113,8 @@ class Store:
 
 
 def import_lines(conv: dict[str, Any]) -> list[str]:
-    """The conversation as `lobug memory import` JSONL lines (session per session, ref per turn)."""
+    """The conversation as `lobug memory import` JSONL lines (session per session, ref and
+    speaker per turn)."""
     lines = []
     for session in conv["sessions"]:
         for turn in session["turns"]:
@@ -123,6 +124,7 @@ def import_lines(conv: dict[str, Any]) -> list[str]:
                 "text": turn["text"],
                 "ts": turn["ts"],
                 "ref": turn["ref"],
+                "speaker": turn["speaker"],
             }
             lines.append(json.dumps(row))
     return lines

@@ -24,6 +24,8 @@ def scoring_weights(cfg: ScoringConfig) -> ScoringWeights:
             "entity": cfg.w_entity,
             "when_vector": cfg.w_when,
             "when_words": cfg.w_when * cfg.w_bm25,
+            "who_vector": cfg.w_who,
+            "who_words": cfg.w_who * cfg.w_bm25,
         },
         bm25_min_words=cfg.bm25_min_words,
         w_fused=cfg.w_fused,

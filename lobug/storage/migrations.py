@@ -339,11 +339,19 @@ def _memory_that_lasts(conn: Any) -> None:
         )
 
 
+# Issue 11: who said a turn, by name, when an import knows it (a conversation between two
+# people); the search prefers the turns of the speaker a question names.
+M005_SPEAKER = """
+ALTER TABLE turns ADD COLUMN speaker TEXT;
+CREATE INDEX idx_turns_speaker ON turns(user_id, speaker) WHERE speaker IS NOT NULL;
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
     ("m003_memory_hash_and_keys", _memory_hash_and_keys),
     ("m004_memory_that_lasts", _memory_that_lasts),
+    ("m005_turn_speaker", _sql(M005_SPEAKER)),
 ]
 
 

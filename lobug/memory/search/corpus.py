@@ -61,6 +61,7 @@ class SearchFilter:
     # [start, end): said in this period — turns by ts, memories by the turns they came from
     # (their creation time when they have none): what "last spring" in a question selects.
     said_in: tuple[float, float] | None = None
+    speaker: str | None = None  # turns only: said by this person (turns.speaker)
 
 
 def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
@@ -95,6 +96,7 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
         updated = "d.updated_at"
     else:
         one_of("role", flt.roles)
+        compare("d.speaker", "=", flt.speaker)
         clauses.append("d.degraded = 0")  # an apology says nothing worth finding
         updated = "d.ts"
     compare(updated, ">=", flt.updated_after)

@@ -44,7 +44,15 @@ __all__ = [
 ]
 
 VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
-LIST_ORDER = ("vector", "bm25", "entity", "when_vector", "when_words")
+LIST_ORDER = (
+    "vector",
+    "bm25",
+    "entity",
+    "when_vector",
+    "when_words",
+    "who_vector",
+    "who_words",
+)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN
 from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
-from lobug.memory.search import hybrid, when
+from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse, rescore
@@ -111,7 +111,7 @@ def turn_filter(req: QueryRequest) -> SearchFilter | None:
 
 
 VECTOR_LIST = ("vector",)
-VECTOR_NAMES = ("vector", "when_vector")  # the lists ordered by the query's vector
+VECTOR_NAMES = ("vector", "when_vector", "who_vector")  # ordered by the query's vector
 WORD_LISTS = ("bm25", "entity")
 Lists = dict[str, dict[str, list[int]]]  # corpus table -> list name -> ids, best first
 
@@ -176,30 +176,35 @@ def ranked_lists(
             min_similarity=plan.min_similarity,
         )
         if plan.period is not None:
-            lists.update(period_lists(conn, plan, vector, parts, corpus, flt))
+            inside = replace(flt, said_in=plan.period)
+            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when"))
+        if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.text)):
+            said_by = replace(flt, speaker=name)
+            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who"))
         found[corpus.table] = lists
     return found
 
 
-def period_lists(
+def narrowed_lists(
     conn: Any,
     plan: Plan,
     vector: Sequence[float] | None,
     parts: Sequence[str],
     corpus: Corpus,
-    flt: SearchFilter,
+    inside: SearchFilter,
+    name: str,
 ) -> dict[str, list[int]]:
-    """The question names a period ("last spring"): the rows said in it, by meaning (with the
-    vector list) and by words (with the lexical ones: one shared word is enough), fused as
-    two more lists — so what was said then comes first without hiding everything else."""
-    inside = replace(flt, said_in=plan.period)
+    """The question names a period ("last spring": `when`) or a speaker ("Liam's": `who`):
+    the rows within it, by meaning (with the vector list) and by words (with the lexical ones:
+    one shared word is enough), fused as two more lists — so what was said then, or by them,
+    comes first without hiding everything else."""
     lists: dict[str, list[int]] = {}
     if "vector" in parts and vector is not None and has_table(conn, corpus.vectors):
-        lists["when_vector"] = hybrid.vector_ranks(
+        lists[f"{name}_vector"] = hybrid.vector_ranks(
             conn, vector, plan.depth, corpus=corpus, flt=inside
         )
     if "bm25" in parts:
-        lists["when_words"] = hybrid.text_ranks(
+        lists[f"{name}_words"] = hybrid.text_ranks(
             conn, plan.req.text, plan.depth, corpus=corpus, flt=inside, min_words=1
         )
     return lists

@@ -47,8 +47,17 @@ from lobug.memory.store.strength import retrievability
 DAY = 86_400.0
 ORDINARY_DECAY_RATE = 0.05  # a memory of importance 0.5; what a raw turn fades like
 # Vector similarity leads; the lexical and entity lists corroborate (see docs/retrieval-eval.md).
-# when_*: the same lists within the period the question names (search.when), if it names one.
-LIST_WEIGHTS = {"vector": 1.0, "bm25": 0.5, "entity": 0.5, "when_vector": 1.0, "when_words": 0.5}
+# when_*, who_*: the same lists within the period (search.when) or among the turns of the
+# speaker (search.who) the question names, if it names one.
+LIST_WEIGHTS = {
+    "vector": 1.0,
+    "bm25": 0.5,
+    "entity": 0.5,
+    "when_vector": 1.0,
+    "when_words": 0.5,
+    "who_vector": 1.0,
+    "who_words": 0.5,
+}
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Bulk import of conversation turns from JSONL: validate each line, store, enqueue the work.
 
 A line is `{"session_id": "...", "role": "user"|"assistant", "text": "...", "ts"?: number or
-ISO 8601, "ref"?: "..."}`. Bad lines are reported by number and skipped; a line whose
-(session_id, ref) is already stored is skipped too, so re-running an import is harmless.
+ISO 8601, "ref"?: "...", "speaker"?: "..."}` (speaker: who said it by name, e.g. in an imported
+conversation between two people; questions that name them prefer their turns). Bad lines are
+reported by number and skipped; a line whose (session_id, ref) is already stored is skipped
+too, so re-running an import is harmless.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class ImportLine:
     text: str
     ts: float | None
     ref: str | None
+    speaker: str | None = None
 
 
 @dataclass
@@ -64,7 +67,10 @@ def parse_line(raw: str, lineno: int, *, max_chars: int) -> ImportLine:
     ref = value.get("ref")
     if ref is not None:
         ref = _text(value, "ref", MAX_REF_CHARS)
-    return ImportLine(lineno, session_id, role, text, _ts(value.get("ts")), ref)
+    speaker = value.get("speaker")
+    if speaker is not None:
+        speaker = _text(value, "speaker", MAX_ID_CHARS)
+    return ImportLine(lineno, session_id, role, text, _ts(value.get("ts")), ref, speaker)
 
 
 def read_lines(lines: Iterable[str], *, max_chars: int) -> tuple[list[ImportLine], list[str]]:
@@ -148,6 +154,7 @@ def store_batch(
             user_id=user_id,
             ref=line.ref,
             action="RESPOND",  # a finished conversation: nothing is in flight
+            speaker=line.speaker,
         )
         ids[line.lineno] = turn.id
         enqueue.embed_turn(conn, turn.id, now=now, max_attempts=max_attempts)

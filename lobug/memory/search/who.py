@@ -1,0 +1,29 @@
+"""The person a question names, among the speakers of the user's imported conversations.
+
+Turns imported from a conversation between two people may carry the speaker's name
+(`turns.speaker`); a question that names one ("Which town is Liam's father based in?") then
+prefers that person's turns — one more pair of ranked lists in the fusion (`runner`), the way a
+named period does. Names match as whole words, case-insensitively, possessive included.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def named_speaker(conn: Any, user_id: str, text: str) -> str | None:
+    """The first known speaker of the user's turns that the text names; None when none."""
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT speaker FROM turns WHERE user_id = ? AND speaker IS NOT NULL",
+            (user_id,),
+        )
+    ]
+    found = [(m.start(), name) for name in names if (m := _word(name).search(text))]
+    return min(found)[1] if found else None
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.I)
