@@ -1,0 +1,104 @@
+"""Memories and turns ranked by one fusion, and the turns of a speaker a question names."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+from memory_kit import MemoryEnv
+
+from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.transfer import import_turns as importer
+
+DAY = 86_400.0
+
+
+async def imported(mem: MemoryEnv, lines: list[dict[str, Any]]) -> dict[str, int]:
+    """Turns stored through the import path (`lobug memory import`), jobs run; ref → id."""
+    parsed, errors = importer.read_lines(
+        [json.dumps(line) for line in lines], max_chars=mem.config.chat.max_text_chars
+    )
+    assert errors == []
+    partners, batches = importer.plan(parsed)
+    for batch in batches:
+        store = partial(
+            importer.store_batch,
+            partners=partners,
+            now=mem.clock(),
+            user_id="default",
+            threshold=mem.config.memory.short_term_threshold,
+            max_attempts=3,
+            result=importer.ImportResult(),
+        )
+        await mem.db.write(store, batch)
+    await mem.run()
+    return dict(mem.rows("SELECT ref, id FROM turns"))
+
+
+def line(ref: str, speaker: str, text: str, ts: float, role: str = "user") -> dict[str, Any]:
+    return {"session_id": ref.split("/")[0], "role": role, "text": text, "ts": ts, "ref": ref,
+            "speaker": speaker}  # fmt: skip
+
+
+async def test_a_question_naming_a_speaker_prefers_their_turns(mem: MemoryEnv) -> None:
+    start = mem.clock()
+    refs = await imported(
+        mem,
+        [
+            line(
+                "s1/t1",
+                "Liam",
+                "My dad still lives in Keswick, I'm driving up next weekend.",
+                start,
+            ),
+            line(
+                "s1/t2",
+                "Ava",
+                "My dad lives in Leeds, near the old market.",
+                start + 20,
+                "assistant",
+            ),
+        ],
+    )
+    assert mem.value("SELECT speaker FROM turns WHERE ref = 's1/t1'") == "Liam"
+
+    async def first(question: str) -> int:
+        req = QueryRequest(question, kinds=("episode",), filters=QueryFilters(), top_k=2)
+        return (await mem.service.query(req))[0].id
+
+    assert await first("Which town does Liam's father live in?") == refs["s1/t1"]
+    assert await first("Which town does Ava's father live in?") == refs["s1/t2"]
+
+
+async def test_a_weak_fact_does_not_outrank_the_turn_that_answers(mem: MemoryEnv) -> None:
+    """Five facts and a long conversation: the best of the facts is first in its own small
+    lists, but the joint fusion ranks it by its similarity among all candidates."""
+    for fact in (
+        "The user likes jazz records.",
+        "The user owns a blue bicycle.",
+        "The user works in a bakery.",
+        "The user has a sister in Denver.",
+        "The user drinks green tea.",
+    ):
+        await mem.service.remember(content=fact, actor="test")
+    start = mem.clock() - 200 * DAY
+    filler = [
+        line(
+            f"s{i}/t1",
+            "Sam",
+            f"Nothing much happened on day {i}, just errands and rain.",
+            start + i * DAY,
+        )
+        for i in range(1, 40)
+    ]
+    answer = line(
+        "s50/t1", "Sam", "We adopted a greyhound called Pepper from the rescue.", start + 50 * DAY
+    )
+    refs = await imported(mem, [*filler, answer])
+    await mem.run()
+    req = QueryRequest(
+        "Which dog did we adopt from the rescue?", kinds=("fact", "episode"), top_k=5
+    )
+    results = await mem.service.query(req)
+    assert (results[0].kind, results[0].id) == ("episode", refs["s50/t1"])
