@@ -522,7 +522,7 @@ def section(body: str, shape: dict[str, Any]) -> str:
             "",
             body,
             "",
-            "The rest of this page is the older, smaller household eval "
+            "Below: what moved these numbers, then the older, smaller household eval "
             "(`scripts/eval_retrieval.py`).",
             END,
         ]
