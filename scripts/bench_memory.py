@@ -205,18 +205,22 @@ async def bench_size(
             now=time.time(),
         )
 
+    top_k, policy = config.memory.top_k, service.categories
+
     async def vector(q: str) -> list[float]:
         return table[q]
 
     async def read(q: str) -> Any:
-        return await retrieval.context(db, plan(q), vector(q), want_base=False, now=time.time())
+        return await retrieval.context(
+            db, plan(q), vector(q), k=top_k, policy=policy, want_base=False, now=time.time()
+        )
 
     for q in queries[:10]:
         await read(q)
     times, hits = [], []
     for q in queries:
         t0 = time.perf_counter()
-        _, found, _ = await read(q)
+        found = (await read(q)).found
         times.append((time.perf_counter() - t0) * 1000)
         hits.append(len(found))
     result["retrieval_ms_p50"] = round(pct(times, 50), 2)
@@ -233,7 +237,9 @@ async def bench_size(
     times = []
     for q in queries:
         mark: list[float] = []
-        await retrieval.context(db, plan(q), embedded(q, mark), want_base=False, now=time.time())
+        await retrieval.context(
+            db, plan(q), embedded(q, mark), k=top_k, policy=policy, want_base=False, now=time.time()
+        )
         times.append((time.perf_counter() - mark[0]) * 1000)
     result["after_embedding_ms_p50"] = round(pct(times, 50), 2)
     result["after_embedding_ms_p95"] = round(pct(times, 95), 2)
