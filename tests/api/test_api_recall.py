@@ -222,3 +222,30 @@ async def test_query_episodes_and_the_session_delta(
     assert [d["text"] for d in found["delta"]] == [TEA]
     again = await app.local.post("/v1/query", {"query": "tea", "session_id": "agent-1"})
     assert again["delta"] == []
+
+
+async def test_turns_with_speakers_answer_questions_that_name_them(
+    make_client: Callable[..., Any], clock: Any
+) -> None:
+    """POST /v1/turns keeps who said a turn; /v1/query prefers the turns of the person a
+    question names (issue 11), and a bad speaker is a 400 naming the field."""
+    app = await make_app(make_client)
+    said = {
+        "Liam": "My dad still lives in Keswick, I'm driving up next weekend.",
+        "Ava": "My dad lives in Leeds, near the old market.",
+    }
+    ids = {}
+    for speaker, text in said.items():
+        body = turn(text, speaker=speaker, auto_extract=False)
+        ids[speaker] = (await app.local.post("/v1/turns", body, 201))["turn_id"]
+        clock.advance(30)
+    await drain(app.db_path, clock)
+    assert app.value("SELECT speaker FROM turns WHERE id = ?", ids["Ava"]) == "Ava"
+    for speaker in said:
+        question = {"query": f"Where does {speaker}'s father live?", "kinds": ["episode"]}
+        found = await app.local.post("/v1/query", question)
+        assert found["results"][0]["id"] == ids[speaker]
+    status, body, _ = await app.local.call(
+        "POST", "/v1/turns", 400, json=turn("hi", speaker="Li\x07am")
+    )
+    assert body["error"]["details"]["field"] == "speaker"

@@ -57,6 +57,7 @@ def register(sub: Any) -> None:
     p.add_argument("text")
     p.add_argument("--ts", help="when it was said: Unix seconds or ISO 8601 (default: now)")
     p.add_argument("--ref", help="your own id for the turn, returned in sources")
+    p.add_argument("--speaker", help="who said it, by name (questions naming them prefer it)")
     p.add_argument("--no-extract", action="store_true", help="store only; extract nothing")
     p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for extraction")
     p = add("context", views.context, "what a prompt for the session would get")

@@ -52,6 +52,7 @@ async def add_turn(
         "text": args.text,
         "auto_extract": not args.no_extract,
         "ref": args.ref,
+        "speaker": args.speaker,
         "ts": None if args.ts is None else f.timestamp(_number(args.ts), "ts"),
     }
     fields_ = f.turn_create(body, max_text_chars=recall.max_text_chars)

@@ -234,6 +234,7 @@ def turn_create(body: Mapping[str, Any], *, max_text_chars: int) -> dict[str, An
         "text": text(body["text"], "text", max_text_chars),
         "ts": None,
         "ref": None,
+        "speaker": None,
         "auto_extract": flag(body.get("auto_extract", True), "auto_extract"),
         **writers(body),
     }
@@ -241,6 +242,8 @@ def turn_create(body: Mapping[str, Any], *, max_text_chars: int) -> dict[str, An
         fields["ts"] = number(body["ts"], "ts", 0, MAX_TIMESTAMP)
     if body.get("ref") is not None:
         fields["ref"] = ident(body["ref"], "ref", MAX_REF_CHARS)
+    if body.get("speaker") is not None:
+        fields["speaker"] = ident(body["speaker"], "speaker")
     return fields
 
 

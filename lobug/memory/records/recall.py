@@ -80,6 +80,7 @@ class Recall:
         turn = turns.insert_turn(
             conn, session_id=sid, role=fields["role"], text=fields["text"], ts=ts,
             device_id=API_DEVICE, user_id=user_id, ref=fields["ref"], action="RESPOND",
+            speaker=fields["speaker"],
         )  # fmt: skip
         memory = self.records.memory
         if memory is None:
