@@ -1671,11 +1671,11 @@ def first_person(text: str, w: World) -> str | None:
     if not re.search(rf"\b{U}\b", text) or w.friend in text:
         return None
     rules = [
+        (rf"\b{U}'s\b", "my"),  # first: "is Liam's other half" is "is my other half"
         (rf"\b([Dd])oes {U}\b", r"\1o I"),
         (rf"\bIs {U}\b", "Am I"),
         (rf"\bis {U}\b", "am I"),
         (rf"\bhas {U}\b", "have I"),
-        (rf"\b{U}'s\b", "my"),
         (rf"\b(gives|with|to|for|about) {U}\b", r"\1 me"),
         (rf"\b{U}\b", "I"),
     ]
