@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lobug.service.logs import HANDLER_NAME, QUIET_LOGGERS, setup_logging
+from lobug.service.logs import HANDLER_NAME, QUIET_LOGGERS, RepeatLimit, setup_logging
 
 try:
     JournalHandler = importlib.import_module("systemd.journal").JournalHandler
@@ -94,3 +94,21 @@ def test_unknown_level_is_an_error() -> None:
     with pytest.raises(ValueError, match="loud"):
         setup_logging("loud", env={})
     assert ours() == []
+
+
+def test_a_flood_of_one_message_is_cut_to_a_burst_and_a_count() -> None:
+    """Issue 16, item 11: one log line per refused connection must not grow the log without
+    bound; a burst gets through, then one line says how many were dropped."""
+    now = [0.0]
+    limit = RepeatLimit(burst=5, window_s=10.0, clock=lambda: now[0])
+
+    def record(msg: str) -> logging.LogRecord:
+        return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, msg, None, None)
+
+    passed = [limit.filter(record("socket.accept() out of system resource")) for _ in range(1000)]
+    assert sum(passed) == 5
+    assert limit.filter(record("another message"))  # other templates are not affected
+    now[0] = 11.0
+    summary = record("socket.accept() out of system resource")
+    assert limit.filter(summary)
+    assert "995 more like it suppressed" in summary.getMessage()
