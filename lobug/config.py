@@ -23,6 +23,11 @@ class ServerConfig:
     port: int = 8321
     shutdown_timeout_s: float = 10.0
     max_json_bytes: int = 64 * 1024
+    # Issue 16: open connections at most (0: the fd limit less a reserve), how long a request
+    # head may take to arrive, and how long an idle keep-alive connection is kept.
+    max_connections: int = 0
+    header_timeout_s: float = 10.0
+    keepalive_timeout_s: float = 15.0
 
 
 @dataclass(frozen=True)

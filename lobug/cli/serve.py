@@ -13,6 +13,7 @@ from lobug import keys
 from lobug.app import Overrides, create_app
 from lobug.config import Config
 from lobug.ops.lock import DataDirLock
+from lobug.service.connections import GuardedSite, Limits, default_max_connections
 from lobug.service.notify import Notifier, watchdog_loop
 
 log = logging.getLogger("lobug")
@@ -34,6 +35,7 @@ async def _serve_locked(config: Config, overrides: Overrides | None) -> None:
         handle_signals=False,
         access_log=None,  # our own middleware logs requests with latency
         shutdown_timeout=config.server.shutdown_timeout_s,
+        keepalive_timeout=config.server.keepalive_timeout_s,
     )
     await runner.setup()  # opens and migrates the DB, starts workers (cleanup_ctx)
     stop = asyncio.Event()
@@ -42,10 +44,15 @@ async def _serve_locked(config: Config, overrides: Overrides | None) -> None:
         loop.add_signal_handler(sig, stop.set)
     watchdog: asyncio.Task[None] | None = None
     try:
-        site = web.TCPSite(
+        limits = Limits(
+            config.server.max_connections or default_max_connections(),
+            config.server.header_timeout_s,
+        )
+        site = GuardedSite(
             runner,
             config.server.host,
             config.server.port,
+            limits,
             reuse_address=True,
             shutdown_timeout=config.server.shutdown_timeout_s,
         )

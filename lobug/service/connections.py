@@ -1,0 +1,142 @@
+"""Connection limits in front of aiohttp: a cap below the fd limit and a deadline for the head.
+
+aiohttp's server has neither: ~1,000 idle sockets reached systemd's default soft limit of 1,024
+file descriptors and took /health and /chat/text down (issue 16, item 11), and a request whose
+head arrives a byte at a time (slowloris) held its socket for as long as the client liked.
+
+`Guarded` wraps each connection's aiohttp protocol:
+- past `max_connections` open connections a new one is closed at once (the OS backlog, not
+  our fds, absorbs a burst; a client retries);
+- a request head (request line and headers, up to the blank line) must arrive within
+  `header_timeout_s` of the connection opening or of the previous request's head; otherwise
+  the connection is closed. Idle keep-alive connections are aiohttp's (`keepalive_timeout`).
+Bodies are bounded by the routes' own read timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+FD_RESERVE = 128  # descriptors kept for the database, the log, Ollama and model files
+HEAD_END = b"\r\n\r\n"
+
+
+def default_max_connections() -> int:
+    """What the process's fd limit allows, less a reserve (at least 64)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 65536
+    return max(64, int(soft) - FD_RESERVE)
+
+
+class Limits:
+    """The shared state of every guarded connection of one server."""
+
+    def __init__(self, max_connections: int, header_timeout_s: float) -> None:
+        self.max_connections = max_connections
+        self.header_timeout_s = header_timeout_s
+        self.open = 0
+        self.refused = 0
+        self.timed_out = 0
+
+
+class Guarded(asyncio.Protocol):
+    """One connection: counted, and closed if its request head is too slow."""
+
+    def __init__(self, inner: Any, limits: Limits) -> None:
+        self.inner = inner
+        self.limits = limits
+        self.transport: asyncio.Transport | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.tail = b""  # the last bytes seen, to find a head's end across reads
+        self.counted = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        if self.limits.open >= self.limits.max_connections:
+            self.limits.refused += 1
+            if self.limits.refused in (1, 10, 100) or self.limits.refused % 1000 == 0:
+                log.warning(
+                    "%d connections open (the limit): refused %d so far",
+                    self.limits.open,
+                    self.limits.refused,
+                )
+            transport.abort()
+            return
+        self.limits.open += 1
+        self.counted = True
+        self._arm()
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.timer is not None:
+            seen = self.tail + data
+            if HEAD_END in seen:
+                self.timer.cancel()
+                self.timer = None
+                self.tail = b""
+            else:
+                self.tail = seen[-3:]
+        elif HEAD_END in self.tail + data:
+            self.tail = b""
+        self.inner.data_received(data)
+
+    def _arm(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.timer = loop.call_later(self.limits.header_timeout_s, self._too_slow)
+
+    def _too_slow(self) -> None:
+        self.timer = None
+        self.limits.timed_out += 1
+        if self.transport is not None:
+            self.transport.abort()
+
+    def eof_received(self) -> bool | None:
+        return bool(self.inner.eof_received())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.counted:
+            self.limits.open -= 1
+            self.counted = False
+            self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+
+class GuardedSite(web.TCPSite):
+    """A TCPSite whose connections are `Guarded`."""
+
+    def __init__(self, runner: web.AppRunner, host: str, port: int, limits: Limits, **kw: Any):
+        super().__init__(runner, host, port, **kw)
+        self.limits = limits
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        loop = asyncio.get_running_loop()
+        server = self._runner.server
+        assert server is not None
+        factory: Callable[[], asyncio.Protocol] = lambda: Guarded(server(), self.limits)  # noqa: E731
+        self._server = await loop.create_server(
+            factory,
+            self._host,
+            self._port,
+            backlog=self._backlog,
+            reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port,
+        )
