@@ -296,9 +296,16 @@ class MemoryService:
         return vector
 
     async def why(
-        self, memory_id: int, *, query: str | None = None, user_id: str = "default"
+        self,
+        memory_id: int,
+        *,
+        query: str | None = None,
+        user_id: str = "default",
+        stores: tuple[str, ...] | None = None,
+        categories: tuple[str, ...] | None = None,
     ) -> dict[str, Any] | None:
-        """Score terms, list ranks, rules, history; None when there is no such memory."""
+        """Score terms, list ranks, rules, history; None when there is no such memory. The rank
+        is among the memories of `stores` and `categories` (None: all), the caller's scope."""
         vector = await self.vectors.now(query) if query is not None else None
         now = self.clock()
         return await self.db.read(
@@ -310,6 +317,8 @@ class MemoryService:
                 vector=vector,
                 now=now,
                 weights=self.weights,
+                stores=stores,
+                categories=categories,
             )
         )
 

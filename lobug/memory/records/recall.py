@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from lobug import conversation as turns
+from lobug import errors
 from lobug.access import UNCATEGORIZED, Principal
 from lobug.memory import enqueue
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, tokens_of
@@ -177,13 +178,14 @@ class Recall:
         if EPISODE in fields["kinds"]:
             scope.require_turns()
         filters = fields["filters"]
+        check_user(filters, user_id)
         request = self._request(
             scope,
             fields["query"],
             categories,
             fields["kinds"],
             fields["top_k"],
-            user_id=filters.get("user_id", user_id),
+            user_id=user_id,
             filters=filters,
             threshold=fields["threshold"],
             min_score=fields.get("min_score"),
@@ -251,10 +253,39 @@ class Recall:
     async def _take_delta(
         self, scope: Scope, session_id: str, user_id: str
     ) -> tuple[list[delta.Change], int]:
+        """The session's changes this caller has not seen, marked seen for this caller only
+        (`reader_of`): another caller reading the same session never empties its delta."""
         changes, since, _ = await self.db.write(
-            partial(delta.take, user_id=user_id, visible=scope.sees_change), session_id
+            partial(
+                delta.take,
+                user_id=user_id,
+                visible=scope.sees_change,
+                reader=reader_of(scope.principal),
+            ),
+            session_id,
         )
         return changes[-MAX_DELTA:], since
+
+
+def reader_of(principal: Principal) -> str:
+    """Whose delta "seen" state a read moves: the principal (how it came in, its agent — after
+    `act_as` — its trust and token name), never the session's own (the chat path's)."""
+    who = f"{principal.via}:{principal.agent}:{principal.trust}"
+    return f"{who}:{principal.token_name}" if principal.token_name else who
+
+
+def check_user(filters: dict[str, Any], user_id: str) -> None:
+    """The user is the door's (HTTP: `default`; the CLI's `--user`), as on every other route;
+    `filters.user_id` may only repeat it. Another user's memories are not the caller's to read
+    (every other route reports them missing), so naming another user is 403."""
+    named = filters.get("user_id")
+    if named is not None and named != user_id:
+        raise errors.ApiError(
+            403,
+            "forbidden",
+            f"'filters.user_id' may only name this caller's user ('{user_id}'), got '{named}'",
+            details={"field": "filters.user_id"},
+        )
 
 
 def shape(result: QueryResult, mode: str) -> dict[str, Any]:

@@ -156,6 +156,29 @@ def entity_visible_sql(scope: Scope, alias: str = "e") -> tuple[str, list[Any]]:
     )
 
 
+def within_scope(conn: Any, found: dict[str, Any], *, scope: Scope, user_id: str) -> dict[str, Any]:
+    """An explanation without what the scope may not see: related memories and the memory
+    that superseded it are named only when the scope sees them."""
+    linked = {r["id"] for r in found.get("relations") or []}
+    if found.get("superseded_by") is not None:
+        linked.add(found["superseded_by"])
+    visible: set[int] = set()
+    if linked:
+        where, params = scope.where("m")
+        ids = sorted(linked)
+        rows = conn.execute(
+            f"SELECT m.id FROM memories m WHERE m.user_id = ? AND m.id IN ({marks(ids)})"
+            f" AND {where}",
+            (user_id, *ids, *params),
+        ).fetchall()
+        visible = {int(r[0]) for r in rows}
+    return {
+        **found,
+        "relations": [r for r in found.get("relations") or [] if r["id"] in visible],
+        "superseded_by": found["superseded_by"] if found.get("superseded_by") in visible else None,
+    }
+
+
 def why_dict(raw: dict[str, Any]) -> dict[str, Any]:
     """`MemoryService.why` as the API's WhyResponse: `score` the final number, `terms` every
     numeric term of the breakdown (nested ones as `memory.recency`), `breakdown` as computed."""

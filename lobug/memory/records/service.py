@@ -25,6 +25,7 @@ from lobug.memory.records.rows import (
     memory_row,
     visible_memory,
     why_dict,
+    within_scope,
 )
 from lobug.memory.records.views import (
     entity_row,
@@ -177,10 +178,22 @@ class Records:
     async def why(
         self, principal: Principal, memory_id: int, *, q: str | None = None, user_id: str = USER
     ) -> dict[str, Any]:
-        await self.db.read(visible_memory, self.scope(principal), memory_id, user_id)
-        found = await self.service("why").why(memory_id, query=q, user_id=user_id)
+        """Explained within the caller's scope: ranked among the memories /v1/query would search
+        for it (its stores and categories), and naming only related memories it may see, so
+        `rank`, `candidates` and the links say nothing about memories hidden from it."""
+        scope = self.scope(principal)
+        await self.db.read(visible_memory, scope, memory_id, user_id)
+        found = await self.service("why").why(
+            memory_id,
+            query=q,
+            user_id=user_id,
+            stores=scope.stores,
+            categories=None if scope.categories is None else tuple(sorted(scope.categories)),
+        )
         if found is None:
             raise errors.not_found(f"no memory {memory_id}")
+        if not scope.unrestricted:
+            found = await self.db.read(partial(within_scope, scope=scope, user_id=user_id), found)
         return why_dict(found)
 
     # -- writes ------------------------------------------------------------------------------------

@@ -5,6 +5,10 @@ same request defaults, same weights, same clock), so the explained score and ran
 `query()` returned. Without one, the score is the memory's own part: no relevance, and no
 relation boost (that needs other candidates). With a query and its vector, `similarity` is
 the cosine similarity a query's `threshold` is compared with.
+
+The ranking covers only the caller's `stores` and `categories` (what /v1/query would search
+for that caller): `rank` and `candidates` counted over memories the caller may not see would
+tell it whether a hidden memory matches a guessed query.
 """
 
 from __future__ import annotations
@@ -24,9 +28,24 @@ DECISIONS = 10
 QUIET_EVENTS = ("HIT",)
 
 
-def request_for(query: str, kind: str, user_id: str) -> QueryRequest:
-    """The request `why(query=…)` ranks with: query()'s defaults, for the memory's kind."""
-    return QueryRequest(text=query, kinds=(kind,), filters=QueryFilters(user_id=user_id))
+def request_for(
+    query: str,
+    kind: str,
+    user_id: str,
+    *,
+    stores: Sequence[str] | None = None,
+    categories: Sequence[str] | None = None,
+) -> QueryRequest:
+    """The request `why(query=…)` ranks with: query()'s defaults, for the memory's kind, within
+    the caller's stores (None: every store) and categories (None: every category)."""
+    scope: dict[str, Any] = {} if stores is None else {"stores": tuple(stores)}
+    return QueryRequest(
+        text=query,
+        kinds=(kind,),
+        categories=None if categories is None else tuple(categories),
+        filters=QueryFilters(user_id=user_id),
+        **scope,
+    )
 
 
 def explain(
@@ -38,6 +57,8 @@ def explain(
     vector: Sequence[float] | None,
     now: float,
     weights: ScoringWeights,
+    stores: Sequence[str] | None = None,
+    categories: Sequence[str] | None = None,
 ) -> dict[str, Any] | None:
     row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
     if row is None or row["user_id"] != user_id:
@@ -46,7 +67,8 @@ def explain(
     candidates = 0
     score: dict[str, Any] | None = None
     if query is not None:
-        plan = Plan.at(request_for(query, row["kind"], user_id), weights, now)
+        request = request_for(query, row["kind"], user_id, stores=stores, categories=categories)
+        plan = Plan.at(request, weights, now)
         ranked = rank_all(conn, plan, vector, now=now)
         candidates = len(ranked)
         for position, item in enumerate(ranked, start=1):

@@ -17,6 +17,13 @@ So there are two counters, both advanced only inside the caller's write transact
 `header()` / `take()` render or return what is newer than the session's seen revision and then
 advance it, so each change is shown once per session. `changes_since()` only reads.
 
+A **reader** (an API principal, e.g. `token:supervisor:familiar`) keeps its own seen revision
+for a session, under `reader_key(session, reader)`: reading a session's delta marks it seen for
+that reader only, so a caller who may see less cannot empty the owner's (or the chat's) delta by
+reading it first. A reader new to a session starts where the session itself is (its own writes
+included), else at the current revision. The chat path reads with no reader: the plain key.
+Client ids cannot contain the separator (control characters are refused), so keys never collide.
+
 `change_log` is bounded (the newest `KEEP_ROWS` rows); it copies memory text, so a purge must
 call `forget(conn, memory_id)` to remove those copies as well.
 """
@@ -39,6 +46,7 @@ SYMBOLS = {
     "restored": "↺",
 }
 SYSTEM_SESSION = ""  # change_log.session_id of changes that no session caused
+READER_SEP = "\x1f"  # between a session id and a reader in `revisions.session_id`
 KEEP_ROWS = 5000
 MAX_FETCH = 200
 MAX_TEXT_CHARS = 160  # per bullet: the header sits in every prompt
@@ -162,9 +170,10 @@ def bump(
     return rev
 
 
-def mark_seen(conn: Any, session_id: str, rev: int) -> None:
-    """The session has seen everything up to `rev` (never moves backwards)."""
-    session = _session_key(session_id)
+def mark_seen(conn: Any, session_id: str, rev: int, *, reader: str | None = None) -> None:
+    """The session (as `reader`, when given) has seen everything up to `rev` (never moves
+    backwards)."""
+    session = reader_key(session_id, reader)
     conn.execute(
         "INSERT INTO revisions (session_id, rev) VALUES (?, ?) ON CONFLICT(session_id)"
         " DO UPDATE SET rev = MAX(rev, excluded.rev)",
@@ -183,12 +192,17 @@ def current_rev(conn: Any, user_id: str = "default") -> int:
     return int(row[0]) if row else 0
 
 
-def seen_rev(conn: Any, session_id: str, user_id: str = "default") -> int:
-    """The session's seen revision; a session never seen before counts as up to date."""
-    row = conn.execute(
-        "SELECT rev FROM revisions WHERE session_id = ?", (_session_key(session_id),)
-    ).fetchone()
-    return int(row[0]) if row else current_rev(conn, user_id)
+def seen_rev(
+    conn: Any, session_id: str, user_id: str = "default", *, reader: str | None = None
+) -> int:
+    """The session's seen revision (the reader's, when given; a reader new to the session starts
+    at the session's); a session never seen before counts as up to date."""
+    keys = [reader_key(session_id, reader)] if reader is not None else []
+    for key in (*keys, _session_key(session_id)):
+        row = conn.execute("SELECT rev FROM revisions WHERE session_id = ?", (key,)).fetchone()
+        if row:
+            return int(row[0])
+    return current_rev(conn, user_id)
 
 
 def changes_since(
@@ -199,13 +213,15 @@ def changes_since(
     user_id: str = "default",
     limit: int = MAX_FETCH,
     visible: Visible | None = None,
+    reader: str | None = None,
 ) -> list[Change]:
-    """The user's changes newer than `rev` (default: the session's seen revision), oldest first.
+    """The user's changes newer than `rev` (default: the session's seen revision, the
+    reader's when given), oldest first.
 
     At most `limit` of the newest; `visible` filters them (e.g. by the caller's stores and
     categories). Read-only: nothing is marked seen.
     """
-    since = seen_rev(conn, session_id, user_id) if rev is None else rev
+    since = seen_rev(conn, session_id, user_id, reader=reader) if rev is None else rev
     if current_rev(conn, user_id) <= since:  # the common case costs one primary-key lookup
         return []
     rows = conn.execute(
@@ -224,12 +240,14 @@ def take(
     *,
     limit: int = MAX_FETCH,
     visible: Visible | None = None,
+    reader: str | None = None,
 ) -> tuple[list[Change], int, int]:
-    """`(changes, since_rev, new_rev)` for the session, then mark them seen (write transaction)."""
-    since = seen_rev(conn, session_id, user_id)
+    """`(changes, since_rev, new_rev)` for the session, then mark them seen (write transaction)
+    for `reader` only when given (see `reader_key`), else for the session itself."""
+    since = seen_rev(conn, session_id, user_id, reader=reader)
     new = current_rev(conn, user_id)
     changes = changes_since(conn, session_id, since, user_id=user_id, limit=limit, visible=visible)
-    mark_seen(conn, session_id, new)
+    mark_seen(conn, session_id, new, reader=reader)
     return changes, since, new
 
 
@@ -298,6 +316,16 @@ def _json(meta: Mapping[str, Any] | None) -> str:
 
 def _user_key(user_id: str) -> str:
     return f"delta.rev.{user_id}"
+
+
+def reader_key(session_id: str, reader: str | None) -> str:
+    """The `revisions` key of a session as seen by one reader (None: the session itself)."""
+    session = _session_key(session_id)
+    if reader is None:
+        return session
+    if not isinstance(reader, str) or not reader:
+        raise TypeError("reader must be a non-empty string")
+    return f"{session}{READER_SEP}{reader}"
 
 
 def _session_key(session_id: str | None) -> str:
