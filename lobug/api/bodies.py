@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from aiohttp import web
@@ -10,6 +12,8 @@ from aiohttp import web
 from lobug import errors
 
 JSON_TYPES = ("application/json",)
+# A JSON escape of a UTF-16 surrogate: only these can put a lone surrogate into a parsed string.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 async def read_limited(request: web.Request, limit: int, what: str = "request body") -> bytes:
@@ -41,16 +45,75 @@ async def read_json_object(request: web.Request, limit: int) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise errors.invalid_json("request body is not valid UTF-8") from None
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise errors.invalid_json(
             f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except RecursionError:
         raise errors.invalid_json("request body is nested too deeply") from None
+    except ValueError as exc:
+        # Python refuses integers of more than 4,300 digits (int_max_str_digits); our hooks
+        # refuse NaN, Infinity and floats that overflow. None of it is a number we can use.
+        raise errors.invalid_json(
+            f"request body has a number out of range: {_short(exc)}"
+        ) from None
     if not isinstance(value, dict):
         raise errors.invalid_request(f"expected a JSON object, got {type(value).__name__}")
+    if _SURROGATE_ESCAPE.search(text):
+        check_unicode(value)
     return value
+
+
+def check_unicode(value: Any) -> None:
+    """400 naming the field when a string (or key) holds a lone UTF-16 surrogate ("\\ud800"):
+    it cannot be encoded to UTF-8, so nothing downstream (SQLite, logs, the LLM) can take it."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                raise _bad_text(path or "body")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                if not _encodable(key):
+                    raise _bad_text(child_path.encode("utf-8", "backslashreplace").decode())
+                stack.append((child_path, child))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _bad_text(path: str) -> errors.ApiError:
+    return errors.invalid_request(
+        f"'{path}' contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape); "
+        "text must be valid Unicode",
+        field=path,
+    )
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"{literal[:40]} does not fit in a 64-bit float")
+    return value
+
+
+def _no_constant(literal: str) -> Any:
+    raise ValueError(f"{literal} is not a JSON number")
+
+
+def _short(exc: Exception) -> str:
+    message = str(exc).split(";")[0]
+    return message[:200]
 
 
 def _size(n: int) -> str:

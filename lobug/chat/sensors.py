@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +13,12 @@ from lobug.config import SensorConfig
 from lobug.storage.database import Database
 
 _VECTOR_KEYS = ("accel", "gyro")
+# The orientations CONTRACT.md names. The state is stored as the device sent it, but only these
+# reach the system prompt: anything else a device (or anyone holding its token) sends there would
+# be text the model reads as instructions.
+ORIENTATIONS = frozenset({"face_up", "face_down", "upright", "tilted", "shaking"})
+TEMPERATURE_RANGE = (-60.0, 150.0)  # °C a device can plausibly report
+_SEPARATORS = re.compile(r"[\s\-]+")
 
 
 class SensorService:
@@ -78,23 +86,38 @@ def validate(state: dict[str, Any]) -> None:
 
 
 def summarize(state: dict[str, Any]) -> str | None:
-    """`[Current physical state: Device orientation: face_up, battery 80%]` (CONTRACT.md)."""
+    """`[Current physical state: Device orientation: face_up, battery 80%]` (CONTRACT.md).
+
+    One line, whatever was stored: an orientation outside ORIENTATIONS and numbers out of range
+    are left out, so nothing a client sends can add lines or instructions to the prompt."""
     parts = []
-    if state.get("orientation"):
-        parts.append(f"Device orientation: {state['orientation']}")
-    if _is_number(state.get("battery")):
-        battery = f"battery {round(state['battery'])}%"
-        if state.get("charging") is True:
-            battery += " (charging)"
-        parts.append(battery)
-    elif state.get("charging") is True:
+    orientation = orientation_of(state.get("orientation"))
+    if orientation:
+        parts.append(f"Device orientation: {orientation}")
+    battery: Any = state.get("battery")
+    charging = state.get("charging") is True
+    if _is_number(battery) and 0 <= battery <= 100:
+        parts.append(f"battery {round(battery)}%" + (" (charging)" if charging else ""))
+    elif charging:
         parts.append("charging")
-    if _is_number(state.get("temperature_c")):
-        parts.append(f"temperature {state['temperature_c']:.1f}°C")
+    temperature: Any = state.get("temperature_c")
+    low, high = TEMPERATURE_RANGE
+    if _is_number(temperature) and low <= temperature <= high:
+        parts.append(f"temperature {temperature:.1f}°C")
     if not parts:
         return None
     return f"[Current physical state: {', '.join(parts)}]"
 
 
+def orientation_of(value: Any) -> str | None:
+    """The orientation as one of ORIENTATIONS ("Face-Up " → face_up), else None."""
+    if not isinstance(value, str):
+        return None
+    token = _SEPARATORS.sub("_", value.strip().lower())
+    return token if token in ORIENTATIONS else None
+
+
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))

@@ -16,7 +16,7 @@ from lobug.chat.working_memory import WorkingMemory
 from lobug.config import ChatConfig
 from lobug.conversation import TurnRecord
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
-from lobug.llm.replies import parse_reply
+from lobug.llm.replies import UnusableReply, parse_reply
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,16 @@ class ChatService:
         except LLMUnavailable as exc:
             log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
             return await self._degraded(user)
-        reply = parse_reply(raw)
+        try:
+            reply = parse_reply(raw)
+        except UnusableReply as exc:
+            log.warning(
+                "unusable model output for turn %d (%s): %s; answering degraded",
+                user.id,
+                exc,
+                _snippet(exc.raw),
+            )
+            return await self._degraded(user)
         assistant = await self.db.write(self._commit_reply, user, reply.action, reply.response)
         self.memory.wake()
         if reply.action == "IGNORE":
@@ -200,6 +209,11 @@ class ChatService:
         except Exception:  # noqa: BLE001 - the user turn is already stored; answer anyway
             log.exception("could not record the degraded reply for turn %d", user.id)
         return TurnResult(apology, "RESPOND", user.session_id, user.id, degraded=True)
+
+
+def _snippet(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
 
 
 def clean_id(value: Any, name: str) -> str | None:

@@ -9,6 +9,21 @@ from dataclasses import dataclass
 from typing import Any
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+# What spoken prose never contains: braces, a JSON array's start or end, JSON's `"key":` or `\"`,
+# a code fence. Any of it in an answer that is not the agreed JSON is debris of broken JSON.
+_JSON_DEBRIS = re.compile(
+    r'[{}]|"\s*:|\\"|```'
+    r'|^\s*\[\s*(?:[\[\]{"\d-]|true|false|null)'  # a JSON array starting
+    r'|(?:[\[\]}"\d]|true|false|null)\s*\]\s*$'  # … or ending
+)
+
+
+class UnusableReply(ValueError):
+    """The model's answer is neither the agreed JSON nor clean prose (e.g. `}{ not json`)."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw
 
 
 @dataclass(frozen=True)
@@ -59,7 +74,10 @@ def json_items(
 
 
 def parse_reply(text: str) -> Reply:
-    """The chat prompt asks for {"action": ..., "response": ...}; plain text means RESPOND."""
+    """The chat prompt asks for {"action": ..., "response": ...}; clean prose means RESPOND.
+
+    Raises UnusableReply for anything else — empty output or prose with JSON debris in it —
+    which must never be spoken to the user or stored as what the assistant said."""
     stripped = text.strip()
     try:
         value = find_json(stripped)
@@ -78,4 +96,15 @@ def parse_reply(text: str) -> Reply:
         return Reply("RESPOND", response.strip())
     if stripped.upper() in ("IGNORE", '"IGNORE"'):
         return Reply("IGNORE", "")
+    if not is_clean_prose(stripped):
+        raise UnusableReply("the model's answer is neither the reply JSON nor plain prose", text)
     return Reply("RESPOND", stripped)
+
+
+def is_clean_prose(text: str) -> bool:
+    """Words to speak: not empty, no control characters but line breaks and tabs, no JSON debris."""
+    if not text.strip():
+        return False
+    if any(ord(ch) < 32 and ch not in "\n\t\r" for ch in text) or "\x7f" in text:
+        return False
+    return _JSON_DEBRIS.search(text) is None

@@ -152,6 +152,10 @@ class MemoryJobs:
         except LLMUnavailable as exc:
             raise RetryLater(f"LLM unavailable: {exc}") from None
         except InvalidOutput as exc:
+            if not exc.raw.strip():
+                # No answer at all (Ollama loading or unloading the model, a runner that
+                # died mid-call) is an outage, not nonsense: wait for it like one.
+                raise RetryLater(f"LLM gave an empty answer: {exc}") from None
             await self._invalid(counter, job, exc)
 
     async def _invalid(self, counter: str, job: Job, exc: InvalidOutput) -> NoReturn:
