@@ -127,7 +127,12 @@ def register(sub: Any) -> None:
     imp = actions.add_parser(
         "import", parents=[common], help="import turns (or an export) from JSONL"
     )
-    imp.add_argument("file", type=Path, help="lines of {session_id, role, text, ts?, ref?}")
+    imp.add_argument(
+        "file",
+        type=Path,
+        help="lines of {session_id, role, text, ts?, ref?, speaker?} (or an export); bad lines"
+        " are reported and skipped (exit 1), and a re-run stores nothing twice",
+    )
     imp.set_defaults(func=_plain(run_import))
     re_ = actions.add_parser(
         "reembed", parents=[common], help="rebuild all vectors with the configured embedder"

@@ -5,6 +5,13 @@ then their vectors are made by the daemon's own embed jobs; both kinds may share
 
 The jobs are the daemon's own (durable rows in `jobs`), run here in-process by a JobRunner.
 Whatever cannot run now (no Ollama, embedder down) stays pending for the daemon, and we say so.
+
+A hostile or careless file: a bad line (broken JSON, invalid UTF-8, a lone surrogate, a number
+of thousands of digits) is reported with its number and skipped, the good lines are imported,
+and the exit code is 1. Importing the same file again, or re-running an import that was
+killed, stores nothing twice (see `import_turns`); jobs a killed import left `running` are made
+ready again by the next import when no daemon holds the data dir (the daemon itself recovers
+them when it starts).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from lobug.memory.transfer.import_file import (
     import_records,
     parse_record,
 )
+from lobug.ops.lock import is_locked
 from lobug.storage.database import Database
 from lobug.workers import queue
 
@@ -40,17 +48,21 @@ Record = tuple[int, str, dict[str, Any]]
 
 async def run_import(args: argparse.Namespace, config: Config) -> int:
     try:
-        raw = args.file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        data = args.file.read_bytes()
+    except OSError as exc:
         print(f"lobug: cannot read {args.file}: {exc}", file=sys.stderr)
         return EXIT_PROBLEM
+    raw, decode_errors = decode_lines(data)
     records, raw, record_errors = split_lines(raw)  # an export file's lines carry a `type`
     lines, errors = importer.read_lines(raw, max_chars=config.chat.max_text_chars)
-    errors = record_errors + errors
+    errors = sorted(decode_errors + record_errors + errors, key=_lineno)
     for error in errors:
         print(f"lobug: {args.file}: {error}", file=sys.stderr)
     result = importer.ImportResult(errors=errors)
     async with open_service(config) as (db, service):
+        if is_locked(config.storage.data_dir) is None:
+            # No daemon: a job still `running` was left by a killed process (an import).
+            await db.write(lambda c: queue.recover(c, now=time.time()))
         if records:
             restored = await import_file_records(
                 db, service, records, user_id=args.user, config=config
@@ -61,10 +73,8 @@ async def run_import(args: argparse.Namespace, config: Config) -> int:
                 output(args, {**restored.to_dict(), "jobs": jobs}, summary(restored))
                 return EXIT_PROBLEM if errors else EXIT_OK
         before = await db.read(importer.memory_counts, args.user)
-        existing = await db.read(importer.existing_refs)
-        kept = [ln for ln in lines if ln.ref is None or (ln.session_id, ln.ref) not in existing]
-        result.skipped = len(lines) - len(kept)
-        partners, batches = importer.plan(kept)
+        # What is already stored is skipped inside each batch's transaction (store_batch).
+        partners, batches = importer.plan(lines)
         bar = ProgressBar("storing turns")
         for batch in batches:
             store = partial(
@@ -77,7 +87,7 @@ async def run_import(args: argparse.Namespace, config: Config) -> int:
                 result=result,
             )
             await db.write(store, batch)
-            bar.update(result.stored, len(kept))
+            bar.update(result.stored + result.skipped, len(lines))
         bar.close()
         kinds, notes = await _runnable_kinds(service, config)
         await drain(service, kinds, config)
@@ -135,6 +145,29 @@ async def _runnable_kinds(service: MemoryService, config: Config) -> tuple[list[
     return kinds, notes
 
 
+def decode_lines(data: bytes) -> tuple[list[str], list[str]]:
+    """The file's lines decoded one by one: a line that is not UTF-8 becomes an error (and an
+    empty line, so the numbers of the others stay)."""
+    lines: list[str] = []
+    errors: list[str] = []
+    for index, line in enumerate(data.split(b"\n")):
+        try:
+            lines.append(line.decode("utf-8").removesuffix("\r"))
+        except UnicodeDecodeError as exc:
+            lines.append("")
+            errors.append(f"line {index + 1}: not UTF-8 (byte {exc.start + 1})")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]  # a byte order mark
+    return lines, errors
+
+
+def _lineno(error: str) -> int:
+    number = error.removeprefix("line ").split(":", 1)[0]
+    return int(number) if number.isdigit() else 0
+
+
 def split_lines(raw: list[str]) -> tuple[list[Record], list[str], list[str]]:
     """(export records, the other lines with records blanked so numbers stay, record errors).
 
@@ -149,7 +182,7 @@ def split_lines(raw: list[str]) -> tuple[list[Record], list[str], list[str]]:
             continue
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue  # the turn importer reports it
         if not isinstance(value, dict) or "type" not in value:
             continue

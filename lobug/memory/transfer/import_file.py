@@ -11,6 +11,7 @@ Columns the target does not have are dropped (an older schema); `user_id` is the
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -56,7 +57,33 @@ def parse_record(value: Any) -> tuple[str, dict[str, Any]]:
         isinstance(data.get("id"), bool) or not isinstance(data.get("id"), int)
     ):
         raise RecordError(f"a {kind} record needs an integer 'id'")
+    for key, item in data.items() if kind != "meta" else ():  # meta is not stored
+        problem = _unstorable(item)
+        if problem:
+            raise RecordError(f"'data.{_printable(key)}' {problem}")
     return kind, data
+
+
+def _unstorable(value: Any) -> str | None:
+    """Why SQLite cannot take this column value as it is, or None (export values are scalars:
+    JSON columns stay JSON text)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if -(2**63) <= value < 2**63 else "is an integer out of range"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "is not a finite number"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "is not valid Unicode (a lone surrogate)"
+        return None
+    return "must be a string, a number or null"
+
+
+def _printable(key: str) -> str:
+    return key.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:64]
 
 
 def import_records(

@@ -3,15 +3,25 @@
 A line is `{"session_id": "...", "role": "user"|"assistant", "text": "...", "ts"?: number or
 ISO 8601, "ref"?: "...", "speaker"?: "..."}` (speaker: who said it by name, e.g. in an imported
 conversation between two people; questions that name them prefer their turns). Bad lines are
-reported by number and skipped; a line whose (session_id, ref) is already stored is skipped
-too, so re-running an import is harmless.
+reported by number and skipped (broken JSON, a number too big to read, a lone surrogate, a
+time out of range…), the good ones still stored.
+
+Re-running an import — the same file twice, or again after the process was killed — stores
+nothing twice: a line whose (session_id, ref) is already stored is skipped, and a line without
+a `ref` is matched by its content (session, role, ts, text). Identical lines are told apart
+by their order: the n-th occurrence of a content in the file is already stored when the
+session holds at least n such turns. A line without `ts` (stored at the import's time) is
+matched by session, role and text alone. The check runs inside each batch's transaction, so a
+batch is either wholly stored or wholly skipped, and a killed import resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +33,7 @@ MAX_ID_CHARS = 128
 MAX_REF_CHARS = 256
 DEVICE_ID = "import"
 BATCH = 500  # lines per transaction
+MAX_TS = 253_402_300_799.0  # 9999-12-31T23:59:59Z: what datetime (and a reader) can show
 
 
 class LineError(ValueError):
@@ -38,6 +49,9 @@ class ImportLine:
     ts: float | None
     ref: str | None
     speaker: str | None = None
+    # Without a ref: this is the seq-th line of the file with the same content key (see
+    # content_key); 0 when unknown (lines not from read_lines: counted per batch then).
+    seq: int = 0
 
 
 @dataclass
@@ -57,6 +71,10 @@ def parse_line(raw: str, lineno: int, *, max_chars: int) -> ImportLine:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise LineError(f"not JSON ({exc.msg})") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise LineError(f"not readable JSON ({_short(exc)})") from None
+    except RecursionError:
+        raise LineError("not readable JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise LineError("not a JSON object")
     session_id = _text(value, "session_id", MAX_ID_CHARS)
@@ -74,15 +92,36 @@ def parse_line(raw: str, lineno: int, *, max_chars: int) -> ImportLine:
 
 
 def read_lines(lines: Iterable[str], *, max_chars: int) -> tuple[list[ImportLine], list[str]]:
+    """The valid lines (numbered from 1, with their `seq`) and one error per bad line."""
     good, errors = [], []
+    seen: Counter[tuple[object, ...]] = Counter()
     for lineno, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
-            good.append(parse_line(raw, lineno, max_chars=max_chars))
+            line = parse_line(raw, lineno, max_chars=max_chars)
         except LineError as exc:
             errors.append(f"line {lineno}: {exc}")
+            continue
+        if line.ref is None:
+            seen[content_key(line)] += 1
+            seen[loose_key(line)] += 1
+            line = replace(line, seq=seen[match_key(line)])
+        good.append(line)
     return good, errors
+
+
+def content_key(line: ImportLine) -> tuple[object, ...]:
+    return (line.session_id, line.role, line.ts, line.text)
+
+
+def loose_key(line: ImportLine) -> tuple[object, ...]:
+    return (line.session_id, line.role, None, line.text, "any ts")
+
+
+def match_key(line: ImportLine) -> tuple[object, ...]:
+    """A line with a ts matches stored turns of that exact time; one without, of any time."""
+    return content_key(line) if line.ts is not None else loose_key(line)
 
 
 def plan(lines: list[ImportLine]) -> tuple[dict[int, int], list[list[ImportLine]]]:
@@ -118,6 +157,28 @@ def existing_refs(conn: Any) -> set[tuple[str, str]]:
     return {(r[0], r[1]) for r in rows}
 
 
+class _Stored:
+    """What the batch's sessions already hold: refs, and ref-less turns counted by content."""
+
+    def __init__(self, conn: Any, sessions: Iterable[str], user_id: str) -> None:
+        self.refs: set[tuple[str, str]] = set()
+        self.count: Counter[tuple[object, ...]] = Counter()
+        for session_id in sorted(set(sessions)):
+            rows = conn.execute(
+                "SELECT role, ts, text, ref, user_id FROM turns WHERE session_id = ?",
+                (session_id,),
+            ).fetchall()
+            for role, ts, text, ref, owner in rows:
+                if ref is not None:
+                    self.refs.add((session_id, ref))
+                elif owner == user_id:
+                    self.add(session_id, role, ts, text)
+
+    def add(self, session_id: str, role: str, ts: float, text: str) -> None:
+        self.count[(session_id, role, ts, text)] += 1
+        self.count[(session_id, role, None, text, "any ts")] += 1
+
+
 def store_batch(
     conn: Any,
     batch: list[ImportLine],
@@ -132,9 +193,23 @@ def store_batch(
     """One transaction: the turns, their embed jobs, and the extract jobs of whole exchanges.
 
     `partners` maps a user line's number to its reply's line number (both in this batch).
+    Lines already stored (see the module's docstring) are skipped and counted in `result`.
     """
     ids: dict[int, int] = {}
+    stored = _Stored(conn, (line.session_id for line in batch), user_id)
+    in_batch: Counter[tuple[object, ...]] = Counter()
     for line in batch:
+        if line.ref is not None:
+            if (line.session_id, line.ref) in stored.refs:
+                result.skipped += 1
+                continue
+            stored.refs.add((line.session_id, line.ref))
+        else:
+            in_batch[content_key(line)] += 1
+            in_batch[loose_key(line)] += 1
+            if stored.count[match_key(line)] >= (line.seq or in_batch[match_key(line)]):
+                result.skipped += 1
+                continue
         ts = line.ts if line.ts is not None else now
         sid = resolve_session(
             conn,
@@ -157,12 +232,15 @@ def store_batch(
             speaker=line.speaker,
         )
         ids[line.lineno] = turn.id
+        stored.add(line.session_id, line.role, ts, line.text)
         enqueue.embed_turn(conn, turn.id, now=now, max_attempts=max_attempts)
         result.stored += 1
         result.embed_jobs += 1
+    if not ids:
+        return
     for line in batch:
-        if line.role != "user":
-            continue
+        if line.role != "user" or line.lineno not in ids:
+            continue  # a user line already stored had its exchange extracted then
         reply = partners.get(line.lineno)
         enqueue.extract(
             conn,
@@ -184,6 +262,8 @@ def _text(value: dict[str, Any], key: str, limit: int) -> str:
     if not isinstance(text, str) or not text.strip():
         raise LineError(f"'{key}' must be a non-empty string")
     text = text.strip()
+    if not _encodable(text):
+        raise LineError(f"'{key}' is not valid Unicode (a lone surrogate such as \\ud800)")
     if len(text) > limit:
         raise LineError(f"'{key}' is {len(text)} characters; the limit is {limit}")
     if key != "text" and any(ord(ch) < 32 for ch in text):
@@ -196,14 +276,35 @@ def _ts(value: Any) -> float | None:
         return None
     if isinstance(value, bool):
         raise LineError("'ts' must be a number or an ISO 8601 string")
+    ts: float | None = None
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
+            ts = float(value)
+        except OverflowError:
+            ts = math.inf
+    elif isinstance(value, str) and len(value) <= 64:
+        try:
+            ts = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except (ValueError, OverflowError):
             pass
-    raise LineError("'ts' must be a number (Unix seconds) or an ISO 8601 string")
+    if ts is None:
+        raise LineError("'ts' must be a number (Unix seconds) or an ISO 8601 string")
+    if not math.isfinite(ts) or abs(ts) > MAX_TS:
+        raise LineError("'ts' is out of range (Unix seconds up to the year 9999)")
+    return ts
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).split(";")[0]
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def memory_counts(conn: Any, user_id: str) -> tuple[int, int]:
