@@ -197,8 +197,11 @@ class TokenConfig:
 @dataclass(frozen=True)
 class ApiConfig:
     allow_loopback: bool = True
-    # Off by default so existing firmware keeps working.
+    # The owner's devices present it (X-Device-Token); scripts/install-service generates one.
     device_token: str | None = field(default=None, repr=False, metadata=SECRET)
+    # What a device without the token (a stranger on the LAN) may draw on: still answered,
+    # but from the stores of this trust level only (public: none).
+    unknown_device_trust: str = "public"
     device_allowlist: tuple[str, ...] = ()
     tokens: tuple[TokenConfig, ...] = ()  # [[api.tokens]]; env LOBUG_API_TOKENS=tok:trust:agent,…
     categories_file: Path | None = None  # categories + agent allowlists; None → built-in
@@ -240,6 +243,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("embedding", "backend"): ("ollama", "local", "hashing"),
     ("memory", "extraction_mode"): ("heuristic", "llm", "hybrid"),
     ("log", "level"): ("DEBUG", "INFO", "WARNING", "ERROR"),
+    ("api", "unknown_device_trust"): TRUST_LEVELS,
 }
 
 

@@ -35,3 +35,5 @@ RECALL: web.AppKey[Recall] = web.AppKey("recall")  # /v1 turns, context, query
 
 # Per request: the /v1 caller, set by lobug.api.auth (web.RequestKey needs aiohttp >= 3.14).
 PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")
+# A firmware route's caller: the trust level whose stores its prompt may draw on.
+DEVICE_TRUST: web.RequestKey[str] = web.RequestKey("device_trust")

@@ -3,8 +3,13 @@
 The middleware decides by the *matched route*, not by the raw path, so an encoded or oddly
 spelled path cannot reach a handler without passing the check that route needs:
 
-- firmware routes (`DEVICE_ROUTES`; /health is never guarded): when `api.device_token` is set,
-  header `X-Device-Token` must match (constant-time) or 401. The device-id allowlist needs the
+- firmware routes (`DEVICE_ROUTES`; /health is never guarded): a device that presents the
+  configured `api.device_token` in `X-Device-Token` (constant-time compare), or a loopback peer
+  while `api.allow_loopback` is on, is the owner's device: its prompts draw on every store.
+  Any other caller still gets answers (the firmware contract is frozen: a device without a
+  token must work) but at `api.unknown_device_trust` (default `public`: no stored memory in
+  its prompt), so a stranger on the LAN cannot ask for the owner's PIN (issue 16, item 4). A
+  token that is presented but wrong is 401. The device-id allowlist needs the
   id from the JSON body, which only the handler reads (once, size-limited), so handlers call
   `require_device(request, device_id)` before they store anything.
 - /v1 routes (except `PUBLIC_V1`): `Authorization: Bearer <token>` names the principal. With no
@@ -37,7 +42,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     route = _route_of(request)
     try:
         if route in DEVICE_ROUTES:
-            _check_device_token(request)
+            request[keys.DEVICE_TRUST] = _device_trust(request)
         elif (route + "/").startswith(V1_PREFIX) and route not in PUBLIC_V1:
             request[keys.PRINCIPAL] = _authenticate(request)
     except _Challenge as exc:
@@ -81,16 +86,26 @@ def _route_of(request: web.Request) -> str:
     return resource.canonical if resource is not None else request.path
 
 
-def _check_device_token(request: web.Request) -> None:
-    expected = request.app[keys.CONFIG].api.device_token
-    if expected is None:
-        return
-    if not secret_matches(request.headers.get(DEVICE_TOKEN_HEADER), expected):
-        log.warning("refused %s %s from %s: bad device token", request.method, request.path,
-                    request.remote)  # fmt: skip
-        raise _Challenge(
-            f"a valid {DEVICE_TOKEN_HEADER} header is required", 'DeviceToken realm="lobug"'
-        )
+def _device_trust(request: web.Request) -> str:
+    api = request.app[keys.CONFIG].api
+    presented = request.headers.get(DEVICE_TOKEN_HEADER)
+    if presented is not None:
+        if api.device_token is None or not secret_matches(presented, api.device_token):
+            log.warning("refused %s %s from %s: bad device token", request.method,
+                        request.path, request.remote)  # fmt: skip
+            raise _Challenge(
+                f"the {DEVICE_TOKEN_HEADER} header does not match api.device_token",
+                'DeviceToken realm="lobug"',
+            )
+        return "full"
+    if api.allow_loopback and is_loopback(request.remote):
+        return "full"
+    return api.unknown_device_trust
+
+
+def device_trust(request: web.Request) -> str:
+    """The trust of a firmware route's caller (set by `auth_middleware`)."""
+    return request.get(keys.DEVICE_TRUST, "public")
 
 
 def _authenticate(request: web.Request) -> Principal:

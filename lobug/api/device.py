@@ -5,7 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from lobug import errors, keys
-from lobug.api.auth import require_device
+from lobug.access import STORES_BY_TRUST
+from lobug.api.auth import device_trust, require_device
 from lobug.api.bodies import read_json_object, read_limited
 from lobug.chat.service import clean_id
 
@@ -24,6 +25,7 @@ async def chat_text(request: web.Request) -> web.Response:
         body["text"],
         device_id=device_id,
         session_id=body.get("session_id"),
+        stores=STORES_BY_TRUST[device_trust(request)],
     )
     return web.json_response(result.body())
 
@@ -47,7 +49,10 @@ async def chat_audio(request: web.Request) -> web.Response:
     if not text:
         result = await chat.ignore("", device_id=device_id, session_id=session_id)
     else:
-        result = await chat.turn(text, device_id=device_id, session_id=session_id, voice=True)
+        stores = STORES_BY_TRUST[device_trust(request)]
+        result = await chat.turn(
+            text, device_id=device_id, session_id=session_id, voice=True, stores=stores
+        )
     return web.json_response({"transcript": text, **result.body()})
 
 

@@ -8,8 +8,11 @@ from lobug.conversation import TurnRecord
 
 
 class MemoryHooks(Protocol):
-    async def prompt_sections(self, *, user_id: str, session_id: str, text: str) -> list[str]:
-        """Rendered prompt sections ([Long-term memory], delta, [Relevant memories]).
+    async def prompt_sections(
+        self, *, user_id: str, session_id: str, text: str, stores: tuple[str, ...]
+    ) -> list[str]:
+        """Rendered prompt sections ([Long-term memory], delta, [Relevant memories]) drawn
+        from `stores` only (the caller's trust).
 
         Must never raise: a retrieval failure costs the reply its memories, not the reply.
         """
@@ -33,7 +36,9 @@ class MemoryHooks(Protocol):
 class NoMemory:
     """Working memory only: what the daemon does when long-term memory is off."""
 
-    async def prompt_sections(self, *, user_id: str, session_id: str, text: str) -> list[str]:
+    async def prompt_sections(
+        self, *, user_id: str, session_id: str, text: str, stores: tuple[str, ...]
+    ) -> list[str]:
         return []
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:

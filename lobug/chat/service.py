@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lobug import conversation as turns
 from lobug import errors
+from lobug.access import STORES
 from lobug.chat.hooks import MemoryHooks, NoMemory
 from lobug.chat.prompt import build_messages
 from lobug.chat.sensors import SensorService
@@ -85,11 +86,13 @@ class ChatService:
         device_id: str = "default",
         session_id: str | None = None,
         voice: bool = False,
+        stores: Sequence[str] = STORES,
     ) -> TurnResult:
         """Handle one user utterance. The user turn is durable before the LLM is called.
 
         `voice`: transcribed from /chat/audio; the turn is stored with `ref` VOICE_REF so that
-        memory asks before keeping spoken profile fields (seed 001 §10)."""
+        memory asks before keeping spoken profile fields (seed 001 §10). `stores`: what the
+        caller's prompt may draw on (an unknown device: none; lobug.api.auth)."""
         text = self.clean_text(text)
         device_id = clean_id(device_id, "device_id") or "default"
         session_id = clean_id(session_id, "session_id")
@@ -99,7 +102,7 @@ class ChatService:
         await self.working_memory.append(user)
 
         sections = await self.memory.prompt_sections(
-            user_id=user.user_id, session_id=user.session_id, text=text
+            user_id=user.user_id, session_id=user.session_id, text=text, stores=tuple(stores)
         )
         sensor_line = await self.sensors.summary(device_id)
         history = await self.working_memory.messages(user.session_id)

@@ -178,23 +178,25 @@ class MemoryService:
             log.warning("embedder %s could not load: %s", self.embedder.name, exc)
 
     # -- MemoryHooks ------------------------------------------------------------------------------
-    async def prompt_sections(self, *, user_id: str, session_id: str, text: str) -> list[str]:
+    async def prompt_sections(
+        self, *, user_id: str, session_id: str, text: str, stores: tuple[str, ...] = STORES
+    ) -> list[str]:
         """[Long-term memory], what is always known (context `all`), the delta header,
-        [Relevant memories], consent proposals to confirm; never raises or waits long."""
+        [Relevant memories], consent proposals to confirm; never raises or waits long.
+
+        `stores`: what the caller's device may draw on (lobug.api.auth). The base memory, the
+        delta header and the proposals are distilled from everything, the private store
+        included, so only the owner's devices get them; a device of lower trust gets the
+        facts of its stores, and one with none (a stranger on the LAN) no memory at all."""
+        if not stores:
+            return []
+        if not set(STORES) <= set(stores):
+            return await self._sections_within(user_id, session_id, text, stores)
         base = self.base_cache.get(user_id)
         header = None
         try:
             now = self.clock()
-            plan = prompt.context_plan(
-                text,
-                user_id=user_id,
-                session_id=session_id,
-                k=self.memory.top_k,
-                min_similarity=self.memory.min_similarity,
-                weights=self.weights,
-                window=self.config.chat.working_memory_size,
-                now=now,
-            )
+            plan = self._prompt_plan(user_id, session_id, text, now, STORES)
             shown = self.seen.shown(user_id, session_id)
             got = await prompt.context(
                 self.db,
@@ -226,6 +228,45 @@ class MemoryService:
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             log.warning("memory retrieval failed; answering without it", exc_info=True)
             return prompt.sections(base or "", [], header)
+
+    def _prompt_plan(
+        self, user_id: str, session_id: str, text: str, now: float, stores: tuple[str, ...]
+    ) -> runner.Plan:
+        return prompt.context_plan(
+            text,
+            user_id=user_id,
+            session_id=session_id,
+            k=self.memory.top_k,
+            min_similarity=self.memory.min_similarity,
+            weights=self.weights,
+            window=self.config.chat.working_memory_size,
+            now=now,
+            stores=stores,
+        )
+
+    async def _sections_within(
+        self, user_id: str, session_id: str, text: str, stores: tuple[str, ...]
+    ) -> list[str]:
+        """[Relevant memories] from `stores` only: nothing distilled from the private store."""
+        try:
+            now = self.clock()
+            plan = self._prompt_plan(user_id, session_id, text, now, stores)
+            got = await prompt.context(
+                self.db,
+                plan,
+                await self.vectors.later(text),
+                k=self.memory.top_k,
+                policy=self.categories,
+                want_base=False,
+                now=now,
+            )
+            self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
+            return prompt.sections(
+                "", [r.text for r in got.found], None, always=[a.text for a in got.always]
+            )
+        except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
+            log.warning("memory retrieval failed; answering without it", exc_info=True)
+            return []
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from audio_fixtures import raw_pcm
 from contract import assert_error, assert_valid
 from dbutil import scalar
+from memory_kit import drain
 
 from lobug import keys
 from lobug.api.auth import principal_of
@@ -168,7 +170,8 @@ async def test_device_token_guards_firmware_routes_and_refusals_store_nothing(
     state, _ = ollama
     client = await make_client(**{"api.device_token": DEVICE_TOKEN})
     challenge = 'DeviceToken realm="lobug"'
-    for headers in ({}, {"X-Device-Token": "wrong-device-token-0000"}, {"X-Device-Token": ""}):
+    # A token presented but wrong is refused; none at all is a stranger (see the next test).
+    for headers in ({"X-Device-Token": "wrong-device-token-0000"}, {"X-Device-Token": ""}):
         resp = await client.post("/chat/text", json={"text": "my name is Alex"}, headers=headers)
         await assert_unauthorized(resp, challenge)
         resp = await client.post(
@@ -193,6 +196,36 @@ async def test_device_token_guards_firmware_routes_and_refusals_store_nothing(
     )
     assert resp.status == 200
     assert count(client, "SELECT COUNT(*) FROM turns WHERE role = 'user'") == 2
+
+
+async def test_a_stranger_on_the_lan_is_answered_without_the_owners_memories(
+    make_client: Callable[..., Any], ollama: Any
+) -> None:
+    """Issue 16, item 4: firmware without a token still gets answers (the contract is frozen),
+    but a caller that is neither the owner's device (X-Device-Token) nor this machine gets
+    no stored memory in its prompt; the owner's device gets it all."""
+    state, _ = ollama
+    client = await make_client(**{"api.device_token": DEVICE_TOKEN, "api.allow_loopback": False})
+    memory = client.app[keys.MEMORY]
+    await memory.remember(content="The user's bank PIN is 4417.", actor="test")
+    await drain(client.app[keys.CONFIG].storage.db_path, memory.clock)
+
+    async def prompt_for(headers: dict[str, str]) -> str:
+        before = len(state.chat_calls())
+        resp = await client.post(
+            "/chat/text", json={"text": "what is my bank PIN?"}, headers=headers
+        )
+        assert resp.status == 200
+        assert_valid("chat_text.response", await resp.json())
+        (call,) = state.chat_calls()[before:]
+        return json.dumps(call["body"]["messages"])
+
+    assert "4417" not in await prompt_for({})
+    assert "4417" in await prompt_for({"X-Device-Token": DEVICE_TOKEN})
+    resp = await client.post(
+        "/chat/text", json={"text": "hi"}, headers={"X-Device-Token": "wrong-device-token-0000"}
+    )
+    assert resp.status == 401
 
 
 async def test_device_allowlist(make_client: Callable[..., Any], ollama: Any) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from lobug.access import UNCATEGORIZED, CategoryPolicy
+from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy
 from lobug.memory.query import QueryFilters, QueryRequest, QueryResult, tokens_of
 from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
@@ -235,13 +235,15 @@ def context_plan(
     weights: ScoringWeights,
     window: int,
     now: float,
+    stores: tuple[str, ...] = STORES,
 ) -> search.Plan:
     """The prompt's search: facts only, above the similarity floor, not what the working
-    memory (`window` messages) still holds of this session. It ranks `depth(k)` facts:
-    `pick_relevant` cuts them to `k` by the categories' context modes."""
+    memory (`window` messages) still holds of this session, in the caller's `stores`. It ranks
+    `depth(k)` facts: `pick_relevant` cuts them to `k` by the categories' context modes."""
     req = QueryRequest(
         text=text,
         kinds=("fact",),
+        stores=stores,
         # Archived facts answer when they match best; replaced ones are not the truth now.
         filters=QueryFilters(user_id=user_id, superseded=False),
         top_k=depth(k),
