@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from lobug import errors
+from lobug.storage.sqlite import storable_text
 
 JSON_TYPES = ("application/json",)
 # A JSON escape of a UTF-16 surrogate: only these can put a lone surrogate into a parsed string.
@@ -72,24 +73,16 @@ def check_unicode(value: Any) -> None:
     while stack:
         path, item = stack.pop()
         if isinstance(item, str):
-            if not _encodable(item):
+            if not storable_text(item):
                 raise _bad_text(path or "body")
         elif isinstance(item, dict):
             for key, child in item.items():
                 child_path = f"{path}.{key}" if path else str(key)
-                if not _encodable(key):
+                if not storable_text(key):
                     raise _bad_text(child_path.encode("utf-8", "backslashreplace").decode())
                 stack.append((child_path, child))
         elif isinstance(item, list):
             stack.extend((f"{path}[{i}]", child) for i, child in enumerate(item))
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _bad_text(path: str) -> errors.ApiError:

@@ -138,3 +138,13 @@ def escape_like(text: str) -> str:
         .replace("%", LIKE_ESCAPE + "%")
         .replace("_", LIKE_ESCAPE + "_")
     )
+
+
+def storable_text(text: str) -> bool:
+    """Whether SQLite can store the text: valid Unicode, no lone UTF-16 surrogate (JSON's
+    "\\ud800" escape decodes to one, and the driver refuses it at write time)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -28,6 +28,7 @@ from typing import Any
 from lobug.conversation import insert_turn, resolve_session
 from lobug.memory import enqueue
 from lobug.memory.summaries.cascades import short_cascade_due
+from lobug.storage.sqlite import storable_text
 
 MAX_ID_CHARS = 128
 MAX_REF_CHARS = 256
@@ -262,7 +263,7 @@ def _text(value: dict[str, Any], key: str, limit: int) -> str:
     if not isinstance(text, str) or not text.strip():
         raise LineError(f"'{key}' must be a non-empty string")
     text = text.strip()
-    if not _encodable(text):
+    if not storable_text(text):
         raise LineError(f"'{key}' is not valid Unicode (a lone surrogate such as \\ud800)")
     if len(text) > limit:
         raise LineError(f"'{key}' is {len(text)} characters; the limit is {limit}")
@@ -292,14 +293,6 @@ def _ts(value: Any) -> float | None:
     if not math.isfinite(ts) or abs(ts) > MAX_TS:
         raise LineError("'ts' is out of range (Unix seconds up to the year 9999)")
     return ts
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _short(exc: Exception) -> str:
