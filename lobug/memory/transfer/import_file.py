@@ -20,6 +20,7 @@ from typing import Any
 from lobug.memory import enqueue
 from lobug.memory.transfer.export_file import TYPES
 from lobug.memory.vectors.knn import VECTOR_KINDS
+from lobug.storage.sqlite import storable_text
 
 ID_TABLES = {"turn": "turns", "memory": "memories", "entity": "entities"}
 OWN_ID_TABLES = {**ID_TABLES, "relation": "relations", "history": "history"}
@@ -74,11 +75,7 @@ def _unstorable(value: Any) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else "is not a finite number"
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "is not valid Unicode (a lone surrogate)"
-        return None
+        return None if storable_text(value) else "is not valid Unicode (a lone surrogate)"
     return "must be a string, a number or null"
 
 
