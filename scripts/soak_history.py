@@ -69,6 +69,7 @@ async def main() -> int:
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--session-turns", type=int, default=40)
+    parser.add_argument("--embedder", default="hashing", choices=["hashing", "ollama"])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lobug-soak-"))
@@ -81,7 +82,7 @@ async def main() -> int:
     daemon = Daemon(
         work / "data",
         ollama_url=f"http://127.0.0.1:{port}",
-        env={"LOBUG_LOG_LEVEL": "WARNING"},
+        env={"LOBUG_LOG_LEVEL": "WARNING", "LOBUG_EMBEDDER": args.embedder},
     )
     rows = []
     try:

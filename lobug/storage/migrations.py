@@ -346,12 +346,20 @@ ALTER TABLE turns ADD COLUMN speaker TEXT;
 CREATE INDEX idx_turns_speaker ON turns(user_id, speaker) WHERE speaker IS NOT NULL;
 """
 
+# Issue 16, item 13: an embed job gathers the other pending embed jobs (`jobs.turns_to_embed`);
+# without this index that read sorted every pending job, so each turn's embedding cost grew
+# with the backlog, and a backlog grows with the history while turns arrive faster than jobs.
+M006_JOBS_BY_KIND = """
+CREATE INDEX idx_jobs_kind_state ON jobs(kind, state, id);
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
     ("m003_memory_hash_and_keys", _memory_hash_and_keys),
     ("m004_memory_that_lasts", _memory_that_lasts),
     ("m005_turn_speaker", _sql(M005_SPEAKER)),
+    ("m006_jobs_by_kind", _sql(M006_JOBS_BY_KIND)),
 ]
 
 
