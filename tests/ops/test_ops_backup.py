@@ -333,7 +333,7 @@ async def test_restore_refuses_a_bad_backup_and_changes_nothing(tmp_path: Path) 
         (tmp_path / "missing.db", "does not exist"),
         (not_sqlite, "not an SQLite database"),
         (foreign, "not a Lo-Bug database"),
-        (damaged, "malformed|integrity_check"),
+        (damaged, "malformed|integrity_check|cannot be read"),
     ]:
         with pytest.raises(RestoreError, match=f"nothing was changed: .*({why})"):
             restore_database(data_dir, live, bad)
