@@ -72,7 +72,8 @@ async def test_why_names_no_related_memory_the_caller_may_not_see(
     assert {r["id"] for r in owner["relations"]} == {secret["id"], mate["id"]}
     assert owner["superseded_by"] == secret["id"]
     found = await app.as_["familiar"].get(f"/v1/memories/{visible['id']}/why")
-    assert [r["id"] for r in found["relations"]] == [mate["id"]]
+    # (The embed jobs may add their own edge to the same neighbour: compare the set.)
+    assert {r["id"] for r in found["relations"]} == {mate["id"]}
     assert found["superseded_by"] is None
 
 
