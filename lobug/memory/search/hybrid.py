@@ -219,14 +219,23 @@ def fuse_and_rescore(
     fused = fuse(ordered, weights.rrf_k, weights.list_weights)
     if now is None:
         return [SearchHit(f.id, f.rrf_norm, f) for f in fused], {}
+    hits, rows = rescored(conn, fused, corpus=corpus, weights=weights, now=now)
+    # Stable: equal scores keep the fused order, so explain can reproduce a ranking exactly.
+    hits.sort(key=lambda h: -h.score)
+    return hits, rows
+
+
+def rescored(
+    conn: Any, fused: Sequence[Fused], *, corpus: Corpus, weights: ScoringWeights, now: float
+) -> tuple[list[SearchHit], Mapping[int, Any]]:
+    """Each fused row of one corpus re-scored by its own signals, in the fused order (rows
+    returned; a row gone since it was ranked is scored as empty: the caller drops it)."""
     rows = rows_of(conn, corpus, [f.id for f in fused])
     related = related_strength(conn, [f.id for f in fused]) if corpus.table == "memories" else {}
     hits = []
     for f in fused:
         score, breakdown = rescore(f, rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))
         hits.append(SearchHit(f.id, score, f, breakdown))
-    # Stable: equal scores keep the fused order, so explain can reproduce a ranking exactly.
-    hits.sort(key=lambda h: -h.score)
     return hits, rows
 
 

@@ -25,7 +25,7 @@ from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
 from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
 from lobug.memory.search.hybrid import SearchHit
-from lobug.memory.search.scoring import Fused, ScoringWeights, fuse, rescore
+from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
 from lobug.storage.database import Database
 from lobug.storage.sqlite import has_table
@@ -216,15 +216,16 @@ def finish(
     lists: Lists,
     *,
     now: float,
-    vector: Sequence[float] | None = None,
+    similarity: Similarity | None = None,
 ) -> list[Ranked]:
     """Fuse and re-score; every candidate, best first (ties: memories first).
 
     One corpus: its lists fused as they are. Memories and turns together: one fusion over
     joint lists, so a weak match in a small store (five facts: the best of them first in its
     own lists) does not outrank a strong one in the big store. A joint vector list is ordered
-    by the similarity to the query (`vector`); a joint word list interleaves the corpora's
-    ranks (BM25 scores of two tables are not comparable)."""
+    by the similarity to the query (`similarity`: the caller's, so the cut reuses what it looked
+    up); a joint word list interleaves the corpora's ranks (BM25 scores of two tables are not
+    comparable)."""
     present = [corpus for corpus in (MEMORIES, TURNS) if corpus.table in lists]
     if len(present) == 1:
         corpus = present[0]
@@ -232,29 +233,23 @@ def finish(
             conn, lists[corpus.table], corpus=corpus, weights=plan.weights, now=now
         )
         return [Ranked(corpus, h, rows[h.id]) for h in hits if h.id in rows]
-    similarity = Similarity(conn, vector)
+    similarity = similarity or Similarity(conn, None)
     names = sorted({n for c in present for n in lists[c.table]}, key=hybrid.LIST_ORDER.index)
     joint = {name: _joint(present, lists, name, similarity) for name in names}
     w = plan.weights
     fused = fuse(joint, w.rrf_k, w.list_weights)
-    by_table = {
-        corpus.table: hybrid.rows_of(
-            conn, corpus, [_untag(f.id)[1] for f in fused if _untag(f.id)[0] is corpus]
-        )
-        for corpus in present
-    }
-    memory_ids = [i for c, i in map(_untag, (f.id for f in fused)) if c is MEMORIES]
-    related = hybrid.related_strength(conn, memory_ids)
-    ranked: list[Ranked] = []
-    for f in fused:
-        corpus, row_id = _untag(f.id)
-        row = by_table[corpus.table].get(row_id)
-        if row is None:
-            continue
-        local = Fused(row_id, f.rrf, f.rrf_norm, f.ranks)
-        strength = related.get(row_id, 0.0) if corpus is MEMORIES else 0.0
-        score, breakdown = rescore(local, row, w, now, strength)
-        ranked.append(Ranked(corpus, SearchHit(row_id, score, local, breakdown), row))
+    found: dict[int, Ranked] = {}  # tagged id -> the re-scored row
+    for corpus in present:
+        local = [
+            Fused(_untag(f.id)[1], f.rrf, f.rrf_norm, f.ranks)
+            for f in fused
+            if _untag(f.id)[0] is corpus
+        ]
+        hits, rows = hybrid.rescored(conn, local, corpus=corpus, weights=w, now=now)
+        for hit in hits:
+            if hit.id in rows:
+                found[_tag(corpus, hit.id)] = Ranked(corpus, hit, rows[hit.id])
+    ranked = [found[f.id] for f in fused if f.id in found]
     # Stable: equal scores keep the fused order, so explain reproduces a ranking exactly.
     ranked.sort(key=lambda r: -r.hit.score)
     return ranked
@@ -285,7 +280,7 @@ def _joint(present: Sequence[Corpus], lists: Lists, name: str, similarity: Simil
 def rank_all(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[Ranked]:
     """Every candidate, best first, in one connection (explain)."""
     lists = ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS)
-    return finish(conn, plan, lists, now=now, vector=vector)
+    return finish(conn, plan, lists, now=now, similarity=Similarity(conn, vector))
 
 
 class Similarity:
@@ -297,6 +292,7 @@ class Similarity:
         self.conn = conn
         self.blob = None if vector is None else pack(vector)
         self._tables: dict[str, bool] = {}
+        self._known: dict[tuple[str, int], float | None] = {}  # the fusion's, for the cut
 
     def __call__(self, item: Ranked) -> float | None:
         return self.of(item.corpus, item.hit.id)
@@ -304,12 +300,15 @@ class Similarity:
     def of(self, corpus: Corpus, row_id: int) -> float | None:
         if self.blob is None or not self._has(corpus.vectors):
             return None
-        row = self.conn.execute(
-            f"SELECT vec_distance_cosine(embedding, ?) FROM {corpus.vectors}"
-            f" WHERE {corpus.vec_key} = ?",
-            (self.blob, row_id),
-        ).fetchone()
-        return None if row is None or row[0] is None else 1.0 - float(row[0])
+        key = (corpus.vectors, row_id)
+        if key not in self._known:
+            row = self.conn.execute(
+                f"SELECT vec_distance_cosine(embedding, ?) FROM {corpus.vectors}"
+                f" WHERE {corpus.vec_key} = ?",
+                (self.blob, row_id),
+            ).fetchone()
+            self._known[key] = None if row is None or row[0] is None else 1.0 - float(row[0])
+        return self._known[key]
 
     def _has(self, table: str) -> bool:
         if table not in self._tables:
@@ -359,7 +358,7 @@ def results(
     says its `similarity` to the query's `vector` (what a threshold is compared with; None
     without a vector on either side)."""
     similarity = Similarity(conn, vector) if vector is not None else None
-    kept = cut(finish(conn, plan, lists, now=now, vector=vector), plan, similarity)
+    kept = cut(finish(conn, plan, lists, now=now, similarity=similarity), plan, similarity)
     sources = memory_sources(conn, [k.item.hit.id for k in kept if k.item.corpus is MEMORIES])
     return [_result(k.item, sources, k.similarity) for k in kept]
 
