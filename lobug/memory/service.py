@@ -190,14 +190,25 @@ class MemoryService:
         facts of its stores, and one with none (a stranger on the LAN) no memory at all."""
         if not stores:
             return []
-        if not set(STORES) <= set(stores):
-            return await self._sections_within(user_id, session_id, text, stores)
-        base = self.base_cache.get(user_id)
+        owner = set(STORES) <= set(stores)
+        base = self.base_cache.get(user_id) if owner else ""
         header = None
         try:
             now = self.clock()
-            plan = self._prompt_plan(user_id, session_id, text, now, STORES)
-            shown = self.seen.shown(user_id, session_id)
+            plan = prompt.context_plan(
+                text,
+                user_id=user_id,
+                session_id=session_id,
+                k=self.memory.top_k,
+                min_similarity=self.memory.min_similarity,
+                weights=self.weights,
+                window=self.config.chat.working_memory_size,
+                now=now,
+                stores=stores,
+            )
+            to_confirm = partial(
+                consent.to_confirm, user_id=user_id, session_id=session_id, now=now
+            )
             got = await prompt.context(
                 self.db,
                 plan,
@@ -206,15 +217,16 @@ class MemoryService:
                 policy=self.categories,
                 want_base=base is None,
                 now=now,
-                shown=shown,
-                extra=partial(consent.to_confirm, user_id=user_id, session_id=session_id, now=now),
+                shown=self.seen.shown(user_id, session_id) if owner else None,
+                extra=to_confirm if owner else None,
             )
             if base is None:
                 base = got.base or ""
                 self.base_cache.put(user_id, base)
-            header = got.news.header
-            # Shown now, written later with the hits: the hot path stays free of writes.
-            self.seen.mark(user_id, session_id, got.news.rev)
+            if owner:
+                header = got.news.header
+                # Shown now, written later with the hits: the hot path stays free of writes.
+                self.seen.mark(user_id, session_id, got.news.rev)
             # Both sections are uses: a fact always in the prompt (context `all`) is in use
             # and must not be archived as idle.
             self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
@@ -228,45 +240,6 @@ class MemoryService:
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             log.warning("memory retrieval failed; answering without it", exc_info=True)
             return prompt.sections(base or "", [], header)
-
-    def _prompt_plan(
-        self, user_id: str, session_id: str, text: str, now: float, stores: tuple[str, ...]
-    ) -> runner.Plan:
-        return prompt.context_plan(
-            text,
-            user_id=user_id,
-            session_id=session_id,
-            k=self.memory.top_k,
-            min_similarity=self.memory.min_similarity,
-            weights=self.weights,
-            window=self.config.chat.working_memory_size,
-            now=now,
-            stores=stores,
-        )
-
-    async def _sections_within(
-        self, user_id: str, session_id: str, text: str, stores: tuple[str, ...]
-    ) -> list[str]:
-        """[Relevant memories] from `stores` only: nothing distilled from the private store."""
-        try:
-            now = self.clock()
-            plan = self._prompt_plan(user_id, session_id, text, now, stores)
-            got = await prompt.context(
-                self.db,
-                plan,
-                await self.vectors.later(text),
-                k=self.memory.top_k,
-                policy=self.categories,
-                want_base=False,
-                now=now,
-            )
-            self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
-            return prompt.sections(
-                "", [r.text for r in got.found], None, always=[a.text for a in got.always]
-            )
-        except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
-            log.warning("memory retrieval failed; answering without it", exc_info=True)
-            return []
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):
