@@ -487,17 +487,18 @@ async def check(world: World, report: Report, weeks: int) -> None:
             fails.append(f"used fact {now.name!r}: first answer {[r['text'] for r in results]}")
     report.used_alive = (alive, len(used))
 
-    once = [f for f in told if f.kind == "once"]
-    found = 0
-    for fact in once:
-        results = await world.query(fact.question, top_k=3)
-        if first_holding(results, fact.answer) is not None:
-            found += 1
-        else:
-            fails.append(
-                f"once-said {fact.name!r} not in the top 3: {[r['text'] for r in results]}"
-            )
-    report.once_findable = (found, len(once))
+    async def in_top_3(facts: list[Fact], what: str) -> tuple[int, int]:
+        found = 0
+        for fact in facts:
+            results = await world.query(fact.question, top_k=3)
+            if first_holding(results, fact.answer) is not None:
+                found += 1
+            else:
+                texts = [r["text"] for r in results]
+                fails.append(f"{what} {fact.name!r} not in the top 3: {texts}")
+        return found, len(facts)
+
+    report.once_findable = await in_top_3([f for f in told if f.kind == "once"], "once-said")
 
     updated = [f for f in current.values() if f.replaces is not None]
     newest_first = 0
@@ -512,14 +513,7 @@ async def check(world: World, report: Report, weeks: int) -> None:
     report.updates_newest_first = (newest_first, len(updated))
 
     trivia = [f for f in told if f.kind == "trivia"]
-    trivia_found = 0
-    for fact in trivia:
-        results = await world.query(fact.question, top_k=3)
-        if first_holding(results, fact.answer) is not None:
-            trivia_found += 1
-        else:
-            fails.append(f"trivia {fact.name!r} not found: {[r['text'] for r in results]}")
-    report.trivia_findable = (trivia_found, len(trivia))
+    report.trivia_findable = await in_top_3(trivia, "trivia")
     report.trivia_archived = sum(
         1
         for f in trivia
