@@ -39,19 +39,11 @@ CONVERSATIONS = 10
 TYPES = ("single_hop", "multi_hop", "temporal", "paraphrased")
 FILES = ("conversations.jsonl", "questions.jsonl", "README.md")
 
+sys.path.insert(0, str(ROOT))
+from lobug.memory.search.fts import STOPWORDS  # noqa: E402
+
 # -- content words --------------------
-# lobug's FTS stopwords (lobug/memory/search/fts.py), copied so the generator stays standalone,
-# plus question glue. A word listed here is never counted as shared.
-STOPWORDS = frozenset(
-    """
-    a about after again all also am an and any are as at be been before being but by can could
-    did do does doing don for from had has have having he her here hers him his how i if in into
-    is it its just me more most my no nor not of off on once only or other our ours out over own
-    same she should so some such than that the their theirs them then there these they this
-    those through to too under until up very was we were what when where which while who whom
-    why will with would you your yours s t d ll m re ve didn doesn isn wasn aren weren won user
-    """.split()
-)
+# A word lobug's full-text search ignores (its stopwords) is never counted as shared.
 
 
 def _plural(word: str) -> str:
