@@ -7,10 +7,10 @@ head arrives a byte at a time (slowloris) held its socket for as long as the cli
 `Guarded` wraps each connection's aiohttp protocol:
 - past `max_connections` open connections a new one is closed at once (the OS backlog, not
   our fds, absorbs a burst; a client retries);
-- a request head (request line and headers, up to the blank line) must arrive within
-  `header_timeout_s` of the connection opening or of the previous request's head; otherwise
-  the connection is closed. Idle keep-alive connections are aiohttp's (`keepalive_timeout`).
-Bodies are bounded by the routes' own read timeouts.
+- the first request head (request line and headers, up to the blank line) must arrive within
+  `header_timeout_s` of the connection opening; otherwise the connection is closed. Idle
+  keep-alive connections between requests are aiohttp's (`keepalive_timeout`).
+Not covered here: a later head on a kept-alive connection, and a body sent slowly.
 """
 
 from __future__ import annotations
@@ -78,16 +78,12 @@ class Guarded(asyncio.Protocol):
         self.inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        if self.timer is not None:
+        if self.timer is not None:  # still waiting for the first head's blank line
             seen = self.tail + data
             if HEAD_END in seen:
                 self.timer.cancel()
                 self.timer = None
-                self.tail = b""
-            else:
-                self.tail = seen[-3:]
-        elif HEAD_END in self.tail + data:
-            self.tail = b""
+            self.tail = seen[-3:]
         self.inner.data_received(data)
 
     def _arm(self) -> None:
