@@ -2,37 +2,25 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from script_kit import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "conversations"
 TYPES = {"single_hop", "multi_hop", "temporal", "paraphrased"}
 
 
-def script(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def make() -> ModuleType:
-    return script("make_conversation_eval")
+    return load_script("make_conversation_eval")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +38,7 @@ def turns_of(conversations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def simple_words(text: str) -> set[str]:
     """The issue's definition (lowercase, stopwords out, plural -s stripped), independent of
     the generator's stricter comparison; the stopwords are lobug's FTS ones."""
-    stop = script("make_conversation_eval").STOPWORDS
+    stop = load_script("make_conversation_eval").STOPWORDS
     words = re.findall(r"[a-z0-9]+", text.lower().replace("'", ""))
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in stop}
 
@@ -187,7 +175,7 @@ def test_no_answer_leaks_into_small_talk(
 async def test_evaluation_on_one_conversation(
     dataset: tuple[list[dict[str, Any]], list[dict[str, Any]]], tmp_path: Path
 ) -> None:
-    ev = script("eval_conversations")
+    ev = load_script("eval_conversations")
     conversations, questions = dataset
     conv = conversations[0]
     mine = [q for q in questions if q["conversation"] == conv["id"]]
@@ -228,13 +216,13 @@ async def test_evaluation_on_one_conversation(
     assert sum(bm25[q["id"]]["any"] for q in lexical) >= len(lexical) / 2
     data = ev.summary(outcome)
     assert set(data["methods"]) == set(ev.ALL_METHODS) >= set(ev.METHODS)
-    shape = script("make_conversation_eval").check([conv], mine)
+    shape = load_script("make_conversation_eval").check([conv], mine)
     text = ev.tables(data, "hashing", shape)
     assert text.count("\n| lobug |") == 2 and "recall_all@10" in text
 
 
 def test_metrics() -> None:
-    ev = script("eval_conversations")
+    ev = load_script("eval_conversations")
     ranked = [f"r{i}" for i in range(1, 21)]
     row = ev.metrics(ranked, ["r3", "r12"], ["r1"])
     assert (row["any"], row["all"], row["mrr"], row["newest_first"]) == (1.0, 0.0, 1 / 3, 0.0)
@@ -247,14 +235,14 @@ def test_metrics() -> None:
 def test_doc_section_survives_the_old_script(tmp_path: Path, monkeypatch: Any) -> None:
     """--write puts the section into the doc and its template; eval_retrieval.py's rerun of
     the template keeps it, and a second --write replaces it instead of adding another."""
-    ev = script("eval_conversations")
+    ev = load_script("eval_conversations")
     doc, template = tmp_path / "doc.md", tmp_path / "template.md"
     shutil.copy(ev.DOC, doc)
     shutil.copy(ev.TEMPLATE, template)
     monkeypatch.setattr(ev, "DOC", doc)
     monkeypatch.setattr(ev, "TEMPLATE", template)
     body = "| method | {braces} stay |"
-    shape = script("make_conversation_eval").check(*_small())
+    shape = load_script("make_conversation_eval").check(*_small())
     ev.write_doc(ev.section(body, shape))
     ev.write_doc(ev.section(body + " again", shape))
     text = doc.read_text()

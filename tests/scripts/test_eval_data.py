@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from script_kit import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
-
-
-def script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def rows(name: str) -> list[dict[str, Any]]:
@@ -44,7 +33,7 @@ def turns(conversations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_files_match_the_generator() -> None:
-    make = script("make_eval_data")
+    make = load_script("make_eval_data")
     conversations, questions = make.build()
     assert (DATA / "eval_conversations.jsonl").read_text() == make.dump(conversations)
     assert (DATA / "eval_questions.jsonl").read_text() == make.dump(questions)
@@ -78,7 +67,7 @@ def test_keys_are_well_formed_and_time_ordered(conversations: list[dict[str, Any
 def test_question_rules(
     conversations: list[dict[str, Any]], questions: list[dict[str, Any]]
 ) -> None:
-    make = script("make_eval_data")
+    make = load_script("make_eval_data")
     all_turns = turns(conversations)
     for q in questions:
         assert q["evidence"] and all(k in all_turns for k in q["evidence"] + q["stale"])
@@ -98,7 +87,7 @@ def test_question_rules(
 
 
 def test_evaluation_runs_with_the_hashing_embedder(tmp_path: Path) -> None:
-    evaluate = script("eval_retrieval")
+    evaluate = load_script("eval_retrieval")
     corpus, questions = evaluate.load("hashing", tmp_path)
     results = evaluate.evaluate(corpus, questions, evaluate.ScoringWeights())
     corpus.conn.close()

@@ -6,24 +6,15 @@ nothing the user said is deleted without a forget, and only an unused low-value 
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from script_kit import load_script
 
 
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_longevity", ROOT / "scripts" / "bench_longevity.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_longevity")
 
 
 def local_embedder() -> bool:
