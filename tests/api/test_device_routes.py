@@ -160,6 +160,13 @@ async def test_audio_errors(make_client: Any, tmp_path: Path) -> None:
             "payload_too_large",
         ),
     ]
+    await assert_audio_refused(client, cases)
+
+
+async def assert_audio_refused(
+    client: Any, cases: list[tuple[bytes, dict[str, str], int, str]]
+) -> None:
+    """Each (body, headers) answers its status and error code, and no turn is stored."""
     for data, headers, status, code in cases:
         resp = await client.post("/chat/audio", data=data, headers=headers)
         body = await resp.json()
@@ -203,12 +210,7 @@ async def test_audio_request_errors_win_over_a_missing_model(
         ),
         (wav, {"Content-Type": "audio/wav"}, 503, "unavailable"),
     ]
-    for data, headers, status, code in cases:
-        resp = await client.post("/chat/audio", data=data, headers=headers)
-        body = await resp.json()
-        assert resp.status == status, (headers, body)
-        assert_error(body, code)
-    assert db_rows(client, "SELECT COUNT(*) FROM turns") == [(0,)]
+    await assert_audio_refused(client, cases)
 
 
 async def test_transcription_never_stalls_the_loop(
