@@ -13,11 +13,10 @@ from aiohttp import web
 from lobug import errors, keys
 from lobug.api import v1_params as p
 from lobug.api.auth import principal_of
-from lobug.memory.write.consent import STATUSES
+from lobug.memory.shapes.params import EVERY, ProposalListParams
 from lobug.memory.write.proposals import Proposals
 
 routes = web.RouteTableDef()
-EVERY = "all"
 
 
 def desk(request: web.Request) -> Proposals:
@@ -36,11 +35,9 @@ def desk(request: web.Request) -> Proposals:
 
 @routes.get("/v1/proposals")
 async def list_proposals(request: web.Request) -> web.Response:
-    status = p.choice(request, "status", (*STATUSES, EVERY)) or "pending"
-    limit = p.integer(request, "limit", 100, 1, 500)
-    found = await desk(request).listing(
-        principal_of(request), status=None if status == EVERY else status, limit=limit
-    )
+    args = p.query(request, ProposalListParams)
+    status = None if args.status == EVERY else args.status
+    found = await desk(request).listing(principal_of(request), status=status, limit=args.limit)
     return web.json_response(found)
 
 

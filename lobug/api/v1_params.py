@@ -1,16 +1,18 @@
-"""Reading /v1 query strings, path ids and ETags: bounded, typed, 400 naming the parameter."""
+"""Reading /v1 requests: query strings and bodies through the shapes' models, path ids, ETags."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
+from pydantic import BaseModel
 
 from lobug import errors, keys
 from lobug.api.bodies import read_json_object
-from lobug.memory.records import fields
+from lobug.memory.shapes import QUERY, parse
+from lobug.memory.shapes.scalars import MAX_ID
 
-MAX_ID = 2**63 - 1
+M = TypeVar("M", bound=BaseModel)
 MAX_ETAG_CHARS = 256
 
 
@@ -22,63 +24,15 @@ def path_id(request: web.Request, what: str = "memory") -> int:
     return int(raw)
 
 
-def text(request: web.Request, name: str, limit: int) -> str | None:
-    raw = request.query.get(name)
-    if raw is None:
-        return None
-    return fields.text(raw, name, limit)
+def query(request: web.Request, model: type[M]) -> M:
+    """The route's query parameters (the first of a repeated one), 400 naming a bad one."""
+    given = {name: request.query[name] for name in model.model_fields if name in request.query}
+    return parse(model, given, where=QUERY)
 
 
-def ident(request: web.Request, name: str, *, required: bool = False) -> str | None:
-    raw = request.query.get(name)
-    if raw is None:
-        if required:
-            raise errors.invalid_request(f"query parameter '{name}' is required", field=name)
-        return None
-    return fields.ident(raw, name)
-
-
-def writers(request: web.Request) -> dict[str, str | None]:
-    """`agent_id`, `run_id`, `actor_id` (who wrote a memory), each None when not given."""
-    return fields.writers(request.query)
-
-
-def integer(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise errors.invalid_request(
-            f"query parameter '{name}' must be an integer, got {raw[:40]!r}", field=name
-        ) from None
-    return fields.integer(value, name, lo, hi)
-
-
-def required_integer(request: web.Request, name: str, lo: int, hi: int) -> int:
-    if request.query.get(name) is None:
-        raise errors.invalid_request(f"query parameter '{name}' is required", field=name)
-    return integer(request, name, 0, lo, hi)
-
-
-def boolean(request: web.Request, name: str, default: bool = False) -> bool:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise errors.invalid_request(
-        f"query parameter '{name}' must be true or false, got {raw[:40]!r}", field=name
-    )
-
-
-def choice(request: web.Request, name: str, allowed: tuple[str, ...]) -> str | None:
-    raw = request.query.get(name)
-    return None if raw is None else fields.choice(raw, name, allowed)
+async def body(request: web.Request, model: type[M], **context: Any) -> M:
+    raw = await read_json_object(request, request.app[keys.CONFIG].server.max_json_bytes)
+    return parse(model, raw, **context)
 
 
 def if_match(request: web.Request) -> str | None:
@@ -92,10 +46,6 @@ def if_match(request: web.Request) -> str | None:
     if not value:
         raise errors.invalid_request("If-Match is empty", field="If-Match")
     return value
-
-
-async def body(request: web.Request) -> dict[str, Any]:
-    return await read_json_object(request, request.app[keys.CONFIG].server.max_json_bytes)
 
 
 def etag_headers(memory: dict[str, Any]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from api_kit import make_app
 
 from lobug import keys
 from lobug.access import cli_principal
-from lobug.memory.records import fields as f
+from lobug.memory.shapes import MemoryCreate
 
 CHESS = "The user enjoys playing chess with neighbours in the park."
 SECRET_CHESS = "The user secretly plays chess online every night until three."
@@ -122,7 +122,9 @@ async def test_query_cannot_name_another_user(make_client: Callable[..., Any]) -
     records = app.client.app[keys.RECORDS]
     bobs = await records.create(
         cli_principal(),
-        f.memory_create({"content": CHESS, "category": "personal", "store": "social"}),
+        MemoryCreate.model_validate(
+            {"content": CHESS, "category": "personal", "store": "social"}
+        ).fields(),
         user_id="bob",
     )
     familiar = app.as_["familiar"]

@@ -26,7 +26,7 @@ from lobug.cli.memory.reembed import run_reembed
 from lobug.cli.memory.session import drive, exit_code, output, services
 from lobug.config import Config
 from lobug.memory import Recall, Records, enqueue
-from lobug.memory.records import fields as f
+from lobug.memory.shapes import scalars as f
 
 TURN_KINDS = (enqueue.EXTRACT, enqueue.EMBED_TURN, enqueue.EMBED_MEMORY)
 EMBED_KINDS = (enqueue.EMBED_MEMORY,)

@@ -1,7 +1,7 @@
 """The `lobug memory` commands: arguments → the service layer → (JSON data, human text).
 
-Each builds the same request body the HTTP route would get and validates it with the same
-`memory.records.fields` functions, so a bad value fails the same way (and names the field).
+Each builds the same request body (or query parameters) the HTTP route would get and validates
+it with the same `memory.shapes` models, so a bad value fails the same way (and names the field).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+from lobug import errors
 from lobug.access import CLI_AGENT, Principal, cli_principal
 from lobug.cli.main import EXIT_OK
 from lobug.cli.memory.session import output, services
@@ -25,7 +26,17 @@ from lobug.cli.tables import (
 )
 from lobug.config import Config
 from lobug.memory import Recall, Records
-from lobug.memory.records import fields as f
+from lobug.memory.shapes import (
+    MemoryCreate,
+    MemoryPatch,
+    QueryRequest,
+    TurnCreate,
+    parse,
+    parse_value,
+)
+from lobug.memory.shapes import params as q
+from lobug.memory.shapes.queries import Timestamp
+from lobug.memory.shapes.scalars import WRITER_KEYS
 from lobug.memory.transfer.export_file import write_export
 
 Result = tuple[Any, str]
@@ -43,6 +54,11 @@ def _body(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    """The options given (not None), as a route's query parameters."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
 async def add_turn(
     args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
 ) -> Result:
@@ -53,10 +69,10 @@ async def add_turn(
         "auto_extract": not args.no_extract,
         "ref": args.ref,
         "speaker": args.speaker,
-        "ts": None if args.ts is None else f.timestamp(_number(args.ts), "ts"),
+        "ts": None if args.ts is None else parse_value(Timestamp, _number(args.ts), "ts"),
     }
-    fields_ = f.turn_create(body, max_text_chars=recall.max_text_chars)
-    done = await recall.add_turn(who, fields_, user_id=args.user)
+    turn = parse(TurnCreate, body, max_text_chars=recall.max_text_chars)
+    done = await recall.add_turn(who, turn.fields(), user_id=args.user)
     lines = [f"turn #{done['turn_id']} in session {done['session_id']}"]
     lines += [f"  {m['action']}: #{m['id']} {m['content']}" for m in done["extracted"]]
     if done["extraction"] == "pending":
@@ -65,10 +81,8 @@ async def add_turn(
 
 
 async def context(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
-    session = f.ident(args.session_id, "session_id")
-    q = None if args.q is None else f.text(args.q, "q", f.MAX_QUERY_CHARS)
-    k = f.integer(args.k, "k", 1, f.MAX_TOP_K)
-    data = await recall.context(who, session, q=q, k=k, user_id=args.user)
+    given = parse(q.ContextParams, _given(session_id=args.session_id, q=args.q, k=args.k))
+    data = await recall.context(who, given.session_id, q=given.q, k=given.k, user_id=args.user)
     parts = []
     if data["delta_header"]:
         parts.append(data["delta_header"])
@@ -87,25 +101,21 @@ async def remember(
     args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
 ) -> Result:
     body = {"content": args.content, "kind": args.kind, "pinned": args.pinned}
-    body.update(_body(args, ("category", "importance", "tags", "store", *f.WRITER_KEYS)))
+    body.update(_body(args, ("category", "importance", "tags", "store", *WRITER_KEYS)))
     if args.session is not None:
         body["session_id"] = args.session
-    memory = await rec.create(who, f.memory_create(body), user_id=args.user)
+    memory = await rec.create(who, parse(MemoryCreate, body).fields(), user_id=args.user)
     return memory, f"{memory['action']}: #{memory['id']}\n{memory_text(memory)}"
 
 
 async def listing(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
+    keys = ("q", "kind", "layer", "category", "store", "limit", "offset", *WRITER_KEYS)
+    given = parse(q.MemoryListParams, _body(args, keys))
     found = await rec.list_memories(
         who,
-        q=None if args.q is None else f.text(args.q, "q", f.MAX_LIST_QUERY_CHARS),
-        kind=args.kind,
-        layer=args.layer,
-        status=args.status,
-        category=None if args.category is None else f.category(args.category),
-        store=args.store,
-        writers=f.writers(vars(args)),
-        limit=f.integer(args.limit, "limit", 1, 500),
-        offset=f.integer(args.offset, "offset", 0, 100_000),
+        **given.model_dump(exclude={"status", *WRITER_KEYS}),
+        status=args.status,  # --all: every status (None), which HTTP does not offer
+        writers=given.writers(),
         user_id=args.user,
     )
     return found, table(found["memories"], MEMORY_COLUMNS, "(no memories)")
@@ -122,9 +132,8 @@ async def update(args: argparse.Namespace, rec: Records, recall: Recall, who: Pr
         body["category"] = None
     if args.no_tags:
         body["tags"] = []
-    memory = await rec.update(
-        who, args.id, f.memory_patch(body), if_match=args.if_match, user_id=args.user
-    )
+    changes = parse(MemoryPatch, body).fields()
+    memory = await rec.update(who, args.id, changes, if_match=args.if_match, user_id=args.user)
     return memory, memory_text(memory)
 
 
@@ -147,8 +156,8 @@ async def confirm(args: argparse.Namespace, rec: Records, recall: Recall, who: P
 
 
 async def why(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
-    q = None if args.q is None else f.text(args.q, "q", f.MAX_QUERY_CHARS)
-    data = await rec.why(who, args.id, q=q, user_id=args.user)
+    text = parse(q.WhyParams, _given(q=args.q)).q
+    data = await rec.why(who, args.id, q=text, user_id=args.user)
     rank = f" (rank {data['rank']} of {data['candidates']})" if data.get("rank") else ""
     lines = [f"#{data['id']} {data.get('content', '')}", f"score {data['score']:.4f}{rank}"]
     lines += [f"  {name:<22} {value:.4g}" for name, value in data["terms"].items()]
@@ -159,7 +168,7 @@ async def why(args: argparse.Namespace, rec: Records, recall: Recall, who: Princ
 
 
 async def history(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
-    limit = f.integer(args.limit, "limit", 1, 500)
+    limit = parse(q.HistoryParams, {"limit": args.limit}).limit
     data = await rec.history(who, args.id, limit=limit, user_id=args.user)
     rows = [{**e, "when": when(e["ts"])} for e in data["events"]]
     return data, table(rows, HISTORY_COLUMNS, "(no history)")
@@ -172,7 +181,7 @@ async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Pri
         "return": "full" if args.full else "bullets",
         "filters": {
             **dict(_filter(item) for item in args.filter),
-            **_body(args, f.WRITER_KEYS),
+            **_body(args, WRITER_KEYS),
         }
         or None,
     }
@@ -187,7 +196,7 @@ async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Pri
         body["budget_tokens"] = args.budget
     if args.session is not None:
         body["session_id"] = args.session
-    data = await recall.query(who, f.query_fields(body), user_id=args.user)
+    data = await recall.query(who, parse(QueryRequest, body).fields(), user_id=args.user)
     lines = [f"{r['score']:7.3f}  #{r['id']:<6} {r['text']}" for r in data["results"]]
     lines += [f"delta: {d['summary']}" for d in data["delta"]]
     return data, "\n".join(lines) or "(nothing found)"
@@ -210,19 +219,20 @@ async def entities(
         data = await rec.entity(who, args.id, user_id=args.user)
         head = f"#{data['id']} {data['canonical_name']} ({data['type']}), {data['mention_count']}×"
         return data, head + "\n" + table(data["memories"], MEMORY_COLUMNS, "(no memories)")
-    q = None if args.q is None else f.text(args.q, "q", 200)
-    data = await rec.entities(
-        who, q=q, limit=f.integer(args.limit, "limit", 1, 500), user_id=args.user
-    )
+    given = parse(q.EntityListParams, _given(q=args.q, limit=args.limit))
+    data = await rec.entities(who, q=given.q, limit=given.limit, user_id=args.user)
     return data, table(data["entities"], ENTITY_COLUMNS, "(no entities)")
 
 
 async def timeline(
     args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
 ) -> Result:
-    before = f.integer(args.before, "before", 0, 100)
-    after = f.integer(args.after, "after", 0, 100)
-    data = await rec.timeline(who, args.anchor, before=before, after=after, user_id=args.user)
+    given = parse(
+        q.TimelineParams, _given(anchor=args.anchor, before=args.before, after=args.after)
+    )
+    data = await rec.timeline(
+        who, given.anchor, before=given.before, after=given.after, user_id=args.user
+    )
     rows = [{**m, "created": when(m["created_at"]), "at": "→" if m["id"] == args.anchor else ""}
             for m in data["items"]]  # fmt: skip
     columns = [("at", "", 1), ("created", "CREATED (UTC)", 19), *MEMORY_COLUMNS]
@@ -256,7 +266,9 @@ def _number(raw: str) -> Any:
 def _filter(item: str) -> tuple[str, Any]:
     key, sep, raw = item.partition("=")
     if not sep:
-        raise f.bad("filters", f"--filter takes KEY=VALUE, got {item!r}")
+        raise errors.invalid_request(
+            f"'filters' --filter takes KEY=VALUE, got {item!r}", field="filters"
+        )
     value: Any = raw
     if key == "pinned":
         value = {"true": True, "false": False}.get(raw.lower(), raw)

@@ -1,0 +1,17 @@
+"""The /v1 shapes as pydantic models: they validate requests (HTTP and the CLI) and make the
+OpenAPI document's schemas (`lobug.api.openapi`)."""
+
+from lobug.memory.shapes.parse import QUERY, parse, parse_value
+from lobug.memory.shapes.queries import QueryFilters, QueryRequest
+from lobug.memory.shapes.requests import MemoryCreate, MemoryPatch, TurnCreate
+
+__all__ = [
+    "QUERY",
+    "MemoryCreate",
+    "MemoryPatch",
+    "QueryFilters",
+    "QueryRequest",
+    "TurnCreate",
+    "parse",
+    "parse_value",
+]

@@ -1,0 +1,180 @@
+"""The /v1 answers about entities, the timeline, upkeep (gc, stats, export) and the error
+body, for the OpenAPI document (and MCP)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from lobug.memory.shapes.memories import Memory
+from lobug.memory.shapes.scalars import Id, Store, absent, enum
+from lobug.memory.shapes.schema import inline_schema
+
+
+class GcResult(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"rescored": 120, "promoted": 2, "archived": 1, "soft_deleted": 0, "purged": 0}
+            ]
+        }
+    )
+    rescored: Annotated[int, Field(ge=0)]
+    promoted: Annotated[int, Field(ge=0)]
+    archived: Annotated[int, Field(ge=0)]
+    soft_deleted: Annotated[int, Field(ge=0)]
+    purged: Annotated[int, Field(ge=0)]
+
+
+class Entity(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": 3,
+                    "canonical_name": "NASA",
+                    "type": "organization",
+                    "aliases": [],
+                    "summary": None,
+                    "mention_count": 2,
+                    "store": "private",
+                    "created_at": 1750000000.0,
+                    "last_mentioned": 1750000000.0,
+                }
+            ]
+        },
+    )
+    id: Id
+    canonical_name: str
+    type: str
+    aliases: list[str]
+    summary: str | None = absent()
+    mention_count: Annotated[int, Field(ge=0)]
+    store: Store = absent()
+    created_at: float = absent(description="Unix time in seconds (UTC).")
+    last_mentioned: float = absent(description="Unix time in seconds (UTC).")
+
+
+class EntityList(BaseModel):
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [{"entities": []}]})
+    entities: Annotated[list[Entity], Field(max_length=500)]
+
+
+class EntityDetail(Entity):
+    model_config = ConfigDict(json_schema_extra=None)  # Entity's example lacks `memories`
+
+    memories: list[Memory] = Field(description="Linked memories the caller may see.")
+
+
+class Timeline(BaseModel):
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra={"examples": [{"anchor": 7, "items": []}]}
+    )
+    anchor: Id
+    items: Annotated[list[Memory], Field(max_length=201)] = Field(
+        description=(
+            "Chronological: up to `before` older memories, the anchor, up to `after` newer ones."
+        )
+    )
+
+
+class MemoryCounts(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    total: Annotated[int, Field(ge=0)] = absent()
+    by_kind: dict[str, Annotated[int, Field(ge=0)]] = absent()
+    by_status: dict[str, Annotated[int, Field(ge=0)]] = absent()
+    by_layer: dict[str, Annotated[int, Field(ge=0)]] = absent()
+    by_store: dict[str, Annotated[int, Field(ge=0)]] = absent()
+
+
+class Stats(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "memories": {"total": 3, "by_kind": {"fact": 3}},
+                    "turns": 10,
+                    "sessions": 1,
+                    "entities": 1,
+                    "relations": 0,
+                    "jobs": {"pending": 0, "running": 0, "failed": 0},
+                }
+            ]
+        },
+    )
+    memories: MemoryCounts
+    turns: Annotated[int, Field(ge=0)]
+    sessions: Annotated[int, Field(ge=0)] = absent()
+    entities: Annotated[int, Field(ge=0)] = absent()
+    relations: Annotated[int, Field(ge=0)] = absent()
+    jobs: dict[str, Annotated[int, Field(ge=0)]] = absent()
+    delta_rev: Annotated[int, Field(ge=0)] = absent(
+        description="The user's memory revision (seed 001 §1 delta header)."
+    )
+
+
+class ExportRecord(BaseModel):
+    """One line of the export (newline-delimited JSON): `data` holds the row's columns as stored
+    (JSON columns stay JSON text), without `user_id`. The first line is `meta` (format, version,
+    user_id, exported_at, schema migrations); then sessions, turns, memories, memory_sources,
+    base_memory, entities, memory_entities, relations, history — parents first. Vectors, FTS,
+    the delta log and jobs are derived and not exported. `lobug memory import FILE` restores it:
+    ids are kept in a fresh database, remapped (references rewritten) when taken."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {"type": "memory", "data": {"id": 7, "content": "The user's name is Alex."}}
+            ]
+        },
+    )
+    type: Literal[
+        "meta",
+        "session",
+        "turn",
+        "memory",
+        "memory_source",
+        "base_memory",
+        "entity",
+        "memory_entity",
+        "relation",
+        "history",
+    ]
+    data: dict[str, Any]
+
+
+ERROR_CODES = ("invalid_json", "invalid_request", "unauthorized", "forbidden", "not_found",
+               "conflict", "payload_too_large", "unsupported_media_type", "unprocessable",
+               "unavailable", "storage_full", "internal")  # fmt: skip
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    code: Annotated[str, enum(ERROR_CODES)] = Field(description="Stable machine-readable reason.")
+    message: str = Field(min_length=1, description="Human-readable explanation.")
+    details: dict[str, Any] = absent(
+        description="Optional structured context, e.g. which field or categories were refused.",
+    )
+
+
+class Error(BaseModel):
+    """Body of every failed request (the same body as the device endpoints; see
+    firmware_contract/error.schema.json). Branch on `error.code`, never on `message`."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {"error": {"code": "forbidden",
+                           "message": "agent 'planner' (trust inner, token 'planner') may not "
+                           "read category profile (allowed: goals, procedural, projects, tasks)",
+                           "details": {"agent": "planner", "categories": ["profile"]}}}
+            ]
+        },
+    )  # fmt: skip
+    # Written out in place, as in firmware_contract/error.schema.json.
+    error: Annotated[ErrorDetail, WithJsonSchema(inline_schema(ErrorDetail))]

@@ -1,0 +1,200 @@
+"""The /v1 request bodies (POST /v1/turns, /v1/memories, /v1/query; PATCH a memory).
+
+Unknown top-level fields are ignored (CONTRACT.md: old and new clients must both work);
+unknown keys inside `filters` are refused, because a filter silently ignored widens a read.
+Each model's `fields()` is the keyword dict the service layer takes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+from lobug.config import ChatConfig
+from lobug.memory.shapes import scalars as s
+from lobug.memory.shapes.scalars import (
+    Category,
+    Importance,
+    Kind,
+    Role,
+    SessionId,
+    Store,
+    Tags,
+    WriterId,
+    absent,
+    bad,
+)
+
+MAX_TEXT_CHARS = ChatConfig().max_text_chars  # the document's bound; the config's is enforced
+
+Content = Annotated[
+    str,
+    Field(min_length=1, max_length=s.MAX_CONTENT_CHARS),
+    BeforeValidator(s.text(s.MAX_CONTENT_CHARS)),
+]
+Flag = Annotated[bool, BeforeValidator(s.flag)]
+PatchStatus = Annotated[str, s.enum(s.PATCH_STATUSES), BeforeValidator(s.choice(s.PATCH_STATUSES))]
+Seconds = Annotated[
+    float, Field(ge=0, le=s.MAX_TIMESTAMP), BeforeValidator(s.number(0, s.MAX_TIMESTAMP))
+]
+Ref = Annotated[str, Field(max_length=s.MAX_REF_CHARS), BeforeValidator(s.ident(s.MAX_REF_CHARS))]
+Speaker = Annotated[str, Field(max_length=s.MAX_ID_CHARS), BeforeValidator(s.ident())]
+
+
+class Request(BaseModel):
+    """A body where `null` is the same as leaving the field out (CONTRACT.md: old clients send
+    it): the document shows each field's type without the null."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(core_schema)
+        target = handler.resolve_ref_schema(json_schema)
+        for name, prop in target.get("properties", {}).items():
+            branches = [b for b in prop.get("anyOf", []) if b != {"type": "null"}]
+            if len(branches) == 1 and name not in target.get("required", []):
+                del prop["anyOf"]
+                target["properties"][name] = {**branches[0], **prop}
+        return json_schema
+
+
+class Writers(Request):
+    """Who wrote it (seed 001 §6.1): `agent_id`, `run_id`, `actor_id`; None when not given."""
+
+    agent_id: WriterId | None = None
+    run_id: WriterId | None = None
+    actor_id: WriterId | None = None
+
+    def writers(self) -> dict[str, str | None]:
+        return {key: getattr(self, key) for key in s.WRITER_KEYS}
+
+
+class TurnCreate(Writers):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"session_id": "chat-1", "role": "user",
+                 "text": "My name is Alex and I work at NASA", "ref": "msg-981"}
+            ]
+        }
+    )  # fmt: skip
+    session_id: SessionId
+    role: Role
+    text: str = Field(
+        description="1..chat.max_text_chars (default 4000) characters after trimming.",
+        # The bound is the config's (chat.max_text_chars, in the validation context): the
+        # document gives the default.
+        json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS},
+    )
+    ts: Seconds | None = Field(None, description="When it was said (default: now).")
+    ref: Ref | None = Field(
+        None, description="Opaque caller id kept with the turn and returned in `sources`."
+    )
+    speaker: Speaker | None = Field(
+        None,
+        description="Who said it, by name (a conversation between two people): a question that "
+        "names the speaker prefers their turns.",
+    )
+    auto_extract: Flag = Field(True, description="Extract memories from this turn (user turns).")
+    agent_id: WriterId | None = Field(
+        None,
+        description="The agent posting the turn (default: the bearer token's agent). Validated; "
+        "not yet recorded: turns have no writer columns, and memories extracted from the turn "
+        "carry no writer.",
+    )
+    run_id: WriterId | None = Field(
+        None, description="The agent's run. Validated; not yet recorded (see `agent_id`)."
+    )
+    actor_id: WriterId | None = Field(
+        None, description="The person speaking. Validated; not yet recorded (see `agent_id`)."
+    )
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> str:
+        limit = (info.context or {}).get("max_text_chars", MAX_TEXT_CHARS)
+        return str(s.text(limit)(value))
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class MemoryCreate(Writers):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"content": "The user prefers tea over coffee.", "category": "preference",
+                 "importance": 0.6}
+            ]
+        }
+    )  # fmt: skip
+    content: Content
+    kind: Kind = "fact"
+    category: Category | None = None
+    importance: Importance = 0.5
+    tags: Tags = []
+    store: Store | None = Field(
+        None,
+        description="Default: the caller's trust's default store. A store the caller cannot "
+        "see is 403.",
+    )
+    pinned: Flag = False
+    session_id: SessionId | None = Field(
+        None, description="The session the delta header credits the change to."
+    )
+    agent_id: WriterId | None = Field(
+        None,
+        description="Who wrote it (seed 001 §6.1): the agent. Default: the bearer token's agent "
+        "(`local` for loopback).",
+    )
+    run_id: WriterId | None = Field(
+        None, description="The agent's run (a task, a job) that wrote it."
+    )
+    actor_id: WriterId | None = Field(
+        None, description="The person on whose behalf, or from whose words, it was written."
+    )
+
+    def fields(self) -> dict[str, Any]:
+        """Keyword arguments of Records.create (store None: the trust's default)."""
+        return self.model_dump()
+
+
+class MemoryPatch(BaseModel):
+    """Only the fields given change. Send `If-Match` with the memory's ETag to fail with 409
+    instead of overwriting a concurrent change."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"minProperties": 1, "examples": [{"importance": 0.9, "pinned": True}]}
+    )
+    # absent() without `| None`: only `category` may be null (it clears the category).
+    content: Content = absent()
+    category: Category | None = None
+    importance: Importance = absent()
+    tags: Tags = absent()
+    pinned: Flag = absent()
+    store: Store = absent()
+    status: PatchStatus = absent(description="Use DELETE to soft-delete and /restore to undo it.")
+
+    @model_validator(mode="after")
+    def _something(self) -> MemoryPatch:
+        if not self.model_fields_set:
+            known = ", ".join(type(self).model_fields)
+            raise bad(f"nothing to change; give at least one of {known}")
+        return self
+
+    def fields(self) -> dict[str, Any]:
+        """Only the fields given; `category: null` clears the category."""
+        return self.model_dump(include=self.model_fields_set)
