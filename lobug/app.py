@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from lobug import keys
+from lobug import keys, ui
 from lobug.access import AccessControl
 from lobug.api import device, memory_routes, proposal_routes
 from lobug.api.auth import auth_middleware
@@ -55,6 +55,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app.add_routes(device.routes)
     app.add_routes(memory_routes.routes)
     app.add_routes(proposal_routes.routes)
+    ui.setup(app)  # the memory browser at /ui/ (lobug/ui)
     app.cleanup_ctx.append(_loop_monitor)
     app.cleanup_ctx.append(_database(config))
     app.cleanup_ctx.append(_llm(config))

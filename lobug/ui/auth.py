@@ -1,0 +1,95 @@
+"""Who is browsing: the same tokens as /v1 (a cookie set by the login form), or loopback.
+
+The rule is /v1's (lobug.api.auth), applied to a browser: a token presented in the
+`lobug_ui` cookie (or an `Authorization: Bearer` header) names the principal and a wrong one
+is refused, never quietly upgraded to loopback; without one, a loopback peer is the full-trust
+agent "local" while `api.allow_loopback` is on. Anyone else gets the login form (401).
+
+The cookie holds the token itself (HttpOnly, so page script never sees it; SameSite=Strict,
+so no other site's page sends it). Every POST form carries a CSRF token: an HMAC, under a key
+made when the daemon starts, of who is signed in, so a page elsewhere cannot forge one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from aiohttp import web
+
+from lobug import errors, keys
+from lobug.access import Principal, is_loopback, loopback_principal
+
+COOKIE = "lobug_ui"
+CSRF_FIELD = "csrf_token"
+COOKIE_PATH = "/ui/"
+MAX_TOKEN_CHARS = 512
+CSRF_KEY: web.AppKey[bytes] = web.AppKey("ui_csrf_key")
+
+
+class LoginRequired(errors.ApiError):
+    """401 for the browser: the page answers with the login form, not a JSON body."""
+
+    def __init__(self, message: str, *, clear_cookie: bool = False) -> None:
+        super().__init__(401, "unauthorized", message)
+        self.clear_cookie = clear_cookie
+
+
+def new_csrf_key() -> bytes:
+    return secrets.token_bytes(32)
+
+
+def presented_token(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization")
+    if header is not None:
+        scheme, _, token = header.strip().partition(" ")
+        return token.strip() if scheme.lower() == "bearer" else ""
+    return request.cookies.get(COOKIE)
+
+
+def authenticate(request: web.Request) -> Principal:
+    """The principal of this browser, or LoginRequired."""
+    access = request.config_dict[keys.ACCESS]
+    token = presented_token(request)
+    if token is not None:
+        principal = access.authenticate(token[:MAX_TOKEN_CHARS]) if token else None
+        if principal is None:
+            raise LoginRequired("That token is not valid. Sign in again.", clear_cookie=True)
+        return principal
+    if access.allow_loopback and is_loopback(request.remote):
+        return loopback_principal()
+    raise LoginRequired("Sign in with an API token to see the memory.")
+
+
+def csrf_token(request: web.Request, *, anonymous: bool = False) -> str:
+    """The CSRF token of whoever this browser is signed in as (or of no one, for the login)."""
+    token = None if anonymous else presented_token(request)
+    who = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest() if token else "-"
+    key = request.config_dict[CSRF_KEY]
+    return hmac.new(key, f"csrf:{who}".encode(), hashlib.sha256).hexdigest()
+
+
+async def check_csrf(request: web.Request, *, anonymous: bool = False) -> None:
+    """Refuse (403) a POST whose form lacks this browser's CSRF token or comes from elsewhere."""
+    origin = request.headers.get("Origin")
+    if origin is not None and origin.split("://", 1)[-1] != request.host:
+        raise errors.forbidden("this form was sent from another site")
+    form = await request.post()
+    sent = form.get(CSRF_FIELD)
+    if not isinstance(sent, str) or not hmac.compare_digest(
+        sent, csrf_token(request, anonymous=anonymous)
+    ):
+        raise errors.forbidden(
+            "the form is missing its security token or it is stale; reload the page and retry"
+        )
+
+
+def set_login_cookie(response: web.StreamResponse, token: str, *, secure: bool) -> None:
+    response.set_cookie(
+        COOKIE, token, path=COOKIE_PATH, httponly=True, samesite="Strict", secure=secure
+    )
+
+
+def clear_login_cookie(response: web.StreamResponse) -> None:
+    response.del_cookie(COOKIE, path=COOKIE_PATH)

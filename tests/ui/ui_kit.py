@@ -1,0 +1,60 @@
+"""Helpers for the memory browser's tests: CSRF tokens from pages, and rows a page shows
+(a conversation a fact came from, an entity, a consent proposal) written as the daemon does."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from lobug import conversation as turns
+from lobug.config import Config
+from lobug.memory import settings
+from lobug.memory.store.rows import link_sources
+from lobug.memory.write import consent
+from lobug.memory.write.candidate import Candidate
+from lobug.memory.write.reconcile import Origin
+
+CSRF = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
+SESSION = "s-kitchen"
+
+
+def csrf_of(html: str) -> str:
+    found = CSRF.search(html)
+    assert found, "the page has no CSRF token"
+    return found.group(1)
+
+
+def converse(conn: Any, memory_id: int, *, now: float, said: str, summary_id: int | None = None,
+             entity: str = "Casa Azul") -> int:  # fmt: skip
+    """A session whose user turn is the memory's source, an entity it mentions, and (when
+    given) a summary memory covering the turn. The turn's id."""
+    turns.resolve_session(conn, device_id="kitchen", session_id=SESSION, now=now, idle_s=0)
+    turn = turns.insert_turn(conn, session_id=SESSION, role="user", text=said, ts=now,
+                             device_id="kitchen")  # fmt: skip
+    link_sources(conn, memory_id, [turn.id])
+    if summary_id is not None:
+        link_sources(conn, summary_id, [turn.id], reason="summarized")
+    cur = conn.execute(
+        "INSERT INTO entities (canonical_name, type, aliases, store, created_at, last_mentioned)"
+        " VALUES (?, 'place', ?, 'private', ?, ?)",
+        (entity, json.dumps(["the capital"]), now, now),
+    )
+    conn.execute("INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+                 (memory_id, cur.lastrowid))  # fmt: skip
+    return turn.id
+
+
+def propose(conn: Any, facts: list[str], *, config: Config, now: float) -> list[int]:
+    """A voice turn whose profile facts went through consent (seed 001 §10): proposal ids."""
+    turns.resolve_session(conn, device_id="desk", session_id="s-voice", now=now, idle_s=0)
+    user = turns.insert_turn(conn, session_id="s-voice", role="user", text="(spoken)", ts=now,
+                             device_id="desk", ref=turns.VOICE_REF)  # fmt: skip
+    origin = Origin(session_id="s-voice", turn_ids=[user.id])
+    policy = settings.write_policy(config)
+    for fact in facts:
+        held = consent.intercept(conn, Candidate(fact, "profile", 0.9, ()), origin=origin,
+                                 voice=user.voice, cfg=config.memory, policy=policy,
+                                 now=now)  # fmt: skip
+        assert held, fact
+    return [r[0] for r in conn.execute("SELECT id FROM proposals ORDER BY id")]
