@@ -120,6 +120,20 @@ class MemoryConfig:
 
 
 @dataclass(frozen=True)
+class ReflectionConfig:
+    """Background thinking over what memory holds: the weekly reflection (seed 003), theory-of-
+    mind insights (seed 001 §3) and the base memory distilled from facts for a new user."""
+
+    enabled: bool = True
+    check_interval_s: float = 3600.0  # how often the persisted schedule looks for due work
+    reflection_min_facts: int = 3  # new facts in the last 7 days a weekly reflection needs
+    reflection_every_days: float = 6.0  # at most one reflection in this many days
+    insights_every_hours: float = 24.0  # theory-of-mind insights at most this often
+    base_from_facts_min: int = 8  # facts that start a base memory before the long cascade does
+    llm_calls_per_day: int = 12  # these tasks' LLM calls per day (a reminder counts as one)
+
+
+@dataclass(frozen=True)
 class ScoringConfig:
     """The ranking formulas' knobs (lobug/memory/search/scoring.py explains each)."""
 
@@ -163,6 +177,30 @@ class LifecycleConfig:
     mid_capacity: int = 500
     ttl_idle_days: float = 60.0
     ttl_importance_below: float = 0.5
+
+
+@dataclass(frozen=True)
+class UpkeepConfig:
+    """Background upkeep jobs (`lobug.memory.upkeep`): consolidation, sessions, entities.
+
+    Every interval is persisted (`periodic_runs`): after downtime each runs once, not once per
+    missed slot; 0 = never. All their LLM calls share one daily budget."""
+
+    consolidate_interval_s: float = 86400.0
+    enrich_interval_s: float = 86400.0
+    llm_calls_per_day: int = 40
+    # Seed 001 §4: the pool (new or changed within pool_hours, important, or often retrieved),
+    # pairs at least band_low similar and updated within recency_days, batched per prompt.
+    pool_hours: float = 72.0
+    pool_importance: float = 0.6
+    band_low: float = 0.6
+    recency_days: float = 90.0
+    pairs_per_prompt: int = 8
+    pairs_per_day: int = 50
+    fingerprint_days: float = 14.0
+    # Seed 003: a session left for another (or idle past chat.session_idle_minutes) has its
+    # exchanges turned into facts once.
+    session_consolidation: bool = True
 
 
 @dataclass(frozen=True)
@@ -221,8 +259,10 @@ class Config:
     speech: SpeechConfig = field(default_factory=SpeechConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    reflection: ReflectionConfig = field(default_factory=ReflectionConfig)
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
+    upkeep: UpkeepConfig = field(default_factory=UpkeepConfig)
     workers: WorkerConfig = field(default_factory=WorkerConfig)
     sensors: SensorConfig = field(default_factory=SensorConfig)
     api: ApiConfig = field(default_factory=ApiConfig)

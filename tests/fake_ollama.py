@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from lobug.memory.prompts import task_of
+from lobug.memory.reflect.prompts import task_of as thinking_task_of
 
 ChatScript = Callable[[dict[str, Any]], str]
 
@@ -44,6 +45,9 @@ class FakeOllamaState:
     # only when it has a `judge` attribute (it knows the prompt), so a script written for the
     # other prompts never sees it; else MEMORY_DEFAULTS["judge"].
     judge: ChatScript | None = None
+    # Background thinking (`reflect`, `insight`) is answered by `thinking`; else by `script`
+    # only when it has an attribute of the task's name; else MEMORY_DEFAULTS.
+    thinking: ChatScript | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def chat_calls(self) -> list[dict[str, Any]]:
@@ -60,7 +64,10 @@ class FakeOllamaState:
 
 
 def _task(body: Any) -> str | None:
-    return task_of(body.get("messages", [])) if isinstance(body, dict) else None
+    if not isinstance(body, dict):
+        return None
+    messages = body.get("messages", [])
+    return task_of(messages) or thinking_task_of(messages)
 
 
 # What the fake answers to memory prompts when no script is set: valid, and uneventful.
@@ -72,7 +79,11 @@ MEMORY_DEFAULTS = {
     "Ongoing Topics:\n- (none)\nKey History:\n- (none)",
     # No labels: every pair goes to the heuristic judge, as before the LLM judge existed.
     "judge": "[]",
+    "reflect": "This week the user talked about everyday things; nothing stood out as a "
+    "new theme worth following up.",
+    "insight": '{"insights": []}',
 }
+THINKING_TASKS = ("reflect", "insight")
 
 _NEW_FACT = re.compile(r"^New fact (\d+): (.*)$")
 _STORED_FACT = re.compile(r"^\s+stored (\d+): (.*)$")
@@ -190,6 +201,10 @@ def build_app(state: FakeOllamaState) -> web.Application:
             content = state.judge(body)
         elif task == "judge" and not hasattr(state.script, "judge"):
             content = MEMORY_DEFAULTS["judge"]
+        elif task in THINKING_TASKS and state.thinking is not None:
+            content = state.thinking(body)
+        elif task in THINKING_TASKS and not hasattr(state.script, task or ""):
+            content = MEMORY_DEFAULTS[task or ""]
         elif state.script:
             content = state.script(body)
         elif task is not None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, NoReturn
 
-from lobug.config import MemoryConfig
+from lobug.config import MemoryConfig, ReflectionConfig, UpkeepConfig
 from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
@@ -20,9 +20,12 @@ from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
 from lobug.memory import enqueue
 from lobug.memory.extract.job import ExtractJob
 from lobug.memory.graph import relations
+from lobug.memory.reflect.jobs import Thinking
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.summaries.cascades import Cascades
+from lobug.memory.upkeep import events
+from lobug.memory.upkeep.jobs import UpkeepJobs
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.knn import VECTOR_KINDS, VECTOR_STATUSES
@@ -53,6 +56,9 @@ class MemoryJobs:
         cascades: Cascades,
         policy: WritePolicy,
         recent: RecentVectors | None = None,
+        upkeep: UpkeepConfig | None = None,
+        max_attempts: int = 6,
+        reflection: ReflectionConfig | None = None,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -73,15 +79,40 @@ class MemoryJobs:
             vectors_on=self._vectors_for_extraction,
             clock=clock,
         )
+        # Consolidation, session facts, entities (issue 12): scheduled upkeep in the queue.
+        self.upkeep = UpkeepJobs(
+            db=db,
+            llm=llm,
+            cfg=upkeep or UpkeepConfig(),
+            policy=policy,
+            clock=clock,
+            timeout_s=config.llm_timeout_s,
+            max_attempts=max_attempts,
+            vectors_on=self._vectors_for_extraction,
+        )
+        # Weekly reflection, theory-of-mind insights, the early base memory (issue 12).
+        self.thinking = Thinking(
+            db=db,
+            llm=llm,
+            memory=config,
+            config=reflection or ReflectionConfig(),
+            clock=clock,
+            max_attempts=max_attempts,
+            on_base_written=cascades.on_base_written,
+        )
 
     def handlers(self) -> dict[str, Handler]:
-        return {
+        """Every memory job, its runs counted with their latency in `op_events` (/v1/stats)."""
+        handlers: dict[str, Handler] = {
             enqueue.EMBED_TURN: self.embed_turn,
             enqueue.EXTRACT: self.extract,
             enqueue.EMBED_MEMORY: self.embed_memory,
             enqueue.CASCADE_SHORT: self.cascade_short,
             enqueue.CASCADE_LONG: self.cascade_long,
+            **self.upkeep.handlers(),
+            **self.thinking.handlers(),
         }
+        return {kind: events.timed(self.db, self.clock, kind, h) for kind, h in handlers.items()}
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         try:

@@ -21,7 +21,10 @@ understandable without the conversation: "The user's name is Alex.", "The user w
 their life, preferences, plans, events, things they know or own. Skip greetings, chitchat, \
 filler, questions that carry no information, and anything only Lo-Bug said.
 - One fact per sentence. No "I", "you" or "we".
-- "type" is one of: personal, preference, knowledge, event.
+- How the user likes a task done (a routine, a list of steps, a preferred way of doing \
+something) is one item of type "procedural", written as numbered imperative steps: \
+"How the user likes to make coffee: 1) grind the beans; 2) pour slowly."
+- "type" is one of: personal, preference, knowledge, event, procedural.
 - Output only a JSON array, no commentary: [{"fact": "...", "type": "personal"}]. \
 Output [] when nothing is worth remembering."""
 

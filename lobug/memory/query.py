@@ -37,6 +37,9 @@ class QueryFilters:
     agent_id: str | None = None  # who wrote it (seed 001 §6.1)
     run_id: str | None = None
     actor_id: str | None = None
+    # The people index (seed 002): only memories linked to a person entity of this name or
+    # alias (any case); episodes have no entity links and drop out.
+    person: str | None = None
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,12 @@ from lobug.memory import enqueue, settings
 from lobug.memory.jobs import MemoryJobs
 from lobug.memory.lifecycle.gc import gc_pass
 from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
+from lobug.memory.reflect import notes
 from lobug.memory.search import explain, prompt, runner
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
 from lobug.memory.store.strength import Strength
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
+from lobug.memory.upkeep import sessions
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
@@ -105,7 +107,16 @@ class MemoryService:
             cascades=self.cascades,
             policy=self.policy,
             recent=recent,
+            upkeep=config.upkeep,
+            max_attempts=self.max_attempts,
+            reflection=config.reflection,
         )
+        # The upkeep jobs' schedule (issue 12) next to the GC's: persisted, caught up once.
+        self.periodic.tasks.extend(t for t in self.jobs.upkeep.tasks() if t.interval_s > 0)
+        if config.reflection.enabled and config.reflection.check_interval_s > 0:
+            self.periodic.tasks.append(
+                Task("reflection", config.reflection.check_interval_s, self._think)
+            )
         self._wake: Callable[[], None] = lambda: None
         self._warm: asyncio.Task[None] | None = None
 
@@ -218,11 +229,15 @@ class MemoryService:
                 want_base=base is None,
                 now=now,
                 shown=self.seen.shown(user_id, session_id) if owner else None,
-                extra=to_confirm if owner else None,
+                # The owner's prompt also gets the reflection, insights and procedures.
+                extra=partial(notes.read, user_id=user_id, text=text, extra=to_confirm)
+                if owner
+                else None,
             )
             if base is None:
                 base = got.base or ""
                 self.base_cache.put(user_id, base)
+            thoughts = got.extra if isinstance(got.extra, notes.Notes) else notes.Notes()
             if owner:
                 header = got.news.header
                 # Shown now, written later with the hits: the hot path stays free of writes.
@@ -235,7 +250,8 @@ class MemoryService:
                 [r.text for r in got.found],
                 header,
                 always=[a.text for a in got.always],
-                confirm=self._asked.first_time(session_id, got.extra or []),
+                confirm=self._asked.first_time(session_id, thoughts.extra or []),
+                notes=thoughts.sections(),
             )
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             log.warning("memory retrieval failed; answering without it", exc_info=True)
@@ -249,6 +265,10 @@ class MemoryService:
                 consent_chat.on_user_turn(
                     conn, turn, now=now, policy=self.policy, max_attempts=self.max_attempts
                 )
+        if turn.role == "user" and self.config.upkeep.session_consolidation:
+            # A switch to this session ends the device's others: consolidate them (seed 003).
+            with _guarded(conn, "session switch", turn.id):
+                sessions.enqueue_ended(conn, turn, now=now, max_attempts=self.max_attempts)
 
     def on_exchange(
         self, conn: Any, user: TurnRecord, assistant: TurnRecord | None, *, now: float
@@ -455,6 +475,11 @@ class MemoryService:
 
     async def _gc(self) -> None:
         await self.gc(actor="scheduler")
+
+    async def _think(self) -> None:
+        """Enqueue the due reflection, insight and early-base-memory jobs (reflect.jobs)."""
+        if await self.jobs.thinking.schedule():
+            self._wake()
 
 
 @contextlib.contextmanager

@@ -353,6 +353,33 @@ M006_JOBS_BY_KIND = """
 CREATE INDEX idx_jobs_kind_state ON jobs(kind, state, id);
 """
 
+# Issue 12: background upkeep. `pair_checks` remembers which pairs the daily consolidation
+# compared (a fingerprint of ids and similarity) so none is sent to the model again for 14
+# days; `op_events` counts operations and their latencies per hour (seed 001 §14); a session
+# whose episodes were consolidated into facts carries `consolidated_at` (seed 003).
+M007_UPKEEP = """
+CREATE TABLE pair_checks (
+  fingerprint TEXT PRIMARY KEY,
+  user_id     TEXT NOT NULL DEFAULT 'default',
+  a_id        INTEGER NOT NULL,
+  b_id        INTEGER NOT NULL,
+  label       TEXT NOT NULL,
+  judge       TEXT NOT NULL,
+  checked_at  REAL NOT NULL
+);
+CREATE INDEX idx_pair_checks_at ON pair_checks(user_id, checked_at);
+CREATE TABLE op_events (
+  op       TEXT NOT NULL,
+  bucket   REAL NOT NULL,
+  count    INTEGER NOT NULL DEFAULT 0,
+  failures INTEGER NOT NULL DEFAULT 0,
+  total_ms REAL NOT NULL DEFAULT 0,
+  max_ms   REAL NOT NULL DEFAULT 0,
+  PRIMARY KEY (op, bucket)
+);
+ALTER TABLE sessions ADD COLUMN consolidated_at REAL;
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -360,6 +387,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m004_memory_that_lasts", _memory_that_lasts),
     ("m005_turn_speaker", _sql(M005_SPEAKER)),
     ("m006_jobs_by_kind", _sql(M006_JOBS_BY_KIND)),
+    ("m007_upkeep", _sql(M007_UPKEEP)),
 ]
 
 

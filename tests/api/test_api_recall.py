@@ -138,8 +138,10 @@ async def test_context_short_term_base_memory_memories_and_delta(
     assert all(m["text"].startswith("[event] The user visited the") for m in context["memories"])
     header = context["delta_header"].splitlines()
     assert header[0] == "Memory updates since rev 0:" and len(header) == 5
-    assert header[1].startswith("- +created: [event]") and header[-1] == "(+2 more)"
-    assert len(context["delta"]) == 5
+    # The base memory's rewrite is news too (issue 12), after the four new facts.
+    assert header[1].startswith("- +created: [event]") and header[-1] == "(+3 more)"
+    assert len(context["delta"]) == 6
+    assert sum("long-term profile" in (c.get("summary") or "") for c in context["delta"]) == 1
 
 
 async def test_query_bullets_full_limits_and_filters(

@@ -130,7 +130,8 @@ async def _runnable_kinds(service: MemoryService, config: Config) -> tuple[list[
                 f"the embedder is unavailable ({exc}): embedding and extraction are "
                 "left pending for the daemon"
             )
-    kinds = [enqueue.EMBED_TURN] if embed_ok else []
+    # Summaries the cascades write are embedded too (issue 12): run what they enqueue.
+    kinds = [enqueue.EMBED_TURN, enqueue.EMBED_MEMORY] if embed_ok else []
     health = await service.llm.health(fresh=True)
     if health.reachable and health.has_model(config.ollama.chat_model):
         kinds += [enqueue.CASCADE_SHORT, enqueue.CASCADE_LONG]

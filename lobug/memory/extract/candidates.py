@@ -11,21 +11,27 @@ Every candidate passes the writing validator (seed 001 §9); rejections are coun
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from lobug.memory.extract import llm as extraction
 from lobug.memory.extract.heuristics import extract_candidates
+from lobug.memory.extract.procedures import procedural_candidates
 from lobug.memory.store.dedup import dedupe_batch
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import subject_attribute
 from lobug.memory.write.judge import covers
-from lobug.memory.write.validator import validate_fact
+from lobug.memory.write.validator import RejectCounter, validate_fact
 
 __all__ = ["Candidate", "from_llm", "heuristic", "merge", "validated"]
 
 # The model's categories (seed 004) set the importance; the rules carry their own.
-LLM_IMPORTANCE = {"personal": 0.7, "preference": 0.6, "event": 0.5, "knowledge": 0.5}
+LLM_IMPORTANCE = {
+    "personal": 0.7,
+    "preference": 0.6,
+    "event": 0.5,
+    "knowledge": 0.5,
+    extraction.PROCEDURAL: 0.6,
+}
 # The rules' categories in the vocabulary of the category allowlists (lobug.access), so a
 # supervisor token sees heuristic facts as it sees the model's.
 RULE_CATEGORIES = {
@@ -41,16 +47,26 @@ RULE_CATEGORIES = {
 
 
 def from_llm(found: Iterable[extraction.Candidate]) -> list[Candidate]:
+    """The model's items; a `procedural` one is a procedure (seed 001 §12), not a fact."""
     return [
-        Candidate(c.content, c.category, LLM_IMPORTANCE.get(c.category, 0.5), ()) for c in found
+        Candidate(
+            c.content,
+            c.category,
+            LLM_IMPORTANCE.get(c.category, 0.5),
+            (),
+            "procedural" if c.category == extraction.PROCEDURAL else "fact",
+        )
+        for c in found
     ]
 
 
 def heuristic(user_text: str) -> list[Candidate]:
-    return [
+    """The fact rules' candidates, then the procedures the turn describes."""
+    facts = [
         Candidate(c.content, _rule_category(c.category), c.importance, c.rules)
         for c in extract_candidates(user_text)
     ]
+    return facts + procedural_candidates(user_text)
 
 
 def _rule_category(category: str | None) -> str | None:
@@ -74,18 +90,18 @@ def merge(model: Sequence[Candidate], rules: Sequence[Candidate]) -> list[Candid
     return merged + extra
 
 
-def validated(candidates: Iterable[Candidate]) -> tuple[list[Candidate], Counter[str]]:
+def validated(candidates: Iterable[Candidate]) -> tuple[list[Candidate], RejectCounter]:
     """Candidates that pass the writing constraints (tidied), intra-batch exact duplicates
-    dropped (seed 003 level 1); the rejections counted by reason."""
+    dropped (seed 003 level 1); the accepted ones and the rejections by reason counted (the
+    validator's pass rate in /v1/stats)."""
     kept: list[Candidate] = []
-    rejected: Counter[str] = Counter()
+    tally = RejectCounter()
     for cand in candidates:
-        result = validate_fact(cand.content, cand.kind)
+        result = tally.record(validate_fact(cand.content, cand.kind))
         if not result.ok:
-            rejected[result.reason or "unknown"] += 1
             continue
         kept.append(Candidate(result.text, cand.category, cand.importance, cand.rules, cand.kind))
-    return dedupe_batch(kept), rejected
+    return dedupe_batch(kept), tally
 
 
 def _covering(found: Candidate, model: Sequence[Candidate]) -> int | None:

@@ -100,12 +100,13 @@ class ExtractJob:
         fell_back = llm_down or bool(counts["extraction_invalid_total"])
         use_rules = not refine and (self.config.extraction_mode != "llm" or fell_back)
         rules = candidates.heuristic(user.text) if use_rules else []
-        found, rejected = candidates.validated(candidates.merge(model, rules))
-        for reason, n in rejected.items():
+        found, tally = candidates.validated(candidates.merge(model, rules))
+        counts["validator_accepted_total"] += tally.accepted
+        for reason, n in tally.rejected.items():
             counts["validator_rejected_total"] += n
             counts[f"validator_rejected.{reason}"] += n
-        if rejected:
-            log.info("extract #%d: validator rejected %s", job.id, dict(rejected))
+        if tally.rejected:
+            log.info("extract #%d: validator rejected %s", job.id, tally.as_dict())
         vectors = None
         if found and vectors_on:
             vectors = await self.embed([c.content for c in found])

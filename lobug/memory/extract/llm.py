@@ -12,6 +12,7 @@ from lobug.llm.replies import find_json, json_items
 from lobug.memory import prompts
 from lobug.memory.store.rows import FACT_TYPES
 
+PROCEDURAL = "procedural"  # seed 001 §12: how the user likes a task done
 MAX_FACTS = 20  # per exchange; more is a model rambling, not a user talking
 MAX_FACT_CHARS = 1000  # a bound on garbage; the writing validator (≤ 280) decides and counts
 MIN_FACT_CHARS = 8
@@ -25,7 +26,7 @@ _EDGE_PUNCT = re.compile(r"^[\s\"'“”‘’`]+|[\s\"'“”‘’`.!?;:,]+$")
 @dataclass(frozen=True)
 class Candidate:
     content: str
-    category: str  # one of FACT_TYPES
+    category: str  # one of FACT_TYPES, or PROCEDURAL
 
 
 async def extract(
@@ -96,6 +97,8 @@ def _candidate(item: Any) -> Candidate | None:
 
 def _category(kind: Any) -> str:
     word = re.sub(r"[^a-z]", "", str(kind or "").lower())
+    if word.startswith(("proced", "routine", "howto")):
+        return PROCEDURAL
     for known in FACT_TYPES:
         if word.startswith(known[:5]):  # "preferences", "personal_info", "events", "knowledge"
             return known

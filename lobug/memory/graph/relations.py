@@ -2,8 +2,10 @@
 
 For a fact just given a vector, its top `link_k` active neighbours with similarity (1 − cosine
 distance) at or above `link_min` become `relations` rows, strength = similarity, one edge per
-pair whichever way round, each with a LINK history event. Retrieval adds a small boost for the
-strongest edge between two candidates of the same search (`hybrid.related_strength`).
+pair whichever way round, each with a LINK history event. Retrieval adds a small
+boost for a memory's strongest `related_to` edge to any live (active or archived) memory,
+whether or not the other end is a candidate of the same search (`max_related_strength`), and
+the prompt shows 1-2 current facts tied to the ones it picked (`related_facts`, search.prompt).
 
 A fact that replaces another ("newer wins", write/reconcile.py) gets a `supersedes` edge from
 the new row to the retired one (strength 1), next to its `supersedes` column: the graph keeps
@@ -12,7 +14,7 @@ the chain of what the user used to say.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from lobug.memory.store.rows import add_history
@@ -106,3 +108,73 @@ def strongest(conn: Any, memory_id: int) -> list[dict[str, Any]]:
         (memory_id, memory_id, memory_id),
     ).fetchall()
     return [{"id": r[0], "type": r[1], "strength": r[2]} for r in rows]
+
+
+LIVE_STATUSES = ("active", "archived")  # what a boost edge may lead to (not soft-deleted)
+
+
+def live_edges(conn: Any, ids: Sequence[int]) -> dict[int, list[tuple[int, float]]]:
+    """Per memory of `ids`, its `related_to` edges (either direction) to live memories:
+    (other id, strength), strongest first."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    live = ",".join("?" * len(LIVE_STATUSES))
+    rows = conn.execute(
+        f"SELECT r.from_id, r.to_id, r.strength FROM relations r JOIN memories o"
+        f" ON o.id = r.to_id WHERE r.from_id IN ({marks}) AND r.relation_type = ?"
+        f" AND o.status IN ({live})"
+        f" UNION ALL SELECT r.to_id, r.from_id, r.strength FROM relations r JOIN memories o"
+        f" ON o.id = r.from_id WHERE r.to_id IN ({marks}) AND r.relation_type = ?"
+        f" AND o.status IN ({live})",
+        (*ids, RELATED_TO, *LIVE_STATUSES, *ids, RELATED_TO, *LIVE_STATUSES),
+    ).fetchall()
+    found: dict[int, list[tuple[int, float]]] = {}
+    for memory_id, other, strength in rows:
+        found.setdefault(int(memory_id), []).append((int(other), float(strength)))
+    for edges in found.values():
+        edges.sort(key=lambda e: (-e[1], e[0]))
+    return found
+
+
+def max_related_strength(conn: Any, ids: Sequence[int]) -> dict[int, float]:
+    """Per candidate, its strongest edge to any live memory (seed 001 §2:
+    `w_rel·max_related_strength(memory_id)`), not only to the other candidates."""
+    return {m: edges[0][1] for m, edges in live_edges(conn, ids).items() if edges}
+
+
+def related_facts(
+    conn: Any,
+    ids: Sequence[int],
+    *,
+    user_id: str,
+    stores: Sequence[str],
+    skip: Collection[int] = (),
+) -> list[tuple[Any, int, float]]:
+    """Current facts (active, not replaced) tied to `ids` by an edge, strongest edge first,
+    none of `ids` or `skip`, within the caller's `stores`: (row, the picked fact it is tied
+    to, strength); the caller applies the category rules and the count."""
+    if not ids or not stores:
+        return []
+    edges = live_edges(conn, ids)
+    best: dict[int, tuple[int, float]] = {}
+    for via in ids:  # the better-ranked pick first: its neighbours win ties
+        for other, strength in edges.get(via, []):
+            if other in ids or other in skip:
+                continue
+            if other not in best or strength > best[other][1]:
+                best[other] = (via, strength)
+    if not best:
+        return []
+    marks = ",".join("?" * len(best))
+    rows = {
+        int(r["id"]): r
+        for r in conn.execute(
+            f"SELECT * FROM memories WHERE id IN ({marks}) AND user_id = ? AND kind = 'fact'"
+            f" AND status = 'active' AND valid_until IS NULL"
+            f" AND store IN ({','.join('?' * len(stores))})",
+            (*best, user_id, *stores),
+        )
+    }
+    order = sorted(best, key=lambda m: (-best[m][1], m))
+    return [(rows[m], *best[m]) for m in order if m in rows]

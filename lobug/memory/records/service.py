@@ -37,6 +37,7 @@ from lobug.memory.records.views import (
 )
 from lobug.memory.summaries.base_memory import get_base
 from lobug.memory.transfer.export_file import export_chunks
+from lobug.memory.upkeep import events
 from lobug.memory.write.validator import count_rejection
 from lobug.storage.database import Database
 
@@ -160,7 +161,11 @@ class Records:
         return {**entity_dict(row), "memories": [memory_dict(m) for m in linked]}
 
     async def stats(self, principal: Principal, *, user_id: str = USER) -> dict[str, Any]:
-        return await self.db.read(stats, self.scope(principal), user_id)
+        """Counts of what the caller may see, and the operations of the last days (counts,
+        latencies, merges, the validator's pass rate: no memory's content)."""
+        found = await self.db.read(stats, self.scope(principal), user_id)
+        ops = await self.db.read(partial(events.operations, now=self.clock()))
+        return {**found, "operations": ops}
 
     async def upkeep_stats(
         self, principal: Principal, *, model: str, dim: int, user_id: str = USER

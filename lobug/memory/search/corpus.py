@@ -62,6 +62,9 @@ class SearchFilter:
     # (their creation time when they have none): what "last spring" in a question selects.
     said_in: tuple[float, float] | None = None
     speaker: str | None = None  # turns only: said by this person (turns.speaker)
+    # Memories only (seed 002 people index): linked through memory_entities to a person
+    # entity whose name or alias is this (any case). Turns have no entity links: none match.
+    person: str | None = None
 
 
 def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
@@ -93,8 +96,13 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
         compare("d.actor_id", "=", flt.actor_id)
         if not flt.superseded:
             clauses.append("d.valid_until IS NULL")
+        if flt.person is not None:
+            clauses.append(PERSON_LINKED)
+            params += [flt.person.strip(), flt.person.strip()]
         updated = "d.updated_at"
     else:
+        if flt.person is not None:
+            clauses.append("0")
         one_of("role", flt.roles)
         compare("d.speaker", "=", flt.speaker)
         clauses.append("d.degraded = 0")  # an apology says nothing worth finding
@@ -124,6 +132,14 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
             clauses.append(f"(d.session_id IS NULL OR d.session_id != ? OR {created} < ?)")
             params += [flt.exclude_session, flt.exclude_session_since]
     return " AND ".join(clauses), params
+
+
+PERSON_LINKED = (
+    "EXISTS (SELECT 1 FROM memory_entities me JOIN entities e ON e.id = me.entity_id"
+    " WHERE me.memory_id = d.id AND e.user_id = d.user_id AND e.type = 'person'"
+    " AND (e.canonical_name = ? COLLATE NOCASE OR EXISTS (SELECT 1 FROM json_each(e.aliases)"
+    " WHERE lower(value) = lower(?))))"
+)
 
 
 def _categories(clauses: list[str], params: list[Any], categories: Sequence[str] | None) -> None:

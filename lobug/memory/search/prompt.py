@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any
 
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy
+from lobug.memory.graph import related
 from lobug.memory.query import QueryFilters, QueryRequest, QueryResult, tokens_of
 from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
@@ -70,14 +71,17 @@ def sections(
     *,
     always: Sequence[str] = (),
     confirm: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> list[str]:
     """Seed 004 §2.3 order: long-term memory, what is always known (context `all`), the delta
-    header (seed 001 §1), the relevant memories, what to confirm; empty ones left out."""
+    header (seed 001 §1), the relevant memories, background thinking's `notes` (the weekly
+    reflection, insights, procedures: `reflect.notes`), what to confirm; empty ones left out."""
     found = (
         long_term_section(base),
         always_section(always),
         header,
         relevant_section(texts),
+        *notes,
         confirm_section(confirm),
     )
     return [s for s in found if s]
@@ -326,9 +330,34 @@ async def context(
         words.vector,
     )
     lists = search.merge_lists(near, await words.lists)
-    ranked = await db.read(partial(search.results, now=now), plan, lists)
-    found = pick_relevant(ranked, policy, k, skip={a.id for a in always})
+    skip = {a.id for a in always}
+    found = await db.read(partial(_relevant, now=now, policy=policy, k=k, skip=skip), plan, lists)
     return Context(base, found, news, always, got)
+
+
+def _relevant(
+    conn: Any,
+    plan: search.Plan,
+    lists: search.Lists,
+    *,
+    now: float,
+    policy: CategoryPolicy,
+    k: int,
+    skip: Collection[int],
+) -> list[QueryResult]:
+    """The top `k` facts by the context modes, then 1-2 facts tied to them by a relation edge
+    (seed 001 §2: `graph.related`), in one reader round trip."""
+    found = pick_relevant(search.results(conn, plan, lists, now=now), policy, k, skip=skip)
+    req = plan.req
+    return found + related.related_results(
+        conn,
+        found,
+        policy,
+        user_id=req.filters.user_id,
+        stores=req.stores,
+        categories=req.categories,
+        skip=skip,
+    )
 
 
 def _since(conn: Any, session_id: str, user_id: str, shown: int | None) -> int:

@@ -23,7 +23,9 @@ Formulas (weights in `ScoringWeights`; ages in days, computed from an explicit `
         status_mult = superseded_weight (0.5) for a fact a newer statement replaced, else 1
         final = (relevance·conf_mult + w_rel·max_related_strength)·status_mult
 
-    max_related_strength: the strongest relation edge to another candidate of the same search.
+    max_related_strength: the strongest `related_to` edge to any live (active or archived)
+    memory, a candidate of the same search or not (seed 001 §2; graph.relations
+    .max_related_strength); `supersedes` edges and soft-deleted ends do not count.
     Relevance (rrf_norm) dominates; the memory score and the strength only reorder near-equals
     (the newer of two equally relevant statements first, the fact in use before the one said
     once and forgotten) and never bury clearly better evidence.
@@ -260,10 +262,15 @@ def rescore(
 
 
 def status_weight(row: Mapping[str, Any], weights: ScoringWeights) -> float:
-    """1 for a current memory (and a turn); less for one a newer statement replaced."""
+    """1 for a current memory (and a turn); less for one a newer statement replaced, and for
+    a theory-of-mind insight (seed 001 §3: surfaced "with low weight")."""
+    kind = INSIGHT_WEIGHT if _field(row, "kind") == "insight" else 1.0
     if _field(row, "valid_until") is not None:
-        return weights.superseded_weight
-    return 1.0
+        return weights.superseded_weight * kind
+    return kind
+
+
+INSIGHT_WEIGHT = 0.5  # kind `insight`: an interpretation, ranked below what the user said
 
 
 def _distinct(ids: list[int]) -> list[int]:

@@ -50,6 +50,9 @@ READER_SEP = "\x1f"  # between a session id and a reader in `revisions.session_i
 KEEP_ROWS = 5000
 MAX_FETCH = 200
 MAX_TEXT_CHARS = 160  # per bullet: the header sits in every prompt
+# Changes that are not a categorised memory carry a `kind` in their meta; it labels the bullet.
+KIND_LABELS = {"summary": "summary", "base_memory": "long-term memory"}
+PRIVATE = "private"  # summaries and the base memory are distilled from every store
 _SPACES = re.compile(r"\s+")
 
 Visible = Callable[["Change"], bool]
@@ -108,8 +111,9 @@ class Change:
         """`+created: [personal] The user's name is Alex (imp=0.8)` (no leading dash)."""
         event = event or self.event
         parts = [f"{SYMBOLS.get(event, '•')}{event}:"]
-        if self.category:
-            parts.append(f"[{_clip(self.category, 40)}]")
+        label = self.category or KIND_LABELS.get(str(self.meta.get("kind")))
+        if label:
+            parts.append(f"[{_clip(label, 40)}]")
         parts.append(self.text)
         if event == "created" and self.importance is not None:
             parts.append(f"(imp={self.importance:g})")
@@ -168,6 +172,20 @@ def bump(
         )
     conn.execute("DELETE FROM change_log WHERE id <= ?", (int(cur.lastrowid) - KEEP_ROWS,))
     return rev
+
+
+def summary_written(conn: Any, user_id: str, memory_id: int, text: str, now: float) -> int:
+    """A cascade summary is news: `+created: [summary] The user and Lo-Bug talked about …`."""
+    meta = {"kind": "summary", "content": text, "store": PRIVATE}
+    return bump(conn, None, memory_id, "created", meta, now, user_id)
+
+
+def base_rewritten(conn: Any, user_id: str, content: str, now: float) -> int:
+    """A base-memory rewrite is news: `↑updated: [long-term memory] rewritten (…)`."""
+    words = len(content.split())
+    text = f"The user's long-term profile was rewritten ({words} words)."
+    meta = {"kind": "base_memory", "summary": text, "store": PRIVATE}
+    return bump(conn, None, None, "updated", meta, now, user_id)
 
 
 def mark_seen(conn: Any, session_id: str, rev: int, *, reader: str | None = None) -> None:

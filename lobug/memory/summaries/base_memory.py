@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lobug.memory.store import delta
 from lobug.memory.store.rows import add_history
 
 
@@ -15,7 +16,8 @@ def get_base(conn: Any, user_id: str) -> str:
 def set_base(
     conn: Any, user_id: str, content: str, *, now: float, actor: str, meta: dict[str, Any]
 ) -> None:
-    """Overwrite the document; history keeps the old and the new text (memory_id NULL)."""
+    """Overwrite the document; history keeps the old and the new text (memory_id NULL), and
+    the sessions' delta header says it was rewritten."""
     old = get_base(conn, user_id)
     conn.execute(
         "INSERT INTO base_memory (user_id, content, updated_at) VALUES (?, ?, ?)"
@@ -34,3 +36,4 @@ def set_base(
         now=now,
         meta={"target": "base_memory", **meta},
     )
+    delta.base_rewritten(conn, user_id, content, now)

@@ -22,6 +22,7 @@ from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import enqueue, prompts
+from lobug.memory.store import delta
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
 from lobug.storage.database import Database
@@ -122,6 +123,9 @@ def store_summary(
         history_meta={"turns": len(ids)},
     )
     store.link_sources(conn, memory_id, ids, reason="summarized")
+    delta.summary_written(conn, user_id, memory_id, summary, now)
+    # Summaries are searchable by meaning too (`knn.VECTOR_KINDS`).
+    enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
     # Noise (IGNORE, apologies) inside the range is settled with it.
     conn.execute(
         "UPDATE turns SET summarized = 1 WHERE user_id = ? AND summarized = 0 AND id <= ?",

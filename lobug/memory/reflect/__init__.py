@@ -1,0 +1,1 @@
+"""Background thinking over what memory holds: weekly reflection, theory-of-mind insights."""

@@ -1,0 +1,150 @@
+"""Theory-of-mind insights (seed 001 §3): 1-3 third-person notes on how the user communicates.
+
+At most one run per user in `insights_every_hours` (24 h), counted from the last run whether or
+not it found anything, and only when the user said something since. Input: the newest activity
+(summaries, ≤ 5), the newest facts (≤ 3) and the last words of the conversation (≤ 1000 chars).
+Stored as kind `insight`, category `relationship_dynamic`, importance 2 of 5 by default; a
+scoring multiplier keeps them low in retrieval (`search.scoring`), the prompt shows the newest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lobug.llm.ask import InvalidOutput, strip_reasoning
+from lobug.llm.replies import find_json, json_items
+from lobug.memory import enqueue
+from lobug.memory.reflect import marks
+from lobug.memory.store import rows as store
+from lobug.memory.store.dedup import content_hash
+from lobug.memory.write.validator import validate_fact
+
+TASK = "insights"
+ACTOR = "theory_of_mind"
+KIND = "insight"
+CATEGORY = "relationship_dynamic"
+MAX_INSIGHTS = 3
+MAX_ACTIVITY = 5
+MAX_FACTS = 3
+SNIPPET_CHARS = 1000
+DEFAULT_IMPORTANCE = 2  # of 5 (seed 001 §3)
+
+
+def due(conn: Any, user_id: str, *, now: float, every_hours: float) -> bool:
+    if marks.quiet(conn, TASK, user_id, now, every_hours * 3600.0):
+        return False
+    since = marks.last(conn, TASK, user_id) or 0.0
+    said = conn.execute(
+        "SELECT 1 FROM turns WHERE user_id = ? AND role = 'user' AND ts > ? LIMIT 1",
+        (user_id, since),
+    ).fetchone()
+    return said is not None
+
+
+def inputs(conn: Any, user_id: str) -> tuple[list[str], list[str], str]:
+    """(new facts, recent activity, conversation snippet) for one run."""
+    since = marks.last(conn, TASK, user_id) or 0.0
+    facts = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT content FROM memories WHERE user_id = ? AND kind = 'fact'"
+            " AND status = 'active' AND created_at > ? ORDER BY id DESC LIMIT ?",
+            (user_id, since, MAX_FACTS),
+        )
+    ]
+    activity = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT content FROM memories WHERE user_id = ? AND kind = 'summary'"
+            " AND status = 'active' ORDER BY id DESC LIMIT ?",
+            (user_id, MAX_ACTIVITY),
+        )
+    ]
+    lines: list[str] = []
+    used = 0
+    for role, text in conn.execute(
+        "SELECT role, text FROM turns WHERE user_id = ? AND role IN ('user', 'assistant')"
+        " ORDER BY id DESC LIMIT 20",
+        (user_id,),
+    ):
+        line = f"{'User' if role == 'user' else 'Assistant'}: {' '.join(str(text).split())}"
+        if used + len(line) > SNIPPET_CHARS:
+            break
+        used += len(line) + 1
+        lines.append(line)
+    return facts, activity, "\n".join(reversed(lines))
+
+
+def parse(raw: str) -> list[tuple[str, tuple[str, ...], float]]:
+    """(text, tags, importance 0..1) of each valid insight; [] is a valid "nothing stands out".
+    InvalidOutput when there is no such JSON, or none of the items passes the writing rules."""
+    try:
+        value = find_json(strip_reasoning(raw))
+    except ValueError:
+        raise InvalidOutput("no JSON in the answer", raw) from None
+    items = json_items(
+        value, is_item=lambda v: isinstance(v.get("summary"), str), list_keys=("insights",)
+    )
+    if items is None:
+        raise InvalidOutput("JSON of an unexpected shape", raw)
+    found: list[tuple[str, tuple[str, ...], float]] = []
+    for item in items:
+        text = item.get("summary") if isinstance(item, dict) else item
+        if not isinstance(text, str):
+            continue
+        result = validate_fact(text, KIND)
+        if not result.ok:
+            continue
+        tags = item.get("tags", []) if isinstance(item, dict) else []
+        tags = tuple(str(t)[:40] for t in tags if isinstance(t, str))[:5]
+        found.append((result.text, tags, _importance(item)))
+    if items and not found:
+        raise InvalidOutput(f"none of the {len(items)} item(s) is a valid insight", raw)
+    return found[:MAX_INSIGHTS]
+
+
+def _importance(item: Any) -> float:
+    value = item.get("importance", DEFAULT_IMPORTANCE) if isinstance(item, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        value = DEFAULT_IMPORTANCE
+    return max(1.0, min(5.0, float(value))) / 5.0
+
+
+def store_insights(
+    conn: Any,
+    user_id: str,
+    found: list[tuple[str, tuple[str, ...], float]],
+    *,
+    now: float,
+    max_attempts: int,
+) -> list[int]:
+    """Write the new insights (an active one with the same text is not repeated) and record
+    the run; returns the ids written."""
+    written: list[int] = []
+    for text, tags, importance in found:
+        if store.active_by_hash(conn, user_id, content_hash(text), KIND) is not None:
+            continue
+        memory_id = store.insert_memory(
+            conn,
+            user_id=user_id,
+            kind=KIND,
+            content=text,
+            now=now,
+            actor=ACTOR,
+            category=CATEGORY,
+            importance=importance,
+            tags=tags,
+        )
+        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+        written.append(memory_id)
+    marks.put(conn, TASK, user_id, now)
+    return written
+
+
+def latest(conn: Any, user_id: str, limit: int = MAX_INSIGHTS) -> list[str]:
+    rows = conn.execute(
+        "SELECT content FROM memories WHERE user_id = ? AND kind = 'insight'"
+        " AND status = 'active' AND valid_until IS NULL ORDER BY created_at DESC, id DESC LIMIT ?",
+        (user_id, limit),
+    )
+    return [str(r[0]) for r in rows]

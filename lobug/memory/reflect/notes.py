@@ -1,0 +1,48 @@
+"""What background thinking adds to the prompt: the latest weekly reflection, the newest
+theory-of-mind insights, and the user's procedures for the task they ask about.
+
+Read in the turn's existing reader round trip (`MemoryService.prompt_sections` passes `read`
+as the context's `extra`): a few indexed rows, never an LLM call, so it cannot block a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lobug.memory.reflect import insights, procedures, reflection
+
+REFLECTION_TITLE = "[Weekly reflection]"
+INSIGHTS_TITLE = "[How the user communicates]"
+PROCEDURES_TITLE = "[How the user likes this done]"
+
+
+@dataclass(frozen=True)
+class Notes:
+    reflection: str | None = None
+    insights: list[str] = field(default_factory=list)
+    procedures: list[str] = field(default_factory=list)
+    extra: Any = None  # what the caller's own `extra` reader returned
+
+    def sections(self) -> list[str]:
+        found = [
+            f"{REFLECTION_TITLE}\n{self.reflection}" if self.reflection else None,
+            _bullets(INSIGHTS_TITLE, self.insights),
+            _bullets(PROCEDURES_TITLE, self.procedures),
+        ]
+        return [s for s in found if s]
+
+
+def read(conn: Any, *, user_id: str, text: str, extra: Callable[[Any], Any] | None = None) -> Notes:
+    latest = reflection.latest(conn, user_id)
+    return Notes(
+        reflection=latest.content if latest is not None else None,
+        insights=insights.latest(conn, user_id),
+        procedures=procedures.for_task(conn, user_id, text),
+        extra=extra(conn) if extra is not None else None,
+    )
+
+
+def _bullets(title: str, texts: Sequence[str]) -> str | None:
+    return title + "\n" + "\n".join(f"- {t}" for t in texts) if texts else None

@@ -1,0 +1,72 @@
+"""A base memory before the long cascade has one: distilled from the facts (seed 004 §2.1).
+
+The long cascade needs ~20 summaries (~400 messages) before it writes a base memory; a new user
+should have a profile within days. So once `min_facts` active facts exist and no summary has
+been incorporated yet, the base memory is distilled from the top facts alone; again each time
+the facts have doubled since, until the long cascade takes over.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lobug.memory.store import rows as store
+from lobug.memory.summaries import base_memory
+
+ACTOR = "base_from_facts"
+MAX_FACTS = 30
+_MARK = "base_from_facts.facts."  # meta: the fact count of the last distillation
+
+
+def fact_count(conn: Any, user_id: str) -> int:
+    sql = "SELECT COUNT(*) FROM memories WHERE user_id = ? AND kind = 'fact' AND status = 'active'"
+    return int(conn.execute(sql, (user_id,)).fetchone()[0])
+
+
+def cascade_took_over(conn: Any, user_id: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM memories WHERE user_id = ? AND kind = 'summary' AND incorporated = 1"
+        " LIMIT 1",
+        (user_id,),
+    ).fetchone()
+    return row is not None
+
+
+def distilled_at(conn: Any, user_id: str) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_MARK + user_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def due(conn: Any, user_id: str, min_facts: int) -> bool:
+    if min_facts <= 0 or cascade_took_over(conn, user_id):
+        return False
+    count, before = fact_count(conn, user_id), distilled_at(conn, user_id)
+    if before == 0:
+        return count >= min_facts and not base_memory.get_base(conn, user_id).strip()
+    return count >= 2 * before
+
+
+def inputs(conn: Any, user_id: str) -> tuple[str, list[str], int]:
+    """(current base, top facts, fact count) for one distillation."""
+    facts = [f.content for f in store.top_facts(conn, user_id, MAX_FACTS)]
+    return base_memory.get_base(conn, user_id), facts, fact_count(conn, user_id)
+
+
+def store_base(conn: Any, user_id: str, content: str, *, count: int, now: float) -> bool:
+    """Write it unless the long cascade took over or another run did this meanwhile."""
+    if cascade_took_over(conn, user_id) or distilled_at(conn, user_id) >= count:
+        return False
+    base_memory.set_base(
+        conn,
+        user_id,
+        content,
+        now=now,
+        actor=ACTOR,
+        meta={"facts": count, "words": len(content.split())},
+    )
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
+        " SET value = excluded.value",
+        (_MARK + user_id, str(count)),
+    )
+    return True

@@ -1,0 +1,1 @@
+"""Background upkeep of the memory: consolidation, session facts, entities, operational events."""

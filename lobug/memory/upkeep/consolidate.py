@@ -1,0 +1,173 @@
+"""Daily consolidation (seed 001 §4): near-duplicate facts that slipped past the write-time
+checks are found (upkeep/pairs.py), judged and merged (upkeep/merge.py).
+
+A pair the write-time heuristic judge already calls `same` (word overlap ≥ near_jaccard or
+cosine distance < duplicate_distance: written while vectors were off, imported, or in one
+exchange) is merged without asking. The others go to the LLM judge of "newer wins" (the same
+prompt and parser, write/judge.py), `pairs_per_prompt` pairs a call, at most `pairs_per_day`
+pairs per user a day, each call taken from the daily upkeep budget. Only `same` merges here:
+an update or a contradiction between two stored facts is recorded in the pair's fingerprint
+and left to the user (the write path retires facts when the user says something new).
+
+An answer that is nonsense twice falls back to the heuristic labels for its batch (counted in
+`consolidate_invalid_total`); an empty answer or an outage raises LLMUnavailable / RetryLater:
+the batches already judged are committed and fingerprinted, so the retry goes on from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from lobug.config import UpkeepConfig
+from lobug.llm.ask import InvalidOutput
+from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.memory.settings import WritePolicy
+from lobug.memory.store.rows import bump_counter
+from lobug.memory.upkeep import events, pairs
+from lobug.memory.upkeep.budget import LlmBudget
+from lobug.memory.upkeep.merge import merge_pair
+from lobug.memory.upkeep.pairs import Pair
+from lobug.memory.write import judge
+from lobug.memory.write.candidate import Candidate
+from lobug.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+MERGED = "consolidate_merge"
+
+
+class Consolidator:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: OllamaChat,
+        cfg: UpkeepConfig,
+        policy: WritePolicy,
+        budget: LlmBudget,
+        clock: Callable[[], float],
+        timeout_s: float,
+    ) -> None:
+        self.db = db
+        self.llm = llm
+        self.cfg = cfg
+        self.policy = policy
+        self.budget = budget
+        self.clock = clock
+        self.timeout_s = timeout_s
+
+    async def run(
+        self, user_id: str, *, vectors: bool, only: Sequence[int] | None = None
+    ) -> dict[str, int]:
+        """One pass for `user_id`; `only`: the pool is these facts (a session's), not today's.
+        Returns what it did: pool, pairs, merged, llm_pairs, llm_calls, invalid."""
+        now = self.clock()
+        await self.db.write(pairs.forget_judged, now - self.cfg.fingerprint_days * events.DAY_S)
+        found, pool_size = await self.db.read(self._pairs, user_id, now, vectors, only)
+        report = Counter(pool=pool_size, pairs=len(found))
+        sure: list[Pair] = []
+        unsure: list[Pair] = []
+        for pair in found:
+            label, _ = judge.heuristic_label(
+                pair.newer.content,
+                pair.older.content,
+                distance=1.0 - pair.similarity,
+                policy=self.policy,
+            )
+            (sure if label == judge.SAME else unsure).append(pair)
+        report["merged"] += await self._apply([(p, judge.SAME, judge.HEURISTIC) for p in sure])
+        checked = await self.db.read(pairs.judged_by_llm_since, user_id, events.day_start(now))
+        todo = unsure[: max(0, self.cfg.pairs_per_day - checked)]
+        size = max(1, self.cfg.pairs_per_prompt)
+        for start in range(0, len(todo), size):
+            batch = todo[start : start + size]
+            await self.budget.take("consolidation")
+            judged = await self._judge(batch, report)
+            report["merged"] += await self._apply(judged)
+            report["llm_pairs"] += len(batch)
+        log.info("consolidation for %s: %s", user_id, dict(report))
+        return dict(report)
+
+    def _pairs(
+        self, conn: Any, user_id: str, now: float, vectors: bool, only: Sequence[int] | None
+    ) -> tuple[list[Pair], int]:
+        if only is None:
+            facts = pairs.pool(conn, user_id, now=now, cfg=self.cfg)
+        else:
+            facts = pairs.rows(conn, only)
+        return pairs.candidate_pairs(conn, facts, now=now, cfg=self.cfg, vectors=vectors), len(
+            facts
+        )
+
+    async def _judge(self, batch: list[Pair], report: Counter[str]) -> list[tuple[Pair, str, str]]:
+        """The batch's labels from one LLM call (the heuristic ones if it answers nonsense)."""
+        cands = [
+            Candidate(p.newer.content, p.newer.category, p.newer.importance, ()) for p in batch
+        ]
+        offers = [[(p.older, 1.0 - p.similarity)] for p in batch]
+        started = time.perf_counter()
+        try:
+            answer = await judge.ask_llm(self.llm, cands, offers, timeout_s=self.timeout_s)
+        except LLMUnavailable:
+            await self.budget.spent(1, ok=False, ms=_ms(started))
+            raise
+        except InvalidOutput as exc:
+            if not exc.raw.strip():
+                await self.budget.spent(1, ok=False, ms=_ms(started))
+                raise LLMUnavailable(f"empty answer: {exc}", kind="empty") from None
+            await self.budget.spent(2, ms=_ms(started))
+            await self.db.write(bump_counter, "consolidate_invalid_total")
+            log.warning(
+                "consolidation: the model's answer was invalid twice (%s);"
+                " judging the batch by heuristics",
+                exc,
+            )
+            report["invalid"] += 1
+            return [(p, self._heuristic(p), judge.HEURISTIC) for p in batch]
+        await self.budget.spent(1, ms=_ms(started))
+        report["llm_calls"] += 1
+        judged = []
+        for index, pair in enumerate(batch):
+            label = answer.labels.get((index, pair.older.id))
+            if label is None:
+                judged.append((pair, self._heuristic(pair), judge.HEURISTIC))
+            else:
+                judged.append((pair, label, judge.LLM))
+        return judged
+
+    def _heuristic(self, pair: Pair) -> str:
+        label, _ = judge.heuristic_label(
+            pair.newer.content,
+            pair.older.content,
+            distance=1.0 - pair.similarity,
+            policy=self.policy,
+        )
+        return label
+
+    async def _apply(self, judged: list[tuple[Pair, str, str]]) -> int:
+        if not judged:
+            return 0
+        return int(await self.db.write(partial(self._apply_in, now=self.clock()), judged))
+
+    def _apply_in(self, conn: Any, judged: list[tuple[Pair, str, str]], *, now: float) -> int:
+        merged = 0
+        for pair, label, by in judged:
+            if label == judge.SAME:
+                meta = {"judge": by, "similarity": pair.similarity}
+                kept = merge_pair(
+                    conn, pair.older, pair.newer, now=now, strength=self.policy.strength, meta=meta
+                )
+                merged += kept is not None
+            pairs.remember_judged(conn, pair, label, by, now=now)
+        if merged:
+            events.record(conn, MERGED, now=now, n=merged)
+        return merged
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0

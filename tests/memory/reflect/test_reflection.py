@@ -1,0 +1,143 @@
+"""Weekly reflection (seed 003): due with ≥ 3 new facts in 7 days, at most once per 6 days,
+through the schedule and the job queue; garbage, outage and the daily budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fake_ollama import FakeOllamaState
+from memory_kit import MemoryEnv, memory_env
+from thinking_kit import REFLECTION, add_facts, canned, prompt
+
+from lobug.memory.reflect import budget
+from lobug.memory.reflect.jobs import INSIGHTS, REFLECT
+from lobug.workers.periodic import Periodic
+
+DAY = 86400.0
+FACTS = ("The user runs on Sundays.", "The user grows tomatoes.", "The user lives in Seattle.")
+
+
+async def test_reflection_runs_through_the_queue_and_reaches_the_prompt(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    ollama[0].thinking = canned()
+    await add_facts(mem, *FACTS)
+    await mem.service._think()  # the periodic task
+    assert [j["state"] for j in mem.jobs(REFLECT)] == ["pending"]
+    await mem.run()
+    (row,) = mem.rows("SELECT * FROM memories WHERE kind = 'reflection'")
+    assert row["content"] == REFLECTION
+    assert row["decay_rate"] == 0.0 and row["tags"] == '["weekly"]'
+    assert [j["state"] for j in mem.jobs(REFLECT)] == ["done"]
+    assert f"[Weekly reflection]\n{REFLECTION}" in await prompt(mem)
+    # Within 6 days: not again, whatever is learned meanwhile.
+    clock.advance(5 * DAY)
+    await add_facts(mem, "The user bought a bike.", "The user likes jazz.", "The user is 40.")
+    await mem.service._think()
+    assert len(mem.jobs(REFLECT)) == 1
+    clock.advance(1.5 * DAY)
+    await mem.service._think()
+    await mem.run()
+    assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 2
+    assert len(ollama[0].memory_calls("reflect")) == 2
+
+
+async def test_fewer_than_three_new_facts_is_no_reflection(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    await add_facts(mem, *FACTS)
+    clock.advance(8 * DAY)  # last week's facts do not count
+    await add_facts(mem, "The user bought a bike.", "The user likes jazz.")
+    await mem.service._think()
+    assert mem.jobs(REFLECT) == []
+    assert ollama[0].memory_calls("reflect") == []
+
+
+async def test_garbage_fails_the_job_loudly_and_rests_a_day(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    ollama[0].thinking = canned(reflect='{"oops": ')
+    await add_facts(mem, *FACTS)
+    await mem.service._think()
+    await mem.run()
+    (job,) = mem.jobs(REFLECT)
+    assert job["state"] == "failed" and "invalid model output" in job["last_error"]
+    assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 0
+    assert mem.value("SELECT value FROM meta WHERE key = 'counter.reflect_invalid_total'") == "1"
+    await mem.service._think()  # no retry storm: the task rests
+    assert len(mem.jobs(REFLECT)) == 1
+    clock.advance(DAY + 1)
+    ollama[0].thinking = canned()
+    await mem.service._think()
+    await mem.run()
+    assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 1
+
+
+async def test_an_outage_never_fails_the_job(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    state = ollama[0]
+    state.thinking = canned()
+    state.memory_mode = "down"
+    await add_facts(mem, *FACTS)
+    await mem.service._think()
+    rounds = mem.config.workers.max_attempts + 2
+    for _ in range(rounds):
+        await mem.run()
+        clock.advance(mem.config.workers.backoff_max_s * 2)
+        assert [j["state"] for j in mem.jobs(REFLECT)] == ["pending"]
+    assert mem.jobs(REFLECT)[0]["attempts"] > mem.config.workers.max_attempts
+    assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 0
+    state.memory_mode = "ok"
+    await mem.run()
+    assert [j["state"] for j in mem.jobs(REFLECT)] == ["done"]
+    assert mem.value("SELECT content FROM memories WHERE kind = 'reflection'") == REFLECTION
+
+
+async def test_the_daily_budget_holds_jobs_until_tomorrow(
+    tmp_path: Any, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    ollama[0].thinking = canned()
+    async with memory_env(tmp_path, ollama[1], clock, **{"reflection.llm_calls_per_day": 1}) as mem:
+        await add_facts(mem, *FACTS)
+        await mem.exchange("I am training for a half marathon.")
+        await mem.run()
+        await mem.service._think()
+        await mem.run()
+        kinds = {
+            j["kind"]: j for j in mem.rows("SELECT * FROM jobs") if j["kind"] in (REFLECT, INSIGHTS)
+        }
+        waiting = [j for j in kinds.values() if j["state"] == "pending"]
+        assert len(waiting) == 1 and "budget" in waiting[0]["last_error"]
+        assert await mem.db.read(budget.spent, clock()) == 1
+        clock.advance(budget.next_day_in(clock()) + 1)
+        await mem.run()
+        assert all(
+            j["state"] == "done"
+            for j in mem.rows("SELECT * FROM jobs WHERE kind IN (?, ?)", REFLECT, INSIGHTS)
+        )
+
+
+async def test_the_schedule_survives_a_restart(
+    tmp_path: Any, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    ollama[0].thinking = canned()
+    interval = 3600.0
+    async with memory_env(tmp_path, ollama[1], clock) as mem:
+        periodic: Periodic = mem.service.periodic
+        assert await periodic.run_due() == []  # the first check only starts the clocks
+        await add_facts(mem, *FACTS)
+        clock.advance(interval + 1)
+        assert "reflection" in await periodic.run_due()
+        await mem.run()
+        first = mem.value("SELECT last_run FROM periodic_runs WHERE name = 'reflection'")
+        assert first == clock()
+    clock.advance(10)
+    async with memory_env(tmp_path, ollama[1], clock) as mem:  # a restart on the same file
+        assert "reflection" not in await mem.service.periodic.run_due()
+        clock.advance(3 * 7 * DAY)  # three weeks off: caught up once, not 21 times
+        await add_facts(mem, "The user bought a bike.", "The user likes jazz.", "The user is 40.")
+        assert "reflection" in await mem.service.periodic.run_due()
+        assert "reflection" not in await mem.service.periodic.run_due()
+        await mem.run()
+        assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 2
