@@ -39,6 +39,7 @@ from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin, Writer
 from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
+from lobug.storage.vector_index import prune_changes
 from lobug.workers.periodic import Periodic, Task
 from lobug.workers.runner import JobRunner
 
@@ -78,6 +79,7 @@ class MemoryService:
         self.seen = SeenMarks()
         self.periodic = Periodic(db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc)])
         self._flusher: asyncio.Task[None] | None = None
+        self.indexing: asyncio.Task[int] | None = None  # the in-memory vectors loading
         self.gate = VectorGate(
             backend=config.embedding.backend, model=embedder.name, dim=embedder.dim
         )
@@ -139,6 +141,11 @@ class MemoryService:
             await self.db.write(self.gate.setup)
         except Exception as exc:  # noqa: BLE001 - e.g. disk full; retried by QueryVectors.recheck
             self.gate.setup_failed(exc)
+        index = self.db.vector_index
+        if index is not None:
+            # The daemon's in-memory vectors load in the background; search scans sqlite-vec
+            # until they are ready.
+            self.indexing = asyncio.create_task(self.db.read(index.build), name="lobug-vectors")
         if self.config.embedding.backend == "local" and self.gate.enabled:
             # Loading sentence-transformers takes seconds; the first turn should not pay it.
             self._warm = asyncio.create_task(self._warm_up())
@@ -155,6 +162,9 @@ class MemoryService:
 
     async def close(self) -> None:
         await self.periodic.stop()
+        if self.indexing is not None:
+            with contextlib.suppress(Exception):
+                await self.indexing
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -455,6 +465,10 @@ class MemoryService:
 
     async def _gc(self) -> None:
         await self.gc(actor="scheduler")
+        index = self.db.vector_index
+        if index is not None and index.ready:
+            # The change log only has to reach the index; what it applied can go.
+            await self.db.write(prune_changes, index.applied)
 
 
 @contextlib.contextmanager

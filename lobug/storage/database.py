@@ -19,6 +19,7 @@ from lobug.storage.sqlite import (
     is_busy,
     is_storage_full,
 )
+from lobug.storage.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,8 +39,11 @@ class Database:
         busy_timeout_ms: int = 5000,
         readers: int = 4,
         max_page_count: int = 0,
+        vector_index: VectorIndex | None = None,
     ) -> None:
         self.path = Path(path)
+        # The daemon's in-memory copy of the vector tables (None: search scans sqlite-vec).
+        self.vector_index = vector_index
         self.busy_timeout_ms = busy_timeout_ms
         self.max_page_count = max_page_count
         self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-db-writer")
@@ -57,6 +61,7 @@ class Database:
     def open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+        self._writer.vector_index = self.vector_index
         if self.max_page_count > 0:
             # A page budget for the file (storage.max_page_count): past it, writes fail with
             # "database or disk is full" (-> 503 storage_full) long before a small SD card fills
@@ -117,6 +122,7 @@ class Database:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+            conn.vector_index = self.vector_index
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)

@@ -353,6 +353,17 @@ M006_JOBS_BY_KIND = """
 CREATE INDEX idx_jobs_kind_state ON jobs(kind, state, id);
 """
 
+# Issue 13: every write to a vector table is logged here in its own transaction, so the
+# daemon's in-memory vector index (`storage.vector_index`) follows writes from any connection
+# or process; the daemon's GC forgets what its index has applied.
+M009_VECTOR_CHANGES = """
+CREATE TABLE vector_changes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: an index skips ids it has applied
+  tbl TEXT NOT NULL,
+  row_id INTEGER NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -360,6 +371,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m004_memory_that_lasts", _memory_that_lasts),
     ("m005_turn_speaker", _sql(M005_SPEAKER)),
     ("m006_jobs_by_kind", _sql(M006_JOBS_BY_KIND)),
+    ("m009_vector_changes", _sql(M009_VECTOR_CHANGES)),
 ]
 
 

@@ -29,6 +29,7 @@ from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
 from lobug.storage.database import Database
 from lobug.storage.sqlite import has_table
+from lobug.storage.vector_index import index_of
 from lobug.storage.vectors import pack
 
 DEPTH = 50  # candidates per ranked list
@@ -290,6 +291,8 @@ class Similarity:
 
     def __init__(self, conn: Any, vector: Sequence[float] | None) -> None:
         self.conn = conn
+        self.vector = vector
+        self.index = index_of(conn)
         self.blob = None if vector is None else pack(vector)
         self._tables: dict[str, bool] = {}
         self._known: dict[tuple[str, int], float | None] = {}  # the fusion's, for the cut
@@ -301,6 +304,8 @@ class Similarity:
         if self.blob is None or not self._has(corpus.vectors):
             return None
         key = (corpus.vectors, row_id)
+        if key not in self._known and self.index is not None and self.vector is not None:
+            self._known[key] = self.index.similarity(self.conn, corpus.vectors, self.vector, row_id)
         if key not in self._known:
             row = self.conn.execute(
                 f"SELECT vec_distance_cosine(embedding, ?) FROM {corpus.vectors}"
