@@ -189,7 +189,13 @@ class MemoryService:
 
     # -- MemoryHooks ------------------------------------------------------------------------------
     async def prompt_sections(
-        self, *, user_id: str, session_id: str, text: str, stores: tuple[str, ...] = STORES
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        text: str,
+        stores: tuple[str, ...] = STORES,
+        window_start: float | None = None,
     ) -> list[str]:
         """[Long-term memory], what is always known (context `all`), the delta header,
         [Relevant memories], consent proposals to confirm; never raises or waits long.
@@ -212,7 +218,7 @@ class MemoryService:
                 k=self.memory.top_k,
                 min_similarity=self.memory.min_similarity,
                 weights=self.weights,
-                window=self.config.chat.working_memory_size,
+                window_start=window_start,
                 now=now,
                 stores=stores,
             )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lobug.storage.frozen import content_hash, key_string  # m003's own frozen copies
+from lobug.storage.sqlite import has_table
 
 log = logging.getLogger(__name__)
 
@@ -355,7 +356,13 @@ CREATE INDEX idx_jobs_kind_state ON jobs(kind, state, id);
 
 # Issue 13: every write to a vector table is logged here in its own transaction, so the
 # daemon's in-memory vector index (`storage.vector_index`) follows writes from any connection
-# or process; the daemon's GC forgets what its index has applied.
+# or process; the daemon's GC forgets what its index has applied. The fts5vocab tables tell a
+# search how many rows hold each word, so a word in thousands of rows does not drive the
+# lexical list (`search.fts.common_words`).
+M009_VOCABULARY = """
+CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab(memories_fts, row);
+CREATE VIRTUAL TABLE turns_fts_vocab USING fts5vocab(turns_fts, row);
+"""
 M009_VECTOR_CHANGES = """
 CREATE TABLE vector_changes (
   id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: an index skips ids it has applied
@@ -364,6 +371,13 @@ CREATE TABLE vector_changes (
 );
 """
 
+
+def _vector_changes_and_vocabulary(conn: Any) -> None:
+    _sql(M009_VECTOR_CHANGES)(conn)
+    if has_table(conn, "memories_fts") and has_table(conn, "turns_fts"):
+        _sql(M009_VOCABULARY)(conn)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -371,7 +385,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m004_memory_that_lasts", _memory_that_lasts),
     ("m005_turn_speaker", _sql(M005_SPEAKER)),
     ("m006_jobs_by_kind", _sql(M006_JOBS_BY_KIND)),
-    ("m009_vector_changes", _sql(M009_VECTOR_CHANGES)),
+    ("m009_vector_changes_and_vocabulary", _vector_changes_and_vocabulary),
 ]
 
 

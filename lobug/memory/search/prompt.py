@@ -1,7 +1,8 @@
 """Inline retrieval for the prompt: hybrid search over facts and the base memory document.
 
-One reader round trip per turn (`read_context`): the base memory unless cached, and the top
-facts for the user's words — vector KNN above the similarity floor, BM25 and entity matches,
+Two reader round trips per turn: the word lists while the query is embedded, then
+`read_context`: the base memory unless cached, the delta header, and the top facts for the
+user's words — vector KNN above the similarity floor, BM25 and entity matches,
 fused and re-scored (`search`). Facts from the current session are left out (seed 003): the
 working memory already holds that conversation. Only while it does: in a session longer than
 the working-memory window, facts learned before the window's oldest message come back.
@@ -233,13 +234,14 @@ def context_plan(
     k: int,
     min_similarity: float,
     weights: ScoringWeights,
-    window: int,
+    window_start: float | None,
     now: float,
     stores: tuple[str, ...] = STORES,
 ) -> search.Plan:
     """The prompt's search: facts only, above the similarity floor, not what the working
-    memory (`window` messages) still holds of this session, in the caller's `stores`. It ranks
-    `depth(k)` facts: `pick_relevant` cuts them to `k` by the categories' context modes."""
+    memory still holds of this session (learned since `window_start`; None: all of it), in
+    the caller's `stores`. It ranks `depth(k)` facts: `pick_relevant` cuts them to `k` by the
+    categories' context modes."""
     req = QueryRequest(
         text=text,
         kinds=("fact",),
@@ -250,7 +252,12 @@ def context_plan(
         exclude_session_id=session_id,
     )
     return search.Plan.at(
-        req, weights, now, min_similarity=min_similarity, depth=depth(k), window=window
+        req,
+        weights,
+        now,
+        min_similarity=min_similarity,
+        depth=depth(k),
+        exclude_since=window_start,
     )
 
 
@@ -277,15 +284,17 @@ def read_context(
     conn: Any,
     plan: search.Plan,
     vector: Sequence[float] | None,
+    words: search.Lists,
     *,
+    now: float,
     want_base: bool,
     shown: int | None = None,
     policy: CategoryPolicy | None = None,
     extra: Callable[[Any], Any] | None = None,
-) -> tuple[str | None, search.Lists, News, list[Always], Any]:
-    """The hot path's first reader round trip: the base memory (unless cached), the delta
-    header, the `all` categories' memories (with a `policy`), whatever `extra` reads, and the
-    vector list; the word lists run beside it on another connection.
+) -> tuple[str | None, list[QueryResult], News, list[Always], Any]:
+    """The hot path's reader round trip after the embedding: the base memory (unless cached),
+    the delta header, the `all` categories' memories (with a `policy`), whatever `extra`
+    reads, the vector list, and the fusion with the `words` lists ranked while embedding.
 
     The header is read, not taken: the caller marks it seen later, off the hot path (`shown`
     is what this process showed the session meanwhile).
@@ -296,9 +305,10 @@ def read_context(
     rev = delta.current_rev(conn, user_id)
     changes = delta.changes_since(conn, session_id, since, user_id=user_id)
     news = News(delta.render(changes, since, max_bullets=HEADER_BULLETS), max(rev, since))
-    lists = search.ranked_lists(conn, plan, vector, search.VECTOR_LIST) if vector else {}
+    near = search.ranked_lists(conn, plan, vector, search.VECTOR_LIST) if vector else {}
+    ranked = search.results(conn, plan, search.merge_lists(near, words), now=now)
     always = read_always_for(conn, plan.req, policy) if policy is not None else []
-    return base, lists, news, always, extra(conn) if extra is not None else None
+    return base, ranked, news, always, extra(conn) if extra is not None else None
 
 
 async def context(
@@ -316,17 +326,18 @@ async def context(
     """Base memory, delta header, the `all` categories and the top `k` facts.
 
     The word lists need no vector: they run on a reader connection while the query is being
-    embedded (an Ollama round trip, or CPU for a local model), so after the embedding only the
-    KNN scan and the fusion remain on the turn's critical path.
+    embedded (an Ollama round trip, or CPU for a local model); after the embedding, one more
+    reader round trip reads the rest, runs the KNN and fuses.
     """
     words = await search.while_embedding(db, plan, vector)
-    base, near, news, always, got = await db.read(
-        partial(read_context, want_base=want_base, shown=shown, policy=policy, extra=extra),
+    base, ranked, news, always, got = await db.read(
+        partial(
+            read_context, now=now, want_base=want_base, shown=shown, policy=policy, extra=extra
+        ),
         plan,
         words.vector,
+        await words.lists,
     )
-    lists = search.merge_lists(near, await words.lists)
-    ranked = await db.read(partial(search.results, now=now), plan, lists)
     found = pick_relevant(ranked, policy, k, skip={a.id for a in always})
     return Context(base, found, news, always, got)
 
