@@ -53,7 +53,9 @@ def db(db_path: Path) -> Iterator[Database]:
     database.close_sync()
 
 
-def facts(db: Database, vectors: np.ndarray, *, user_id: str = "default", **extra: Any) -> list[int]:
+def facts(
+    db: Database, vectors: np.ndarray, *, user_id: str = "default", **extra: Any
+) -> list[int]:
     def write(conn: Any) -> list[int]:
         ids = []
         for vector in vectors:
