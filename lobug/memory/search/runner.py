@@ -3,8 +3,8 @@
 Memories and raw turns (kind `episode`) are ranked separately (`hybrid`) and merged by final
 score: both are on the same scale (relevance normalised per corpus, plus the same memory
 terms). `run_parallel` computes the word lists while the query is being embedded, then the
-vector list and the fusion in one more round trip; `rank_all` computes the same lists in one connection and is what
-`explain` uses, so a why() for a query reproduces query()'s ranking exactly.
+vector list and the fusion in one more round trip; `rank_all` computes the same lists in one
+connection and is what `explain` uses, so a why() reproduces query()'s ranking exactly.
 
 Two floors: `QueryRequest.threshold` is seed 001 §6's similarity floor (the cosine similarity,
 1 − cosine distance, of the query's vector and the result's stored vector: a result without a
