@@ -30,6 +30,7 @@ from lobug.speech.transcriber import Transcriber
 from lobug.speech.whisper import WhisperTranscriber
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
+from lobug.storage.vector_index import VectorIndex
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -66,12 +67,15 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     return app
 
 
-def make_database(config: Config) -> Database:
+def make_database(config: Config, *, daemon: bool = False) -> Database:
+    """The daemon's database holds the in-memory vector index (if configured); a CLI command's
+    does not: one query would cost more to load the index than to scan sqlite-vec."""
     return Database(
         config.storage.db_path,
         busy_timeout_ms=config.storage.busy_timeout_ms,
         readers=config.storage.read_connections,
         max_page_count=config.storage.max_page_count,
+        vector_index=VectorIndex() if daemon and config.storage.vector_index else None,
     )
 
 
@@ -95,7 +99,7 @@ async def _loop_monitor(app: web.Application) -> AsyncIterator[None]:
 
 def _database(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        db = make_database(config)
+        db = make_database(config, daemon=True)
         await db.open()
         applied = await db.write_raw(migrate)
         if applied:

@@ -37,6 +37,9 @@ class StorageConfig:
     busy_timeout_ms: int = 5000
     read_connections: int = 4
     max_page_count: int = 0  # 0 = unlimited; a page budget (4 KiB pages) for small SD cards
+    # The daemon keeps a copy of the vectors in memory for exact KNN without scanning sqlite-vec
+    # (4 bytes per dimension per vector: 15 MB for 10k 384-d vectors); off: scan sqlite-vec.
+    vector_index: bool = True
 
     @property
     def db_path(self) -> Path:

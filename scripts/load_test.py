@@ -237,8 +237,14 @@ async def main() -> int:
     ollama_port = free_port()
     fake = subprocess.Popen(
         [
-            sys.executable, str(ROOT / "tests" / "fake_ollama.py"), "--host", "127.0.0.1",
-            "--port", str(ollama_port), "--delay", str(args.llm_delay),
+            sys.executable,
+            str(ROOT / "tests" / "fake_ollama.py"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(ollama_port),
+            "--delay",
+            str(args.llm_delay),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -189,13 +189,16 @@ async def memory_env(
     tmp_path: Path, ollama_url: str, clock: Any, **overrides: Any
 ) -> AsyncIterator[MemoryEnv]:
     from lobug.storage.migrations import migrate
+    from lobug.storage.vector_index import VectorIndex
 
     config = memory_config(tmp_path, ollama_url, **overrides)
-    db = Database(config.storage.db_path)
+    db = Database(config.storage.db_path, vector_index=VectorIndex())
     await db.open()
     await db.write_raw(migrate)
     service = MemoryService.create(config, db=db, clock=clock)
     await service.start()
+    assert service.indexing is not None
+    await service.indexing  # searched through the in-memory vectors, as in the daemon
     runner = JobRunner(db, config.workers, clock)
     service.register(runner)
     try:

@@ -9,10 +9,18 @@ from lobug.conversation import TurnRecord
 
 class MemoryHooks(Protocol):
     async def prompt_sections(
-        self, *, user_id: str, session_id: str, text: str, stores: tuple[str, ...]
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        text: str,
+        stores: tuple[str, ...],
+        window_start: float | None = None,
     ) -> list[str]:
         """Rendered prompt sections ([Long-term memory], delta, [Relevant memories]) drawn
-        from `stores` only (the caller's trust).
+        from `stores` only (the caller's trust). `window_start`: when the oldest message the
+        working memory holds was said (None: it holds the whole session), so memories the
+        conversation in view already carries are not repeated.
 
         Must never raise: a retrieval failure costs the reply its memories, not the reply.
         """
@@ -37,7 +45,13 @@ class NoMemory:
     """Working memory only: what the daemon does when long-term memory is off."""
 
     async def prompt_sections(
-        self, *, user_id: str, session_id: str, text: str, stores: tuple[str, ...]
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        text: str,
+        stores: tuple[str, ...],
+        window_start: float | None = None,
     ) -> list[str]:
         return []
 

@@ -102,7 +102,11 @@ class ChatService:
         await self.working_memory.append(user)
 
         sections = await self.memory.prompt_sections(
-            user_id=user.user_id, session_id=user.session_id, text=text, stores=tuple(stores)
+            user_id=user.user_id,
+            session_id=user.session_id,
+            text=text,
+            stores=tuple(stores),
+            window_start=self.working_memory.window_start(user.session_id),
         )
         sensor_line = await self.sensors.summary(device_id)
         history = await self.working_memory.messages(user.session_id)

@@ -8,7 +8,7 @@ from lobug.conversation import TurnRecord, recent_context_turns
 from lobug.storage.database import Database
 
 Message = dict[str, str]
-Entry = tuple[int, Message]  # (turn id, message)
+Entry = tuple[int, float, Message]  # (turn id, when it was said, message)
 
 
 class WorkingMemory:
@@ -32,7 +32,15 @@ class WorkingMemory:
                 window = deque((_message(t) for t in turns), maxlen=self.size)
                 self._remember(session_id, window)
         self._sessions.move_to_end(session_id)
-        return [message for _, message in window]
+        return [message for _, _, message in window]
+
+    def window_start(self, session_id: str) -> float | None:
+        """When the oldest message held was said, while the window is full; None while it
+        holds the whole session. The prompt's search leaves out what the window holds."""
+        window = self._sessions.get(session_id)
+        if window is None or len(window) < self.size:
+            return None
+        return window[0][1]
 
     async def append(self, turn: TurnRecord) -> None:
         window = self._sessions.get(turn.session_id)
@@ -58,4 +66,4 @@ class WorkingMemory:
 
 
 def _message(turn: TurnRecord) -> Entry:
-    return turn.id, {"role": turn.role, "content": turn.text}
+    return turn.id, turn.ts, {"role": turn.role, "content": turn.text}

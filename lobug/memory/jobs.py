@@ -259,6 +259,8 @@ def store_memory_vector(
     if row is None or row.status not in VECTOR_STATUSES or row.content != memory.content:
         return False
     knn.put_memory_vector(conn, row.id, vector)
+    if row.kind != "fact":
+        return True  # relation edges tie facts (seed 001 §2); a summary is not one
     relations.link_neighbours(
         conn,
         row.id,

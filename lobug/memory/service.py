@@ -41,6 +41,7 @@ from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin, Writer
 from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
+from lobug.storage.vector_index import prune_changes
 from lobug.workers.periodic import Periodic, Task
 from lobug.workers.runner import JobRunner
 
@@ -80,6 +81,7 @@ class MemoryService:
         self.seen = SeenMarks()
         self.periodic = Periodic(db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc)])
         self._flusher: asyncio.Task[None] | None = None
+        self.indexing: asyncio.Task[int] | None = None  # the in-memory vectors loading
         self.gate = VectorGate(
             backend=config.embedding.backend, model=embedder.name, dim=embedder.dim
         )
@@ -150,6 +152,11 @@ class MemoryService:
             await self.db.write(self.gate.setup)
         except Exception as exc:  # noqa: BLE001 - e.g. disk full; retried by QueryVectors.recheck
             self.gate.setup_failed(exc)
+        index = self.db.vector_index
+        if index is not None:
+            # The daemon's in-memory vectors load in the background; search scans sqlite-vec
+            # until they are ready.
+            self.indexing = asyncio.create_task(self.db.read(index.build), name="lobug-vectors")
         if self.config.embedding.backend == "local" and self.gate.enabled:
             # Loading sentence-transformers takes seconds; the first turn should not pay it.
             self._warm = asyncio.create_task(self._warm_up())
@@ -166,6 +173,9 @@ class MemoryService:
 
     async def close(self) -> None:
         await self.periodic.stop()
+        if self.indexing is not None:
+            with contextlib.suppress(Exception):
+                await self.indexing
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -190,7 +200,13 @@ class MemoryService:
 
     # -- MemoryHooks ------------------------------------------------------------------------------
     async def prompt_sections(
-        self, *, user_id: str, session_id: str, text: str, stores: tuple[str, ...] = STORES
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        text: str,
+        stores: tuple[str, ...] = STORES,
+        window_start: float | None = None,
     ) -> list[str]:
         """[Long-term memory], what is always known (context `all`), the delta header,
         [Relevant memories], consent proposals to confirm; never raises or waits long.
@@ -213,7 +229,7 @@ class MemoryService:
                 k=self.memory.top_k,
                 min_similarity=self.memory.min_similarity,
                 weights=self.weights,
-                window=self.config.chat.working_memory_size,
+                window_start=window_start,
                 now=now,
                 stores=stores,
             )
@@ -247,7 +263,7 @@ class MemoryService:
             self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
             return prompt.sections(
                 base,
-                [r.text for r in got.found],
+                [r.text for r in got.found + got.related],
                 header,
                 always=[a.text for a in got.always],
                 confirm=self._asked.first_time(session_id, thoughts.extra or []),
@@ -475,6 +491,10 @@ class MemoryService:
 
     async def _gc(self) -> None:
         await self.gc(actor="scheduler")
+        index = self.db.vector_index
+        if index is not None and index.ready:
+            # The change log only has to reach the index; what it applied can go.
+            await self.db.write(prune_changes, index.applied)
 
     async def _think(self) -> None:
         """Enqueue the due reflection, insight and early-base-memory jobs (reflect.jobs)."""

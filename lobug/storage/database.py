@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lobug.storage.pool import PriorityPool
 from lobug.storage.sqlite import (
     Capabilities,
     StorageBusy,
@@ -19,6 +20,7 @@ from lobug.storage.sqlite import (
     is_busy,
     is_storage_full,
 )
+from lobug.storage.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -38,12 +40,16 @@ class Database:
         busy_timeout_ms: int = 5000,
         readers: int = 4,
         max_page_count: int = 0,
+        vector_index: VectorIndex | None = None,
     ) -> None:
         self.path = Path(path)
+        # The daemon's in-memory copy of the vector tables (None: search scans sqlite-vec).
+        self.vector_index = vector_index
         self.busy_timeout_ms = busy_timeout_ms
         self.max_page_count = max_page_count
-        self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-db-writer")
-        self._reader_pool = ThreadPoolExecutor(readers, thread_name_prefix="lobug-db-reader")
+        # The turn's reads and writes go before the job runner's (`pool.background`).
+        self._writer_pool = PriorityPool(1, "lobug-db-writer")
+        self._reader_pool = PriorityPool(readers, "lobug-db-reader")
         # Health checks read on their own thread and connection: /health must answer while
         # every reader is busy with searches (issue 16: 11–16 s under 500 concurrent requests).
         self._probe_pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-db-probe")
@@ -57,6 +63,7 @@ class Database:
     def open_sync(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+        self._writer.vector_index = self.vector_index
         if self.max_page_count > 0:
             # A page budget for the file (storage.max_page_count): past it, writes fail with
             # "database or disk is full" (-> 503 storage_full) long before a small SD card fills
@@ -65,7 +72,7 @@ class Database:
         self.caps = capabilities(self._writer)
 
     async def open(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._writer_pool, self.open_sync)
+        await asyncio.wrap_future(self._writer_pool.submit(self.open_sync))
 
     def close_sync(self) -> None:
         with self._readers_lock:
@@ -81,8 +88,7 @@ class Database:
             self._writer = None
 
     async def close(self) -> None:
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._writer_pool, self.close_sync)
+        await asyncio.wrap_future(self._writer_pool.submit(self.close_sync))
         self._writer_pool.shutdown(wait=True)
         self._reader_pool.shutdown(wait=True)
         self._probe_pool.shutdown(wait=True)
@@ -117,6 +123,7 @@ class Database:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
+            conn.vector_index = self.vector_index
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
@@ -128,17 +135,17 @@ class Database:
 
     # -- async API ------------------------------------------------------------------------------
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer_pool, self.write_sync, fn, *args)
+        result: T = await asyncio.wrap_future(self._writer_pool.submit(self.write_sync, fn, *args))
+        return result
 
     async def write_raw(self, fn: Callable[..., T], *args: Any) -> T:
         """Run fn(writer_conn) on the writer thread without a wrapping transaction."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer_pool, fn, self.writer, *args)
+        result: T = await asyncio.wrap_future(self._writer_pool.submit(fn, self.writer, *args))
+        return result
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._reader_pool, self.read_sync, fn, *args)
+        result: T = await asyncio.wrap_future(self._reader_pool.submit(self.read_sync, fn, *args))
+        return result
 
     async def probe(self, fn: Callable[..., T], *args: Any) -> T:
         """A read for health checks, on its own thread: never queued behind the readers."""

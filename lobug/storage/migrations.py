@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lobug.storage.frozen import content_hash, key_string  # m003's own frozen copies
+from lobug.storage.sqlite import has_table
 
 log = logging.getLogger(__name__)
 
@@ -380,6 +381,30 @@ CREATE TABLE op_events (
 ALTER TABLE sessions ADD COLUMN consolidated_at REAL;
 """
 
+# Issue 13: every write to a vector table is logged here in its own transaction, so the
+# daemon's in-memory vector index (`storage.vector_index`) follows writes from any connection
+# or process; the daemon's GC forgets what its index has applied. The fts5vocab tables tell a
+# search how many rows hold each word, so a word in thousands of rows does not drive the
+# lexical list (`search.fts.common_words`).
+M008_VOCABULARY = """
+CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab(memories_fts, row);
+CREATE VIRTUAL TABLE turns_fts_vocab USING fts5vocab(turns_fts, row);
+"""
+M008_VECTOR_CHANGES = """
+CREATE TABLE vector_changes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: an index skips ids it has applied
+  tbl TEXT NOT NULL,
+  row_id INTEGER NOT NULL
+);
+"""
+
+
+def _vector_changes_and_vocabulary(conn: Any) -> None:
+    _sql(M008_VECTOR_CHANGES)(conn)
+    if has_table(conn, "memories_fts") and has_table(conn, "turns_fts"):
+        _sql(M008_VOCABULARY)(conn)
+
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -388,6 +413,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m005_turn_speaker", _sql(M005_SPEAKER)),
     ("m006_jobs_by_kind", _sql(M006_JOBS_BY_KIND)),
     ("m007_upkeep", _sql(M007_UPKEEP)),
+    ("m008_vector_changes_and_vocabulary", _vector_changes_and_vocabulary),
 ]
 
 

@@ -23,7 +23,7 @@ def _driver() -> ModuleType:
 
 
 sqlite3 = _driver()
-Connection = Any  # the driver's Connection type (pysqlite3 or stdlib)
+
 Error = sqlite3.Error
 OperationalError = sqlite3.OperationalError
 IntegrityError = sqlite3.IntegrityError
@@ -68,14 +68,27 @@ def is_busy(exc: BaseException) -> bool:
 MMAP_BYTES = 256 * 1024 * 1024 if sys.maxsize > 2**32 else 0
 
 
+class Connection(sqlite3.Connection):  # type: ignore[misc, name-defined]
+    """The driver's connection, with room for the daemon's in-memory vector index
+    (`storage.vector_index`), which the search code finds through the connection it is given."""
+
+    vector_index: Any = None
+
+
 def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = False) -> Any:
     """Open a connection with our pragmas and sqlite-vec loaded (when it can be)."""
     if readonly:
         conn = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+            f"file:{path}?mode=ro",
+            uri=True,
+            check_same_thread=False,
+            isolation_level=None,
+            factory=Connection,
         )
     else:
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        conn = sqlite3.connect(
+            str(path), check_same_thread=False, isolation_level=None, factory=Connection
+        )
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     if not readonly:

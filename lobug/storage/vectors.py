@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.storage.sqlite import has_table
+from lobug.storage.vector_index import REBUILD, record_change
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,8 @@ def ensure_vector_tables(conn: Any, model: str, dim: int) -> EmbeddingState:
 
 
 def create_vector_tables(conn: Any, dim: int) -> None:
+    if not has_vector_tables(conn):
+        record_change(conn, REBUILD)
     for table, key in VECTOR_TABLES.items():
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
@@ -92,6 +95,7 @@ def create_vector_tables(conn: Any, dim: int) -> None:
 
 
 def drop_vector_tables(conn: Any) -> None:
+    record_change(conn, REBUILD)
     for table in VECTOR_TABLES:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
 

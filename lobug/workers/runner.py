@@ -10,6 +10,7 @@ from typing import Any
 
 from lobug.config import WorkerConfig
 from lobug.storage.database import Database
+from lobug.storage.pool import background
 from lobug.storage.sqlite import StorageBusy, StorageFull
 from lobug.workers import queue
 from lobug.workers.queue import Job
@@ -110,6 +111,10 @@ class JobRunner:
         return await self.db.write(lambda c: queue.claim(c, now=self.clock(), kinds=kinds))
 
     async def _worker(self, index: int) -> None:
+        with background():  # this task's database work waits for the turns' (storage.pool)
+            await self._work(index)
+
+    async def _work(self, index: int) -> None:
         while not self._stopping:
             try:
                 job = await self._claim()

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import itertools
-import math
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from lobug.storage.sqlite import escape_like, has_table
@@ -32,6 +31,12 @@ MAX_GROUPS = 15
 # expression small without changing what an ordinary question matches.
 MAX_TOKEN_CHARS = 64
 MIN_PREFIX_CHARS = 4
+# A word in more rows than this cannot drive a lexical search: ranking every row that holds it
+# costs more than the word tells (100k turns from a small vocabulary: 20–40 ms per query). Like
+# a search engine's "common terms" cut-off, such a word still counts toward a row's score, but
+# only in rows that share an uncommon word with the question too; a question of common words
+# only needs all of them. An absolute count, since what it bounds is the work of one query.
+COMMON_WORD_ROWS = 1000
 
 
 def query_tokens(text: str, *, max_tokens: int = MAX_TOKENS) -> list[str]:
@@ -54,23 +59,51 @@ def build_fts_query(text: str, *, max_tokens: int = MAX_TOKENS, prefix: bool = T
     return " OR ".join(fts_term(token, prefix=prefix) for token in tokens)
 
 
-def min_match_query(tokens: Sequence[str], need: int) -> str | None:
+def min_match_query(
+    tokens: Sequence[str], need: int, common: Collection[str] = frozenset()
+) -> str | None:
     """An FTS5 expression for rows holding at least `need` of the tokens (Lucene's minimum
     should match), or None when it would need more than MAX_GROUPS groups.
 
     An OR of every `need`-sized AND group. Each token appears in equally many groups, so
     bm25 — a sum over the expression's phrases — scales every row's score by the same factor
     and orders the rows exactly as for the plain OR of the tokens.
+
+    `common` words (see COMMON_WORD_ROWS) only join groups that hold an uncommon word too;
+    when every word is common, a row must hold all of them.
     """
     if not tokens:
         return None
+    rare = [t for t in tokens if t not in common]
+    if not rare:
+        return " AND ".join(fts_term(t) for t in tokens)
     need = max(1, min(need, len(tokens)))
     if need == 1:
-        return " OR ".join(fts_term(t) for t in tokens)
-    if math.comb(len(tokens), need) > MAX_GROUPS:
+        return " OR ".join(fts_term(t) for t in rare)
+    groups = [g for g in itertools.combinations(tokens, need) if any(t in rare for t in g)]
+    if len(groups) > MAX_GROUPS:
         return None
-    groups = itertools.combinations(tokens, need)
     return " OR ".join("(" + " AND ".join(fts_term(t) for t in g) + ")" for g in groups)
+
+
+def common_words(conn: Any, table: str, tokens: Sequence[str]) -> set[str]:
+    """The tokens found in more than COMMON_WORD_ROWS rows of the FTS `table` (counting every
+    word a prefix token matches); none without the table's fts5vocab companion."""
+    vocab = f"{table}_vocab"
+    if not tokens or not has_table(conn, vocab):
+        return set()
+    common = set()
+    for token in tokens:
+        if _stems(token):
+            row = conn.execute(
+                f"SELECT sum(doc) FROM {vocab} WHERE term >= ? AND term < ?",
+                (token, token + "\U0010ffff"),
+            ).fetchone()
+        else:
+            row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (token,)).fetchone()
+        if row is not None and (row[0] or 0) > COMMON_WORD_ROWS:
+            common.add(token)
+    return common
 
 
 def fts_term(token: str, *, prefix: bool = True) -> str:

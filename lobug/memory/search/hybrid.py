@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from lobug.memory.graph.entities import entities_in_text
@@ -25,6 +26,7 @@ from lobug.memory.search.fts import fts_available
 from lobug.memory.search.lexical import bm25_ranks, text_ranks
 from lobug.memory.search.scoring import Fused, RescoreBreakdown, ScoringWeights, fuse, rescore
 from lobug.storage.sqlite import has_table
+from lobug.storage.vector_index import index_of
 from lobug.storage.vectors import pack
 
 # The whole retrieval surface in one place: corpus and filter types, the lexical lists.
@@ -87,6 +89,17 @@ def vector_knn(
     """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first."""
     if k <= 0:
         return []
+    flt = flt or SearchFilter()
+    index = index_of(conn)
+    if index is not None:  # the daemon: exact search over its in-memory copy of the vectors
+        return index.nearest(
+            conn,
+            corpus.vectors,
+            query_vec,
+            k,
+            accept=partial(visible_ids, conn, corpus, flt),
+            max_distance=max_distance,
+        )
     blob = pack(query_vec)
     # vec0 cannot filter by our columns: fetch more neighbours than k, filter, and widen the
     # net while invisible rows (other users, archived, other stores) crowd out the visible.
@@ -105,7 +118,7 @@ def vector_knn(
         far = max_distance is not None and bool(near) and float(near[-1][1]) > max_distance
         if max_distance is not None:
             near = [r for r in near if float(r[1]) <= max_distance]
-        visible = visible_ids(conn, corpus, flt or SearchFilter(), [int(r[0]) for r in near])
+        visible = visible_ids(conn, corpus, flt, [int(r[0]) for r in near])
         hits = [(int(r[0]), float(r[1])) for r in near if int(r[0]) in visible]
         # Past the distance floor a wider net cannot find anything closer.
         if len(hits) >= k or far or fetched < fetch or fetch >= VEC_MAX_K:

@@ -9,7 +9,7 @@ from typing import Any
 from lobug.memory.search.corpus import MEMORIES, Corpus, SearchFilter, visible_ids, where_clause
 from lobug.memory.search.fts import (
     MIN_PREFIX_CHARS,
-    build_fts_query,
+    common_words,
     fold,
     fts_available,
     like_patterns,
@@ -75,12 +75,13 @@ def text_ranks(
     need = min(max(1, min_words), len(tokens))
     fetch = k if need <= 1 else min(MAX_FETCH, k * 4)
     fts = fts_available(conn, corpus.fts)
-    if fts and (expression := min_match_query(tokens, need)) is not None:
+    common = common_words(conn, corpus.fts, tokens) if fts else set()
+    if fts and (expression := min_match_query(tokens, need, common)) is not None:
         # The index itself keeps only rows with enough of the words: no row is ranked, joined
         # or scanned in Python only to be dropped (the common case; long queries fall back).
         return bm25_ranks(conn, expression, k, corpus=corpus, flt=flt)
     if fts:
-        ids = bm25_ranks(conn, build_fts_query(text), fetch, corpus=corpus, flt=flt)
+        ids = bm25_ranks(conn, min_match_query(tokens, 1, common), fetch, corpus=corpus, flt=flt)
     else:
         ids = _like_ranks(conn, text, fetch, corpus, flt or SearchFilter())
     if need > 1 and ids:

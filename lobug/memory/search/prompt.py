@@ -1,7 +1,8 @@
 """Inline retrieval for the prompt: hybrid search over facts and the base memory document.
 
-One reader round trip per turn (`read_context`): the base memory unless cached, and the top
-facts for the user's words — vector KNN above the similarity floor, BM25 and entity matches,
+Two reader round trips per turn: the word lists while the query is embedded, then
+`read_context`: the base memory unless cached, the delta header, and the top facts for the
+user's words — vector KNN above the similarity floor, BM25 and entity matches,
 fused and re-scored (`search`). Facts from the current session are left out (seed 003): the
 working memory already holds that conversation. Only while it does: in a session longer than
 the working-memory window, facts learned before the window's oldest message come back.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -237,13 +238,14 @@ def context_plan(
     k: int,
     min_similarity: float,
     weights: ScoringWeights,
-    window: int,
+    window_start: float | None,
     now: float,
     stores: tuple[str, ...] = STORES,
 ) -> search.Plan:
     """The prompt's search: facts only, above the similarity floor, not what the working
-    memory (`window` messages) still holds of this session, in the caller's `stores`. It ranks
-    `depth(k)` facts: `pick_relevant` cuts them to `k` by the categories' context modes."""
+    memory still holds of this session (learned since `window_start`; None: all of it), in
+    the caller's `stores`. It ranks `depth(k)` facts: `pick_relevant` cuts them to `k` by the
+    categories' context modes."""
     req = QueryRequest(
         text=text,
         kinds=("fact",),
@@ -254,7 +256,12 @@ def context_plan(
         exclude_session_id=session_id,
     )
     return search.Plan.at(
-        req, weights, now, min_similarity=min_similarity, depth=depth(k), window=window
+        req,
+        weights,
+        now,
+        min_similarity=min_similarity,
+        depth=depth(k),
+        exclude_since=window_start,
     )
 
 
@@ -275,34 +282,55 @@ class Context:
     news: News
     always: list[Always]  # the `all` categories' memories
     extra: Any = None  # what the caller's `extra` reader returned
+    # Facts tied to `found` by a relation edge: shown with them, but not asked for, so not
+    # counted as uses (a neighbour shown every week must not grow strong from that alone).
+    related: list[QueryResult] = field(default_factory=list)
 
 
 def read_context(
     conn: Any,
     plan: search.Plan,
     vector: Sequence[float] | None,
+    words: search.Lists,
     *,
+    now: float,
+    k: int,
+    policy: CategoryPolicy,
     want_base: bool,
     shown: int | None = None,
-    policy: CategoryPolicy | None = None,
     extra: Callable[[Any], Any] | None = None,
-) -> tuple[str | None, search.Lists, News, list[Always], Any]:
-    """The hot path's first reader round trip: the base memory (unless cached), the delta
-    header, the `all` categories' memories (with a `policy`), whatever `extra` reads, and the
-    vector list; the word lists run beside it on another connection.
+) -> Context:
+    """The hot path's reader round trip after the embedding: the base memory (unless cached),
+    the delta header, the `all` categories' memories, whatever `extra` reads, the vector
+    list, the fusion with the `words` lists ranked while embedding, the top `k` facts by the
+    context modes, and 1-2 facts tied to them by a relation edge (seed 001 §2).
 
     The header is read, not taken: the caller marks it seen later, off the hot path (`shown`
     is what this process showed the session meanwhile).
     """
-    user_id, session_id = plan.req.filters.user_id, plan.req.exclude_session_id or ""
+    req = plan.req
+    user_id, session_id = req.filters.user_id, req.exclude_session_id or ""
     base = base_memory.get_base(conn, user_id) if want_base else None
     since = _since(conn, session_id, user_id, shown)
     rev = delta.current_rev(conn, user_id)
     changes = delta.changes_since(conn, session_id, since, user_id=user_id)
     news = News(delta.render(changes, since, max_bullets=HEADER_BULLETS), max(rev, since))
-    lists = search.ranked_lists(conn, plan, vector, search.VECTOR_LIST) if vector else {}
-    always = read_always_for(conn, plan.req, policy) if policy is not None else []
-    return base, lists, news, always, extra(conn) if extra is not None else None
+    near = search.ranked_lists(conn, plan, vector, search.VECTOR_LIST) if vector else {}
+    ranked = search.results(conn, plan, search.merge_lists(near, words), now=now)
+    always = read_always_for(conn, req, policy)
+    skip = {a.id for a in always}
+    found = pick_relevant(ranked, policy, k, skip=skip)
+    tied = related.related_results(
+        conn,
+        found,
+        policy,
+        user_id=user_id,
+        stores=req.stores,
+        categories=req.categories,
+        skip=skip,
+    )
+    got = extra(conn) if extra is not None else None
+    return Context(base, found, news, always, got, tied)
 
 
 async def context(
@@ -317,47 +345,17 @@ async def context(
     shown: int | None = None,
     extra: Callable[[Any], Any] | None = None,
 ) -> Context:
-    """Base memory, delta header, the `all` categories and the top `k` facts.
+    """Base memory, delta header, the `all` categories, the top `k` facts and their related.
 
     The word lists need no vector: they run on a reader connection while the query is being
-    embedded (an Ollama round trip, or CPU for a local model), so after the embedding only the
-    KNN scan and the fusion remain on the turn's critical path.
+    embedded (an Ollama round trip, or CPU for a local model); after the embedding, one more
+    reader round trip reads the rest, runs the KNN and fuses (`read_context`).
     """
     words = await search.while_embedding(db, plan, vector)
-    base, near, news, always, got = await db.read(
-        partial(read_context, want_base=want_base, shown=shown, policy=policy, extra=extra),
-        plan,
-        words.vector,
+    read = partial(
+        read_context, now=now, k=k, policy=policy, want_base=want_base, shown=shown, extra=extra
     )
-    lists = search.merge_lists(near, await words.lists)
-    skip = {a.id for a in always}
-    found = await db.read(partial(_relevant, now=now, policy=policy, k=k, skip=skip), plan, lists)
-    return Context(base, found, news, always, got)
-
-
-def _relevant(
-    conn: Any,
-    plan: search.Plan,
-    lists: search.Lists,
-    *,
-    now: float,
-    policy: CategoryPolicy,
-    k: int,
-    skip: Collection[int],
-) -> list[QueryResult]:
-    """The top `k` facts by the context modes, then 1-2 facts tied to them by a relation edge
-    (seed 001 §2: `graph.related`), in one reader round trip."""
-    found = pick_relevant(search.results(conn, plan, lists, now=now), policy, k, skip=skip)
-    req = plan.req
-    return found + related.related_results(
-        conn,
-        found,
-        policy,
-        user_id=req.filters.user_id,
-        stores=req.stores,
-        categories=req.categories,
-        skip=skip,
-    )
+    return await db.read(read, plan, words.vector, await words.lists)
 
 
 def _since(conn: Any, session_id: str, user_id: str, shown: int | None) -> int:

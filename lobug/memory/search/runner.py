@@ -3,8 +3,8 @@
 Memories and raw turns (kind `episode`) are ranked separately (`hybrid`) and merged by final
 score: both are on the same scale (relevance normalised per corpus, plus the same memory
 terms). `run_parallel` computes the word lists while the query is being embedded, then the
-vector list, then fuses; `rank_all` computes the same lists in one connection and is what
-`explain` uses, so a why() for a query reproduces query()'s ranking exactly.
+vector list and the fusion in one more round trip; `rank_all` computes the same lists in one
+connection and is what `explain` uses, so a why() reproduces query()'s ranking exactly.
 
 Two floors: `QueryRequest.threshold` is seed 001 §6's similarity floor (the cosine similarity,
 1 − cosine distance, of the query's vector and the result's stored vector: a result without a
@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from lobug.conversation import CONVERSATION_TURN
 from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
 from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
@@ -29,6 +28,7 @@ from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
 from lobug.storage.database import Database
 from lobug.storage.sqlite import has_table
+from lobug.storage.vector_index import index_of
 from lobug.storage.vectors import pack
 
 DEPTH = 50  # candidates per ranked list
@@ -124,9 +124,9 @@ class Plan:
     weights: ScoringWeights
     min_similarity: float | None = None  # the vector list's floor (the prompt's)
     depth: int = DEPTH
-    # The prompt's session exclusion lasts while the working memory (this many messages)
-    # still holds the conversation: see `window_start`.
-    window: int | None = None
+    # The prompt leaves out of the session only what the working memory still holds (the
+    # chat knows since when): facts learned earlier in a long session come back.
+    exclude_since: float | None = None
     period: Period | None = None  # what the question's "last spring" means (`at`)
 
     @classmethod
@@ -139,23 +139,10 @@ class Plan:
         """Seed 001 §6: drop results whose cosine similarity to the query is below."""
         return self.req.threshold
 
-    def corpora(self, conn: Any) -> list[tuple[Corpus, SearchFilter]]:
-        since = None
-        if self.window is not None and self.req.exclude_session_id is not None:
-            since = window_start(conn, self.req.exclude_session_id, self.window)
-        found = [(MEMORIES, memory_filter(self.req, since)), (TURNS, turn_filter(self.req))]
+    def corpora(self) -> list[tuple[Corpus, SearchFilter]]:
+        memories = memory_filter(self.req, self.exclude_since)
+        found = [(MEMORIES, memories), (TURNS, turn_filter(self.req))]
         return [(corpus, flt) for corpus, flt in found if flt is not None]
-
-
-def window_start(conn: Any, session_id: str, size: int) -> float | None:
-    """When the oldest message the working memory holds was said; None while it holds the
-    whole session (what the chat's WorkingMemory loads: no noise, no apologies)."""
-    rows = conn.execute(
-        f"SELECT ts FROM turns WHERE session_id = ? AND {CONVERSATION_TURN}"
-        " ORDER BY id DESC LIMIT ?",
-        (session_id, size),
-    ).fetchall()
-    return float(rows[-1][0]) if len(rows) >= size else None
 
 
 def ranked_lists(
@@ -163,7 +150,7 @@ def ranked_lists(
 ) -> Lists:
     """The `parts` lists of every corpus the request covers."""
     found: Lists = {}
-    for corpus, flt in plan.corpora(conn):
+    for corpus, flt in plan.corpora():
         lists = hybrid.ranked_lists(
             conn,
             plan.req.text,
@@ -290,6 +277,8 @@ class Similarity:
 
     def __init__(self, conn: Any, vector: Sequence[float] | None) -> None:
         self.conn = conn
+        self.vector = vector
+        self.index = index_of(conn)
         self.blob = None if vector is None else pack(vector)
         self._tables: dict[str, bool] = {}
         self._known: dict[tuple[str, int], float | None] = {}  # the fusion's, for the cut
@@ -301,6 +290,8 @@ class Similarity:
         if self.blob is None or not self._has(corpus.vectors):
             return None
         key = (corpus.vectors, row_id)
+        if key not in self._known and self.index is not None and self.vector is not None:
+            self._known[key] = self.index.similarity(self.conn, corpus.vectors, self.vector, row_id)
         if key not in self._known:
             row = self.conn.execute(
                 f"SELECT vec_distance_cosine(embedding, ?) FROM {corpus.vectors}"
@@ -393,18 +384,22 @@ def merge_lists(near: Lists, words: Lists) -> Lists:
     return {table: {**near.get(table, {}), **found} for table, found in words.items()}
 
 
+def with_vector_list(
+    conn: Any, plan: Plan, vector: Sequence[float] | None, words: Lists, *, now: float
+) -> list[QueryResult]:
+    """The vector list, then fusion and cut with the word lists already ranked."""
+    near = ranked_lists(conn, plan, vector, VECTOR_LIST) if vector is not None else {}
+    return results(conn, plan, merge_lists(near, words), now=now, vector=vector)
+
+
 async def run_parallel(
     db: Database, plan: Plan, vector: Awaitable[Sequence[float] | None], *, now: float
 ) -> list[QueryResult]:
-    """The search with the word lists computed while the query is embedded, and the KNN scan
-    on another reader connection; then the fusion. Same lists, same result as `run`."""
+    """The search with the word lists computed while the query is embedded; then the KNN and
+    the fusion in one more reader round trip. Same lists, same result as `run`."""
     words = await while_embedding(db, plan, vector)
-    near: Lists = {}
-    if words.vector is not None:
-        near = await db.read(ranked_lists, plan, words.vector, VECTOR_LIST)
-    return await db.read(
-        partial(results, now=now, vector=words.vector), plan, merge_lists(near, await words.lists)
-    )
+    lists = await words.lists
+    return await db.read(partial(with_vector_list, now=now), plan, words.vector, lists)
 
 
 def memory_sources(conn: Any, ids: Sequence[int]) -> dict[int, tuple[dict[str, Any], ...]]:

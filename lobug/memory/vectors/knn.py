@@ -1,6 +1,6 @@
 """Vector rows and KNN queries on the sqlite-vec tables (`k = ?`, cosine distance).
 
-`memory_vectors` holds the vectors of live (active and archived) facts: an archived fact stays
+`memory_vectors` holds the vectors of live (active and archived) memories: an archived fact stays
 findable by meaning (issue 10); a soft-deleted one loses its vector (`status.change_status`).
 """
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from lobug.memory.store.rows import MemoryRow
 from lobug.storage.sqlite import has_table
+from lobug.storage.vector_index import VectorIndex, index_of, record_change
 from lobug.storage.vectors import pack
 
 log = logging.getLogger(__name__)
@@ -19,7 +20,9 @@ log = logging.getLogger(__name__)
 # Extra neighbours fetched so rows of other users can be filtered out and k still be met.
 OVERSAMPLE = 8
 
-VECTOR_KINDS = ("fact",)  # memory_vectors holds live facts only
+# memory_vectors holds every live memory a search can find by meaning: facts, and what the
+# daemon distils from them (issue 12: summaries, reflections, insights, procedures).
+VECTOR_KINDS = ("fact", "summary", "reflection", "insight", "procedural")
 VECTOR_STATUSES = ("active", "archived")
 
 
@@ -29,6 +32,7 @@ def put_memory_vector(conn: Any, memory_id: int, vector: Sequence[float]) -> Non
     conn.execute(
         "INSERT INTO memory_vectors (memory_id, embedding) VALUES (?, ?)", (memory_id, pack(vector))
     )
+    record_change(conn, "memory_vectors", memory_id)
 
 
 def drop_memory_vector(conn: Any, memory_id: int, *, strict: bool = False) -> int | None:
@@ -41,9 +45,10 @@ def drop_memory_vector(conn: Any, memory_id: int, *, strict: bool = False) -> in
     if not has_table(conn, "memory_vectors"):
         return None
     try:
-        return int(
-            conn.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,)).rowcount
-        )
+        deleted = conn.execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory_id,))
+        if deleted.rowcount:
+            record_change(conn, "memory_vectors", memory_id)
+        return int(deleted.rowcount)
     except Exception as exc:  # noqa: BLE001 - the driver's OperationalError, either driver
         if strict:
             raise
@@ -68,6 +73,7 @@ def put_turn_vector(conn: Any, turn_id: int, vector: Sequence[float]) -> None:
     conn.execute(
         "INSERT INTO turn_vectors (turn_id, embedding) VALUES (?, ?)", (turn_id, pack(vector))
     )
+    record_change(conn, "turn_vectors", turn_id)
 
 
 def has_turn_vector(conn: Any, turn_id: int) -> bool:
@@ -84,6 +90,11 @@ def nearest_facts(
     max_distance: float | None = None,
 ) -> list[tuple[MemoryRow, float]]:
     """The k active facts of `user_id` closest to `vector`, nearest first, with their distance."""
+    index = index_of(conn)
+    if index is not None:
+        return _nearest_indexed(
+            conn, index, vector, user_id=user_id, k=k, max_distance=max_distance
+        )
     sql = (
         "SELECT m.*, v.distance AS distance FROM ("
         " SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
@@ -98,3 +109,34 @@ def nearest_facts(
     # A zero vector has no cosine distance (NULL): it is near nothing.
     found = [r for r in rows if r["distance"] is not None]
     return [(MemoryRow.from_row(r), float(r["distance"])) for r in found]
+
+
+def _nearest_indexed(
+    conn: Any,
+    index: VectorIndex,
+    vector: Sequence[float],
+    *,
+    user_id: str,
+    k: int,
+    max_distance: float | None,
+) -> list[tuple[MemoryRow, float]]:
+    def accept(ids: list[int]) -> set[int]:
+        marks = ",".join("?" * len(ids))
+        rows = conn.execute(
+            f"SELECT id FROM memories WHERE id IN ({marks}) AND user_id = ?"
+            " AND kind = 'fact' AND status = 'active'",
+            (*ids, user_id),
+        )
+        return {int(r[0]) for r in rows}
+
+    near = index.nearest(
+        conn, "memory_vectors", vector, k, accept=accept, max_distance=max_distance
+    )
+    if not near:
+        return []
+    marks = ",".join("?" * len(near))
+    rows = conn.execute(
+        f"SELECT * FROM memories WHERE id IN ({marks})", [memory_id for memory_id, _ in near]
+    ).fetchall()
+    by_id = {int(r["id"]): MemoryRow.from_row(r) for r in rows}
+    return [(by_id[i], distance) for i, distance in near if i in by_id]

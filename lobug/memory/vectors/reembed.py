@@ -15,13 +15,16 @@ from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.embedders import Embedder
+from lobug.memory.vectors.knn import VECTOR_KINDS, VECTOR_STATUSES
 from lobug.storage.database import Database
 from lobug.storage.vectors import create_vector_tables, pack, write_meta
 
+_KINDS = "(" + ", ".join(f"'{k}'" for k in VECTOR_KINDS) + ")"
+_STATUSES = "(" + ", ".join(f"'{k}'" for k in VECTOR_STATUSES) + ")"
 STAGING = {"memory_vectors": "memory_vectors_new", "turn_vectors": "turn_vectors_new"}
 SOURCES = {
     "memory_vectors": (
-        "SELECT id, content FROM memories WHERE kind = 'fact' AND status IN ('active', 'archived')"
+        f"SELECT id, content FROM memories WHERE kind IN {_KINDS} AND status IN {_STATUSES}"
     ),
     "turn_vectors": (f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"),
 }
@@ -110,7 +113,7 @@ def _swap(conn: Any, last: dict[str, int], *, model: str, dim: int) -> bool:
     # Facts soft-deleted or purged while we worked must not come back into the KNN table.
     for (memory_id,) in conn.execute(
         "SELECT memory_id FROM memory_vectors_new WHERE memory_id NOT IN"
-        " (SELECT id FROM memories WHERE kind = 'fact' AND status IN ('active', 'archived'))"
+        f" (SELECT id FROM memories WHERE kind IN {_KINDS} AND status IN {_STATUSES})"
     ).fetchall():
         conn.execute("DELETE FROM memory_vectors_new WHERE memory_id = ?", (memory_id,))
     for table in STAGING:

@@ -1,0 +1,78 @@
+"""Words in thousands of rows do not drive the lexical list (issue 13), on a real FTS5 index.
+
+Like a search engine's "common terms" cut-off: a common word still counts toward a row's
+score, but only in rows that share an uncommon word of the question too; a question made of
+common words only needs all of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lobug.conversation import insert_turn
+from lobug.memory.search import fts
+from lobug.memory.search.corpus import TURNS, SearchFilter
+from lobug.memory.search.lexical import text_ranks
+from lobug.storage.migrations import migrate
+from lobug.storage.sqlite import connect
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Any:
+    conn = connect(tmp_path / "w.db")
+    migrate(conn)
+    conn.execute("BEGIN")
+    for i in range(fts.COMMON_WORD_ROWS + 100):  # "kettle" and "morning" are common
+        insert_turn(conn, session_id="s", role="user", text=f"the kettle this morning {i}", ts=i)
+    said = {
+        "descaler": "I bought a kettle descaler",
+        "vinegar": "vinegar works as a descaler too",
+        "both": "the descaler and the vinegar",
+    }
+    ids = {}
+    for name, text in said.items():
+        ids[name] = insert_turn(conn, session_id="s", role="user", text=text, ts=5000.0).id
+    conn.execute("COMMIT")
+    conn.ids = ids
+    yield conn
+    conn.close()
+
+
+def test_the_vocabulary_tells_common_words(conn: Any) -> None:
+    tokens = fts.query_tokens("kettle descaler morning mornings")
+    # "mornings" as a prefix matches no stored word: not common.
+    assert fts.common_words(conn, "turns_fts", tokens) == {"kettle", "morning"}
+
+
+def test_common_words_join_only_groups_with_an_uncommon_word() -> None:
+    common = {"kettle"}
+    assert fts.min_match_query(["kettle", "descaler"], 2, common) == '("kettle"* AND "descaler"*)'
+    assert fts.min_match_query(["kettle", "descaler"], 1, common) == '"descaler"*'
+    assert fts.min_match_query(["kettle", "morning"], 2, {"kettle", "morning"}) == (
+        '"kettle"* AND "morning"*'
+    )
+    # Without common words: every pair, as before.
+    assert fts.min_match_query(["a1b2", "c3d4", "e5f6"], 2).count(" OR ") == 2
+
+
+def test_a_question_with_one_uncommon_word_finds_its_rows_only(conn: Any) -> None:
+    flt = SearchFilter()
+    found = text_ranks(
+        conn, "how do I clean the kettle with a descaler", 10, corpus=TURNS, flt=flt, min_words=2
+    )
+    assert found == [conn.ids["descaler"]]  # the only row with two of the words
+    one = text_ranks(
+        conn, "kettle descaler vinegar", 10, corpus=TURNS, flt=flt, min_words=1
+    )  # any uncommon word will do; "kettle" alone does not make a hit
+    assert set(one) == set(conn.ids.values())
+
+
+def test_a_question_of_common_words_needs_all_of_them(conn: Any) -> None:
+    found = text_ranks(
+        conn, "the kettle this morning", 2000, corpus=TURNS, flt=SearchFilter(), min_words=1
+    )
+    assert len(found) == fts.COMMON_WORD_ROWS + 100
+    assert conn.ids["descaler"] not in found  # holds "kettle" but not "morning"

@@ -1,0 +1,197 @@
+"""The in-memory vector index against sqlite-vec itself, on a real SQLite file.
+
+It must give the neighbours vec0 gives (same ids, same distances), follow every write made
+through any connection (including a rolled-back one, another process's, a dropped and
+recreated table), and keep the filters' promise when they hide most candidates.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lobug.memory.search.corpus import MEMORIES, SearchFilter
+from lobug.memory.search.hybrid import vector_knn
+from lobug.memory.store import rows as store
+from lobug.memory.vectors import knn
+from lobug.storage import vector_index
+from lobug.storage.database import Database
+from lobug.storage.migrations import migrate
+from lobug.storage.sqlite import connect
+from lobug.storage.vector_index import VectorIndex, prune_changes
+from lobug.storage.vectors import create_vector_tables, drop_vector_tables, write_meta
+
+DIM = 32
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    path = tmp_path / "v.db"
+    conn = connect(path)
+    migrate(conn)
+    conn.execute("BEGIN")
+    write_meta(conn, "embedding_dim", str(DIM))
+    write_meta(conn, "embedding_model", "test")
+    create_vector_tables(conn, DIM)
+    conn.execute("COMMIT")
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def db(db_path: Path) -> Iterator[Database]:
+    database = Database(db_path, vector_index=VectorIndex())
+    database.open_sync()
+    yield database
+    database.close_sync()
+
+
+def facts(
+    db: Database, vectors: np.ndarray, *, user_id: str = "default", **extra: Any
+) -> list[int]:
+    def write(conn: Any) -> list[int]:
+        ids = []
+        for vector in vectors:
+            memory_id = store.insert_memory(
+                conn, user_id=user_id, kind="fact", content=f"fact {len(ids)}", now=1.0,
+                actor="test", **extra,
+            )  # fmt: skip
+            knn.put_memory_vector(conn, memory_id, [float(x) for x in vector])
+            ids.append(memory_id)
+        return ids
+
+    return db.write_sync(write)
+
+
+def both(db: Database, query: np.ndarray, k: int, flt: SearchFilter) -> tuple[list, list]:
+    """(the index's answer, vec0's answer) to the same KNN on the same data."""
+    conn = db.writer
+    indexed = vector_knn(conn, list(query), k, flt=flt)
+    conn.vector_index = None
+    try:
+        scanned = vector_knn(conn, list(query), k, flt=flt)
+    finally:
+        conn.vector_index = db.vector_index
+    return indexed, scanned
+
+
+def same(indexed: list[tuple[int, float]], scanned: list[tuple[int, float]]) -> None:
+    assert [i for i, _ in indexed] == [i for i, _ in scanned]
+    assert np.allclose([d for _, d in indexed], [d for _, d in scanned], atol=1e-5)
+
+
+def test_the_index_finds_what_sqlite_vec_finds_with_filters(db: Database) -> None:
+    rng = np.random.default_rng(1)
+    facts(db, rng.standard_normal((300, DIM)))
+    facts(db, rng.standard_normal((300, DIM)), user_id="bob")  # hidden by the filter
+    assert db.vector_index is not None
+    db.vector_index.build(db.writer)
+    for query in rng.standard_normal((20, DIM)):
+        for k in (1, 10, 50):
+            same(*both(db, query, k, SearchFilter(user_id="default")))
+    # A filter that hides nearly every row: the net widens until k are found.
+    bob = both(db, rng.standard_normal(DIM), 25, SearchFilter(user_id="bob"))
+    same(*bob)
+    assert len(bob[0]) == 25
+
+
+def test_writes_through_any_connection_reach_the_index(db: Database, db_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    index = db.vector_index
+    assert index is not None
+    index.build(db.writer)
+    target = rng.standard_normal(DIM)
+    # Another process writes a fact right where the query will look (a CLI next to the daemon).
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from lobug.storage.sqlite import connect\n"
+        "from lobug.memory.store import rows as store\n"
+        "from lobug.memory.vectors import knn\n"
+        "conn = connect(sys.argv[2]); conn.execute('BEGIN IMMEDIATE')\n"
+        "i = store.insert_memory(conn, user_id='default', kind='fact', content='cli', now=1.0,"
+        " actor='cli')\n"
+        "knn.put_memory_vector(conn, i, [float(x) for x in sys.argv[3].split(',')])\n"
+        "conn.execute('COMMIT'); print(i)\n"
+    )
+    vector = ",".join(str(x) for x in target)
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT), str(db_path), vector],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    cli_id = int(out.stdout)
+    facts(db, rng.standard_normal((50, DIM)))
+    found = vector_knn(db.writer, list(target), 1)
+    assert found[0][0] == cli_id and found[0][1] == pytest.approx(0.0, abs=1e-5)
+
+    # A rolled-back write leaves nothing behind.
+    def rolled_back(conn: Any) -> None:
+        knn.put_memory_vector(conn, cli_id, list(-target))
+        raise RuntimeError("abort")
+
+    with pytest.raises(RuntimeError):
+        db.write_sync(rolled_back)
+    assert vector_knn(db.writer, list(target), 1)[0][0] == cli_id
+
+    # A dropped vector is gone from the index too.
+    db.write_sync(lambda conn: knn.drop_memory_vector(conn, cli_id))
+    assert cli_id not in [i for i, _ in vector_knn(db.writer, list(target), 10)]
+
+    # The tables replaced wholesale (reembed's swap): the index reloads them.
+    def replaced(conn: Any) -> None:
+        drop_vector_tables(conn)
+        create_vector_tables(conn, DIM)
+        knn.put_memory_vector(conn, cli_id, list(target))
+
+    db.write_sync(replaced)
+    assert [i for i, _ in vector_knn(db.writer, list(target), 5)] == [cli_id]
+
+    # GC forgets the applied changes; later writes still arrive.
+    assert db.write_sync(prune_changes, index.applied) > 0
+    later = facts(db, np.array([target]))[0]
+    assert later in [i for i, _ in vector_knn(db.writer, list(target), 2)]
+
+
+def test_past_exact_max_the_sign_bit_shortlist_keeps_the_best(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clustered data like real embeddings: the shortlist holds the exact top 10, and a
+    filter that hides the whole shortlist falls back to scanning every row."""
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((20, DIM))
+    data = centres[rng.integers(0, 20, 2000)] + 0.3 * rng.standard_normal((2000, DIM))
+    ids = facts(db, data)
+    odd = facts(db, rng.standard_normal((30, DIM)), store="shared")
+    index = db.vector_index
+    assert index is not None
+    index.build(db.writer)
+    monkeypatch.setattr(vector_index, "EXACT_MAX", 100)
+    monkeypatch.setattr(vector_index, "SHORTLIST", 200)
+    recall = []
+    for query in data[rng.integers(0, 2000, 30)] + 0.1 * rng.standard_normal((30, DIM)):
+        indexed, scanned = both(db, query, 10, SearchFilter(user_id="default"))
+        recall.append(len({i for i, _ in indexed} & {i for i, _ in scanned}) / 10)
+    assert np.mean(recall) >= 0.95
+    shared = both(db, rng.standard_normal(DIM), 10, SearchFilter(stores=("shared",)))
+    same(*shared)
+    assert {i for i, _ in shared[0]} <= set(odd) and len(shared[0]) == 10
+    assert len(ids) == 2000
+
+
+def test_without_an_index_or_before_it_is_built_search_scans_sqlite_vec(db: Database) -> None:
+    rng = np.random.default_rng(4)
+    facts(db, rng.standard_normal((40, DIM)))
+    conn = db.writer
+    assert vector_index.index_of(conn) is None  # not built yet: vec0 answers
+    before = vector_knn(conn, list(rng.standard_normal(DIM)), 5)
+    assert len(before) == 5
+    assert db.vector_index is not None
+    assert db.vector_index.build(conn) == 40
+    assert vector_index.index_of(conn) is db.vector_index
+    assert MEMORIES.vectors in db.vector_index.stats()["vectors"]
