@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from lobug.memory.graph import relations
 from lobug.memory.graph.entities import entities_in_text
 from lobug.memory.search.corpus import (
     MEMORIES,
@@ -244,7 +245,8 @@ def rescored(
     """Each fused row of one corpus re-scored by its own signals, in the fused order (rows
     returned; a row gone since it was ranked is scored as empty: the caller drops it)."""
     rows = rows_of(conn, corpus, [f.id for f in fused])
-    related = related_strength(conn, [f.id for f in fused]) if corpus.table == "memories" else {}
+    ids = [f.id for f in fused]
+    related = relations.max_related_strength(conn, ids) if corpus.table == "memories" else {}
     hits = []
     for f in fused:
         score, breakdown = rescore(f, rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))
@@ -258,24 +260,3 @@ def rows_of(conn: Any, corpus: Corpus, ids: Sequence[int]) -> Mapping[int, Any]:
     marks = ",".join("?" * len(ids))
     rows = conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", tuple(ids))
     return {int(r["id"]): r for r in rows}
-
-
-def related_strength(conn: Any, ids: Sequence[int]) -> dict[int, float]:
-    """Per candidate, its strongest edge to another candidate (seed 001 §2).
-
-    Only edges inside the result set count: a memory strongly tied to another relevant one is
-    likelier relevant itself, while a globally well-connected memory is not, for this query.
-    """
-    if len(ids) < 2:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        f"SELECT from_id, to_id, strength FROM relations WHERE from_id IN ({marks})"
-        f" AND to_id IN ({marks})",
-        (*ids, *ids),
-    ).fetchall()
-    best: dict[int, float] = {}
-    for a, b, strength in rows:
-        for node in (a, b):
-            best[node] = max(best.get(node, 0.0), float(strength))
-    return best

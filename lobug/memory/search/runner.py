@@ -82,6 +82,7 @@ def memory_filter(req: QueryRequest, exclude_since: float | None = None) -> Sear
         agent_id=f.agent_id,
         run_id=f.run_id,
         actor_id=f.actor_id,
+        person=f.person,
     )
 
 
@@ -93,6 +94,7 @@ def turn_filter(req: QueryRequest) -> SearchFilter | None:
         or f.agent_id is not None
         or f.run_id is not None
         or f.actor_id is not None
+        or f.person is not None  # the people index links memories, not turns
         or f.pinned is not None
         or f.layer is not None
         or f.importance_min is not None

@@ -65,6 +65,12 @@ class QueryFilters(Writers):
     actor_id: s.WriterId | None = Field(
         None, description="Only memories written for or from this person."
     )
+    person: s.WriterId | None = Field(
+        None,
+        description="Only memories about this person: linked to a person entity of this name"
+        " or alias, any case (the people index; episodes drop out).",
+        examples=["Maria"],
+    )
 
     @model_validator(mode="after")
     def _ranges(self) -> QueryFilters:

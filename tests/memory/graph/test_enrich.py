@@ -10,6 +10,7 @@ from typing import Any
 from memory_kit import MemoryEnv
 
 from lobug.memory.graph import enrich, entities
+from lobug.memory.query import QueryFilters, QueryRequest
 from lobug.memory.search.corpus import MEMORIES, TURNS, SearchFilter, visible_ids
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.store import rows as store
@@ -114,3 +115,12 @@ async def test_the_person_filter_finds_a_person_by_any_name(mem: MemoryEnv, cloc
     turn_ids = [r[0] for r in mem.rows("SELECT id FROM turns")]
     got = await mem.db.read(lambda c: visible_ids(c, TURNS, SearchFilter(person="Jen"), turn_ids))
     assert got == set()
+    # Through the service's query (what /v1/query runs): a person filter drops the episodes.
+    request = QueryRequest(
+        text="Jen",
+        kinds=("fact", "episode"),
+        filters=QueryFilters(user_id="default", person="jen okafor"),
+        top_k=10,
+    )
+    found_ids = {(r.kind, r.id) for r in await mem.service.query(request)}
+    assert found_ids == {("fact", ids[JEN]), ("fact", ids[PARK])}
