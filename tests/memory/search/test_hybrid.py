@@ -254,3 +254,23 @@ def test_explain_is_json_serialisable(conn: Any) -> None:
     explained = hit.explain()
     assert json.loads(json.dumps(explained)) == explained
     assert explained["breakdown"]["final"] == hit.score
+
+
+def test_rescore_relation_boost_counts_edges_beyond_the_candidates(conn: Any) -> None:
+    """Seed 001 §2 (issue 12): an edge to a memory the search did not find still counts;
+    one to a soft-deleted memory does not."""
+    a = memory(conn, "The user plays tennis.", unit(1, 0.5))
+    far = memory(conn, "The user collects stamps.", unit(0, 1))
+    gone = memory(conn, "The user plays squash.", unit(0, 1))
+    for other in (far, gone):
+        conn.execute(
+            "INSERT INTO relations (from_id, to_id, strength, created_at) VALUES (?, ?, ?, ?)",
+            (a, other, 0.8 if other == far else 0.95, NOW),
+        )
+    conn.execute("UPDATE memories SET status = 'soft_deleted' WHERE id = ?", (gone,))
+    weights = ScoringWeights(w_rel=0.5)
+    hits = {
+        h.id: h for h in hybrid_search(conn, "tennis", unit(1, 0.5), k=1, now=NOW, weights=weights)
+    }
+    assert list(hits) == [a]  # the stamps are not a candidate of this search
+    assert hits[a].breakdown is not None and hits[a].breakdown.relation_boost == 0.4
