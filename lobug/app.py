@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from lobug import keys, ui
+from lobug import keys, mcp_server, metrics, openai_api, ui, wyoming_server
 from lobug.access import AccessControl
 from lobug.api import device, memory_routes, proposal_routes
 from lobug.api.auth import auth_middleware
@@ -48,7 +48,13 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     overrides = overrides or Overrides()
     max_body = max(config.speech.max_audio_bytes, config.server.max_json_bytes) + 64 * 1024
     app = web.Application(
-        middlewares=[access_log_middleware, error_middleware, auth_middleware],
+        middlewares=[
+            access_log_middleware,
+            metrics.metrics_middleware,  # outside the error middleware: sees every outcome
+            openai_api.openai_error_middleware,  # OpenAI's error shape on its routes
+            error_middleware,
+            auth_middleware,
+        ],
         client_max_size=max_body,
     )
     app[keys.CONFIG] = config
@@ -56,7 +62,10 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app.add_routes(device.routes)
     app.add_routes(memory_routes.routes)
     app.add_routes(proposal_routes.routes)
+    app.add_routes(openai_api.routes)  # /v1/chat/completions, /v1/models
+    metrics.setup(app, overrides.clock)  # GET /metrics
     ui.setup(app)  # the memory browser at /ui/ (lobug/ui)
+    mcp_server.setup(app)  # MCP over streamable HTTP at /mcp (lobug/mcp_server)
     app.cleanup_ctx.append(_loop_monitor)
     app.cleanup_ctx.append(_database(config))
     app.cleanup_ctx.append(_llm(config))
@@ -64,6 +73,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app.cleanup_ctx.append(_memory(config, overrides))
     app.cleanup_ctx.append(_services(config, overrides))
     app.cleanup_ctx.append(_workers(config, overrides))
+    app.cleanup_ctx.append(wyoming_server.lifecycle)  # Home Assistant Assist (lobug/wyoming_server)
     return app
 
 
@@ -127,7 +137,7 @@ def _speech(
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         models_dir = config.speech.download_root or config.storage.data_dir / "models"
         transcriber = overrides.transcriber or WhisperTranscriber(config.speech, models_dir)
-        speech = SpeechService(transcriber, config.speech)
+        speech = SpeechService(metrics.timed(app, transcriber), config.speech)
         app[keys.SPEECH] = speech
         # Loading Whisper takes seconds on a Pi: do it in the background so text turns work
         # at once; /chat/audio answers 503 until the model is ready.

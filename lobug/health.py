@@ -26,6 +26,10 @@ class HealthService:
     loop: LoopLagMonitor | None = None
     # The memory service's vector state: model/dimension, mismatch, embedder failures.
     embedding: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    # The Wyoming listener's state (lobug/wyoming_server), set when it starts. Reported, not a
+    # problem: `status` says whether the device's dependencies are up, and a Wyoming port
+    # clash leaves the device's routes working.
+    wyoming: Callable[[], dict[str, Any]] | None = None
     started: float = field(default_factory=time.monotonic)
     problems_extra: list[str] = field(default_factory=list)  # e.g. an embedding mismatch
     _last_embedding: dict[str, Any] | None = None
@@ -52,6 +56,7 @@ class HealthService:
         embedding = await self._embedding()
         if embedding and embedding.get("problem"):
             problems.append(str(embedding["problem"]))
+        wyoming = self.wyoming() if self.wyoming is not None else None
         ollama_ok = ollama.reachable and ollama.has_model(self.llm.config.chat_model)
         return {
             "status": "ok" if not problems else "degraded",
@@ -65,6 +70,7 @@ class HealthService:
             # recent = since the previous /health read
             "loop": self.loop.snapshot(reset_window=True) if self.loop else {},
             **({"embedding": embedding} if embedding is not None else {}),
+            **({"wyoming": wyoming} if wyoming is not None else {}),
         }
 
     async def _embedding(self) -> dict[str, Any] | None:

@@ -37,3 +37,6 @@ RECALL: web.AppKey[Recall] = web.AppKey("recall")  # /v1 turns, context, query
 PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")
 # A firmware route's caller: the trust level whose stores its prompt may draw on.
 DEVICE_TRUST: web.RequestKey[str] = web.RequestKey("device_trust")
+# How a chat turn ended (ok | degraded | ignored), when its handler knows better than its status
+# code (a stream's outcome is decided after its 200 went out); read by lobug.metrics.
+TURN_OUTCOME: web.RequestKey[str] = web.RequestKey("turn_outcome")

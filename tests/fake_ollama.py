@@ -48,6 +48,11 @@ class FakeOllamaState:
     # Background thinking (`reflect`, `insight`) is answered by `thinking`; else by `script`
     # only when it has an attribute of the task's name; else MEMORY_DEFAULTS.
     thinking: ChatScript | None = None
+    # A streamed chat reply (stream: true) is cut after this many content chunks: "reset"
+    # drops the connection, "error" sends Ollama's mid-stream `{"error": …}` line and ends.
+    stream_cut_after: int | None = None
+    stream_cut: str = "reset"  # reset | error
+    stream_delay_s: float = 0.0  # between streamed chunks
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def chat_calls(self) -> list[dict[str, Any]]:
@@ -135,7 +140,10 @@ def _model_known(state: FakeOllamaState, name: str) -> bool:
 
 def _default_reply(body: dict[str, Any]) -> str:
     last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
-    return json.dumps({"action": "RESPOND", "response": f"You said: {last.get('content', '')}"})
+    echo = f"You said: {last.get('content', '')}"
+    if body.get("format") != "json":  # asked for prose (the OpenAI door), as a model obeys
+        return echo
+    return json.dumps({"action": "RESPOND", "response": echo})
 
 
 def _now() -> str:
@@ -215,7 +223,7 @@ def build_app(state: FakeOllamaState) -> web.Application:
             content = ""
         base = {"model": model, "created_at": _now()}
         if body.get("stream", True):
-            return await _stream_chat(request, base, content)
+            return await _stream_chat(request, base, content, state)
         return web.json_response(
             {
                 **base,
@@ -259,12 +267,23 @@ async def _body(request: web.Request) -> Any:
 
 
 async def _stream_chat(
-    request: web.Request, base: dict[str, Any], content: str
+    request: web.Request, base: dict[str, Any], content: str, state: FakeOllamaState
 ) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     words = content.split(" ") if content else [""]
     for i, word in enumerate(words):
+        if state.stream_cut_after is not None and i >= state.stream_cut_after:
+            if state.stream_cut == "error":
+                line = {"error": "fake ollama: the model runner stopped mid-stream"}
+                await response.write((json.dumps(line) + "\n").encode())
+                await response.write_eof()
+                return response
+            assert request.transport is not None
+            request.transport.abort()  # the client sees the connection cut mid-body
+            raise asyncio.CancelledError
+        if state.stream_delay_s and i:
+            await asyncio.sleep(state.stream_delay_s)
         piece = word if i == len(words) - 1 else word + " "
         chunk = {**base, "message": {"role": "assistant", "content": piece}, "done": False}
         await response.write((json.dumps(chunk) + "\n").encode())

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from lobug.config import ConfigError, load_config, normalize_ollama_host
+from lobug.config import SECTIONS, ConfigError, TokenConfig, load_config, normalize_ollama_host
+from lobug.config.example import EXAMPLE_PATH as EXAMPLE
+from lobug.config.example import render_example
+
+
+def dataclasses_fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
 
 
 def test_defaults_follow_the_conventions(tmp_path: Path) -> None:
@@ -100,3 +107,63 @@ def test_cli_config_show_prints_effective_config(tmp_path: Path) -> None:
     shown = json.loads(proc.stdout)
     assert shown["server"]["port"] == 9999
     assert shown["storage"]["data_dir"] == str(tmp_path)
+
+
+def test_example_is_generated_from_the_models() -> None:
+    # Every key, default and comment lives in lobug/config/models.py; regenerate with
+    # `python -m lobug.config --example > systemd/lobug.toml.example`.
+    assert EXAMPLE.read_text(encoding="utf-8") == render_example()
+
+
+def test_example_shows_every_key() -> None:
+    lines = [line.removeprefix("# ") for line in EXAMPLE.read_text(encoding="utf-8").splitlines()]
+    shown, section = set(), ""
+    for line in lines:
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+            shown.add(section)  # [[api.tokens]] shows the key api.tokens
+        elif " = " in line:
+            shown.add(f"{section}.{line.partition(' = ')[0]}")
+    fields = {f"{name}.{key}" for name, cls in SECTIONS.items() for key in dataclasses_fields(cls)}
+    fields |= {f"api.tokens.{key}" for key in dataclasses_fields(TokenConfig)}
+    assert fields <= shown, fields - shown
+
+
+def test_sections_are_frozen() -> None:
+    config = load_config(None, env={})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.memory.top_k = 7  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "needle"),
+    [
+        ({"server.port": True}, "server.port: expected a number, got True"),
+        ({"server.port": 80.0}, "server.port: expected an integer, got 80.0"),
+        ({"memory.consent_days": 0}, "memory.consent_days: must be between 0.01 and 365, got 0"),
+        ({"ollama.timeout_s": "0"}, "ollama.timeout_s: must be positive"),
+        ({"log.level": "info"}, "log.level: must be one of DEBUG, INFO, WARNING, ERROR"),
+    ],
+)
+def test_flag_values_are_checked_like_file_values(
+    overrides: dict[str, object], needle: str
+) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        load_config(None, env={}, overrides=overrides)
+
+
+def test_env_values_are_coerced() -> None:
+    env = {
+        "LOBUG_API_DEVICE_ALLOWLIST": "m5-a, m5-b,,",
+        "LOBUG_SPEECH_LANGUAGE": "none",
+        "LOBUG_CHAT_PERSONALITY_FILE": "~/p.txt",
+        "LOBUG_MEMORY_ENABLED": "off",
+        "LOBUG_SCORING_W_REL": "0.25",
+        "LOBUG_NOT_A_SECTION": "ignored",
+        "HOME": "/home/x",
+    }
+    config = load_config(None, env=env)
+    assert config.api.device_allowlist == ("m5-a", "m5-b")
+    assert config.speech.language is None and config.memory.enabled is False
+    assert config.chat.personality_file == Path.home() / "p.txt"
+    assert config.scoring.w_rel == 0.25

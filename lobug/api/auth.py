@@ -28,6 +28,7 @@ from aiohttp import web
 from lobug import errors, keys
 from lobug.access import Principal, is_loopback, loopback_principal, secret_matches
 from lobug.api.middleware import Handler, error_response
+from lobug.config import ApiConfig
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,14 @@ def _device_trust(request: web.Request) -> str:
                 'DeviceToken realm="lobug"',
             )
         return "full"
-    if api.allow_loopback and is_loopback(request.remote):
+    return peer_trust(api, request.remote)
+
+
+def peer_trust(api: ApiConfig, remote: str | None, *, trusted: bool = False) -> str:
+    """The trust of a caller known only by its address (no token): a loopback peer while
+    `api.allow_loopback` is on, or one the door's own config trusts, is the owner's; anyone
+    else is answered at `api.unknown_device_trust`. Firmware routes and Wyoming use it."""
+    if trusted or (api.allow_loopback and is_loopback(remote)):
         return "full"
     return api.unknown_device_trust
 

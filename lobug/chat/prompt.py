@@ -13,6 +13,13 @@ REPLY_FORMAT = (
     '{"action": "IGNORE", "response": ""} when the input is noise or needs no answer.'
 )
 
+# The OpenAI door (lobug.openai_api) streams the model's words to the client as they come, so
+# it asks for what a speaker or a chat window shows as is: prose, no JSON envelope to unwrap.
+PROSE_FORMAT = (
+    "Answer in plain conversational sentences, the way you would say them out loud: "
+    "no JSON, no markdown, no code blocks."
+)
+
 
 def load_personality(path: Path | None) -> str:
     if path is None:
@@ -25,9 +32,10 @@ def build_messages(
     memory_sections: list[str],
     sensor_line: str | None,
     history: list[Message],
+    reply_format: str = REPLY_FORMAT,
 ) -> list[Message]:
     """The seed's order (§2.3); empty sections are left out entirely."""
-    parts = [personality, REPLY_FORMAT]
+    parts = [personality, reply_format]
     parts += [section for section in memory_sections if section.strip()]
     if sensor_line:
         parts.append(sensor_line)

@@ -1,4 +1,4 @@
-"""ChatService: one device turn end to end — commit, prompt, one LLM call, commit, respond."""
+"""ChatService: one turn end to end — commit, prompt, one LLM call (or stream), commit, respond."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from lobug import conversation as turns
 from lobug import errors
 from lobug.access import STORES
 from lobug.chat.hooks import MemoryHooks, NoMemory
-from lobug.chat.prompt import build_messages
+from lobug.chat.prompt import PROSE_FORMAT, REPLY_FORMAT, build_messages
 from lobug.chat.sensors import SensorService
-from lobug.chat.working_memory import WorkingMemory
+from lobug.chat.stream import StreamedTurn
+from lobug.chat.working_memory import Message, WorkingMemory
 from lobug.config import ChatConfig
 from lobug.conversation import TurnRecord
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
@@ -93,6 +94,82 @@ class ChatService:
         `voice`: transcribed from /chat/audio; the turn is stored with `ref` VOICE_REF so that
         memory asks before keeping spoken profile fields (seed 001 §10). `stores`: what the
         caller's prompt may draw on (an unknown device: none; lobug.api.auth)."""
+        user, messages = await self._begin(
+            text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
+        )
+        try:
+            raw = await self.llm.chat(messages, json_mode=True)
+        except LLMUnavailable as exc:
+            log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
+            return await self._degraded(user)
+        try:
+            reply = parse_reply(raw)
+        except UnusableReply as exc:
+            log.warning(
+                "unusable model output for turn %d (%s): %s; answering degraded",
+                user.id,
+                exc,
+                _snippet(exc.raw),
+            )
+            return await self._degraded(user)
+        await self._finish(user, reply.action, reply.response)
+        return TurnResult(reply.response, reply.action, user.session_id, user.id)
+
+    async def stream_turn(
+        self,
+        text: str,
+        *,
+        device_id: str = "default",
+        session_id: str | None = None,
+        stores: Sequence[str] = STORES,
+        instructions: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> StreamedTurn:
+        """The same turn with the reply streamed as prose (the OpenAI door): the user turn is
+        committed, the prompt built and the first piece of the reply received before this
+        returns, so an unreachable LLM is an LLMUnavailable here, before anything was sent.
+        The reply is committed when the stream ends (`StreamedTurn.finish`).
+
+        `instructions`: the client app's own system prompt, added as a prompt section."""
+        extra = [f"[Instructions from the client app]\n{instructions}"] if instructions else []
+        user, messages = await self._begin(
+            text,
+            device_id=device_id,
+            session_id=session_id,
+            stores=stores,
+            reply_format=PROSE_FORMAT,
+            extra_sections=extra,
+        )
+        pieces = self.llm.stream(messages, temperature=temperature, max_tokens=max_tokens)
+        streamed = StreamedTurn(user, pieces, self._commit_streamed)
+        try:
+            await streamed.start()
+        except LLMUnavailable as exc:
+            log.warning("LLM unavailable for streamed turn %d (%s)", user.id, exc)
+            await streamed.finish()
+            raise
+        return streamed
+
+    async def ignore(self, text: str, *, device_id: str, session_id: str | None) -> TurnResult:
+        """Log an utterance that needs no answer (e.g. silence after VAD) without an LLM call."""
+        device_id = clean_id(device_id, "device_id") or "default"
+        session_id = clean_id(session_id, "session_id")
+        user = await self.db.write(self._commit_user_turn, text, device_id, session_id, "IGNORE")
+        return TurnResult("", "IGNORE", user.session_id, user.id)
+
+    async def _begin(
+        self,
+        text: str,
+        *,
+        device_id: str,
+        session_id: str | None,
+        voice: bool = False,
+        stores: Sequence[str] = STORES,
+        reply_format: str = REPLY_FORMAT,
+        extra_sections: Sequence[str] = (),
+    ) -> tuple[TurnRecord, list[Message]]:
+        """Everything before the LLM call: commit the user turn, then build its prompt."""
         text = self.clean_text(text)
         device_id = clean_id(device_id, "device_id") or "default"
         session_id = clean_id(session_id, "session_id")
@@ -110,36 +187,30 @@ class ChatService:
         )
         sensor_line = await self.sensors.summary(device_id)
         history = await self.working_memory.messages(user.session_id)
-        messages = build_messages(self.personality, sections, sensor_line, history)
-        try:
-            raw = await self.llm.chat(messages, json_mode=True)
-        except LLMUnavailable as exc:
-            log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
-            return await self._degraded(user)
-        try:
-            reply = parse_reply(raw)
-        except UnusableReply as exc:
-            log.warning(
-                "unusable model output for turn %d (%s): %s; answering degraded",
-                user.id,
-                exc,
-                _snippet(exc.raw),
-            )
-            return await self._degraded(user)
-        assistant = await self.db.write(self._commit_reply, user, reply.action, reply.response)
+        messages = build_messages(
+            self.personality, [*sections, *extra_sections], sensor_line, history, reply_format
+        )
+        return user, messages
+
+    async def _finish(self, user: TurnRecord, action: str, response: str) -> None:
+        """Everything after a usable reply: commit it (extraction queued), update the window."""
+        assistant = await self.db.write(self._commit_reply, user, action, response)
         self.memory.wake()
-        if reply.action == "IGNORE":
+        if action == "IGNORE":
             self.working_memory.discard(user.session_id, user.id)
         elif assistant is not None:
             await self.working_memory.append(assistant)
-        return TurnResult(reply.response, reply.action, user.session_id, user.id)
 
-    async def ignore(self, text: str, *, device_id: str, session_id: str | None) -> TurnResult:
-        """Log an utterance that needs no answer (e.g. silence after VAD) without an LLM call."""
-        device_id = clean_id(device_id, "device_id") or "default"
-        session_id = clean_id(session_id, "session_id")
-        user = await self.db.write(self._commit_user_turn, text, device_id, session_id, "IGNORE")
-        return TurnResult("", "IGNORE", user.session_id, user.id)
+    async def _commit_streamed(self, user: TurnRecord, text: str, complete: bool) -> None:
+        """A streamed reply that ran to its end is a reply like any other; one cut short (the
+        LLM failed mid-way, or the client went away) is kept as a degraded turn: in the log,
+        out of working memory and extraction, the user's words still queued for memory work."""
+        text = text.strip()
+        if complete and text:
+            await self._finish(user, "RESPOND", text)
+            return
+        await self.db.write(self._commit_degraded, user, text or None)
+        self.memory.wake()
 
     # -- transactions (run on the writer thread) -------------------------------------------------
     def _commit_user_turn(
@@ -191,27 +262,27 @@ class ChatService:
             self.memory.on_exchange(conn, user, assistant, now=now)
         return assistant
 
-    async def _degraded(self, user: TurnRecord) -> TurnResult:
-        apology = self.config.apology
-
-        def commit(conn: Any) -> None:
-            now = self.clock()
-            turns.set_action(conn, user.id, "RESPOND")
+    def _commit_degraded(self, conn: Any, user: TurnRecord, text: str | None) -> None:
+        now = self.clock()
+        turns.set_action(conn, user.id, "RESPOND")
+        if text:
             turns.insert_turn(
                 conn,
                 session_id=user.session_id,
                 role="assistant",
-                text=apology,
+                text=text,
                 ts=max(now, user.ts),
                 device_id=user.device_id,
                 action="RESPOND",
                 degraded=True,
             )
-            # Memory work for the user's words still happens, later, when the LLM is back.
-            self.memory.on_exchange(conn, user, None, now=now)
+        # Memory work for the user's words still happens, later, when the LLM is back.
+        self.memory.on_exchange(conn, user, None, now=now)
 
+    async def _degraded(self, user: TurnRecord) -> TurnResult:
+        apology = self.config.apology
         try:
-            await self.db.write(commit)
+            await self.db.write(self._commit_degraded, user, apology)
             self.memory.wake()
         except Exception:  # noqa: BLE001 - the user turn is already stored; answer anyway
             log.exception("could not record the degraded reply for turn %d", user.id)

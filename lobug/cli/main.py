@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "lobug.cli.db_cmd",
     "lobug.cli.ops_cmd",
     "lobug.cli.memory",
+    "lobug.cli.mcp_cmd",
 )
 
 
@@ -45,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     show = config_sub.add_parser("show", help="print the effective configuration as JSON")
     show.set_defaults(func=_config_show)
+
+    completion = sub.add_parser("completion", help="print a shell completion script")
+    completion.add_argument("shell", choices=["bash", "zsh"])
 
     import importlib
 
@@ -69,6 +73,11 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "completion":  # needs no config: a broken one must not break the shell
+        import shtab
+
+        print(shtab.complete(parser, args.shell))
+        return EXIT_OK
     try:
         config = load_config_checked(args.config, overrides=overrides_from_args(args))
     except ConfigError as exc:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,12 +50,20 @@ class OllamaChat:
         self._health_client = ollama.AsyncClient(
             host=config.host, timeout=config.health_timeout_s, transport=AiohttpTransport(limit=2)
         )
+        # Streamed replies need a transport that hands chunks on as they arrive.
+        self._stream_client = ollama.AsyncClient(
+            host=config.host,
+            timeout=config.timeout_s,
+            transport=AiohttpTransport(limit=16, streaming=True),
+        )
+        # Failed calls by LLMUnavailable.kind, read by /metrics (lobug.metrics).
+        self.errors: Counter[str] = Counter()
         self._health: OllamaHealth | None = None
         self._health_at = 0.0
         self._health_lock = asyncio.Lock()
 
     async def close(self) -> None:
-        for client in (self.client, self._health_client):
+        for client in (self.client, self._health_client, self._stream_client):
             await client._client.aclose()  # the ollama client exposes no close() of its own
 
     async def chat(
@@ -68,7 +78,7 @@ class OllamaChat:
         """One non-streaming chat call; returns the assistant's content."""
         timeout = timeout_s or self.config.timeout_s
         options = {"temperature": self.config.temperature if temperature is None else temperature}
-        try:
+        with self._mapped_errors(timeout):
             response = await asyncio.wait_for(
                 self.client.chat(
                     model=model or self.config.chat_model,
@@ -80,23 +90,77 @@ class OllamaChat:
                 ),
                 timeout,
             )
+        return _content(response)
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str]:
+        """A streamed chat call: the reply's text pieces as Ollama produces them.
+
+        `timeout_s` bounds the wait for each piece (the first one included), not the whole
+        reply: a long answer that keeps coming is fine, a stalled one is not. Every failure,
+        before the first piece or in the middle, is an LLMUnavailable."""
+        timeout = self.config.timeout_s
+        options: dict[str, Any] = {
+            "temperature": self.config.temperature if temperature is None else temperature
+        }
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
+        with self._mapped_errors(timeout):
+            parts = await asyncio.wait_for(
+                self._stream_client.chat(
+                    model=self.config.chat_model,
+                    messages=list(messages),
+                    stream=True,
+                    options=options,
+                    keep_alive=self.config.keep_alive,
+                ),
+                timeout,
+            )
+        iterator = aiter(parts)
+        try:
+            while True:
+                with self._mapped_errors(timeout):
+                    try:
+                        part = await asyncio.wait_for(anext(iterator), timeout)
+                    except StopAsyncIteration:
+                        return
+                piece = _content(part)
+                if piece:
+                    yield piece
+                if getattr(part, "done", False):
+                    return
+        finally:
+            await _aclose(iterator)
+
+    @contextlib.contextmanager
+    def _mapped_errors(self, timeout: float) -> Iterator[None]:
+        """The ollama client's and the transport's failures as LLMUnavailable, counted."""
+        try:
+            yield
+        except LLMUnavailable:
+            raise
         except TimeoutError:
             self._mark_down(f"chat timed out after {timeout:.0f}s")
-            raise LLMUnavailable(
+            raise self._failed(
                 f"Ollama did not answer within {timeout:.0f}s", kind="timeout"
             ) from None
         except ollama.ResponseError as exc:
             kind = "model_missing" if exc.status_code == 404 else "error"
-            raise LLMUnavailable(
-                f"Ollama answered {exc.status_code}: {exc.error}", kind=kind
-            ) from None
+            raise self._failed(f"Ollama answered {exc.status_code}: {exc.error}", kind) from None
         except (httpx.HTTPError, ConnectionError, OSError) as exc:
             self._mark_down(str(exc))
-            raise LLMUnavailable(f"cannot reach Ollama at {self.config.host}: {exc}") from None
+            raise self._failed(f"cannot reach Ollama at {self.config.host}: {exc}") from None
         except (ValueError, TypeError, KeyError) as exc:  # a reply that is not Ollama's JSON
-            raise LLMUnavailable(f"Ollama sent a malformed reply: {exc}", kind="error") from None
-        content = _content(response)
-        return content
+            raise self._failed(f"Ollama sent a malformed reply: {exc}", "error") from None
+
+    def _failed(self, message: str, kind: str = "down") -> LLMUnavailable:
+        self.errors[kind] += 1
+        return LLMUnavailable(message, kind=kind)
 
     async def health(self, *, fresh: bool = False) -> OllamaHealth:
         """Reachability and model list, cached for a few seconds so /health stays cheap."""
@@ -134,3 +198,11 @@ def _content(response: Any) -> str:
     if content is None and isinstance(message, dict):
         content = message.get("content")
     return str(content or "")
+
+
+async def _aclose(iterator: Any) -> None:
+    # The ollama client's stream is an async generator: closing it closes the HTTP response.
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()

@@ -9,6 +9,8 @@ already runs on.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import aiohttp
 import httpx
 
@@ -16,8 +18,12 @@ _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
-    def __init__(self, *, limit: int = 64) -> None:
+    """`streaming=True` hands the body on as it arrives (Ollama's NDJSON reply, chunk by chunk);
+    otherwise it is read whole before httpx sees the response."""
+
+    def __init__(self, *, limit: int = 64, streaming: bool = False) -> None:
         self._limit = limit
+        self._streaming = streaming
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -41,6 +47,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             (k, v) for k, v in request.headers.multi_items() if k.lower() not in _HOP_HEADERS
         ]
         body = await request.aread()
+        if self._streaming:
+            return await self._stream(request, headers, body, timeout)
         try:
             async with self._client().request(
                 request.method,
@@ -66,7 +74,59 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             request=request,
         )
 
+    async def _stream(
+        self,
+        request: httpx.Request,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        timeout: aiohttp.ClientTimeout,
+    ) -> httpx.Response:
+        try:
+            resp = await self._client().request(
+                request.method,
+                str(request.url),
+                headers=headers,
+                data=body or None,
+                timeout=timeout,
+                allow_redirects=False,
+            )
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(str(exc) or "timed out", request=request) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(str(exc), request=request) from exc
+        except aiohttp.ClientError as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
+        return httpx.Response(
+            status_code=resp.status,
+            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers],
+            stream=_BodyStream(resp, request),
+            request=request,
+        )
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class _BodyStream(httpx.AsyncByteStream):
+    """An aiohttp response body as httpx's byte stream; a cut connection is httpx's error."""
+
+    def __init__(self, resp: aiohttp.ClientResponse, request: httpx.Request) -> None:
+        self._resp = resp
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._resp.content.iter_any():
+                yield chunk
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(str(exc) or "timed out", request=self._request) from exc
+        except aiohttp.ClientError as exc:
+            raise httpx.RemoteProtocolError(str(exc), request=self._request) from exc
+
+    async def aclose(self) -> None:
+        if self._resp.content.at_eof():
+            self._resp.release()  # back to the pool
+        else:
+            self._resp.close()  # a half-read body: the connection cannot be reused

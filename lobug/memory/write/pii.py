@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import phonenumbers
+
 PII_TAGS = ("address", "email", "phone")
 
 EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
@@ -79,9 +81,10 @@ def _is_phone(candidate: str, cue: bool) -> bool:
         return False
     if _DATE_LIKE.match(candidate) or _DOTTED_QUAD.match(candidate):
         return False
-    international = candidate.startswith(("+", "00", "("))
+    if candidate.startswith(("+", "00")):
+        return _possible_international(candidate)
     groups = [g for g in re.split(r"[ .\-/()]+", candidate) if g]
-    if international:
+    if candidate.startswith("("):  # "(555) 867-5309": a bracketed area code
         return True
     if len(groups) == 1:
         # A bare digit run is an order number or a year as often as a phone; only a cue
@@ -91,3 +94,13 @@ def _is_phone(candidate: str, cue: bool) -> bool:
         # "555-1234" / "0171 1234567": a short prefix then a long subscriber number.
         return len(groups[1]) >= 4 and (cue or len(groups[0]) >= 3)
     return True
+
+
+def _possible_international(candidate: str) -> bool:
+    """A known country code and a length that country's numbering plan allows (libphonenumber's
+    metadata; fictional-but-well-formed numbers such as +1 555 … still count)."""
+    number = "+" + candidate[2:] if candidate.startswith("00") else candidate
+    try:
+        return phonenumbers.is_possible_number(phonenumbers.parse(number, None))
+    except phonenumbers.NumberParseException:
+        return False

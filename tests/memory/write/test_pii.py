@@ -63,3 +63,30 @@ def test_tags_are_known_and_sorted(text: str) -> None:
     tags = pii_tags(text)
     assert tags == sorted(set(tags))
     assert set(tags) <= set(PII_TAGS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "call +44 (0)20 7946 0958",
+        "+81 3-1234-5678 is the Tokyo office",
+        "whatsapp +91 98765 43210",
+        "+33 6 12 34 56 78",
+        "tel: +41 44 668 18 00",
+        "+852 2345 6789",
+        "+7 (495) 123-45-67",
+        "+353 (0) 1 234 5678",
+        "+61 4 1234 5678",
+        "+86 138 0013 8000",
+        "Tel.+49(0)30/1234567",
+    ],
+)
+def test_international_numbers(text: str) -> None:
+    assert pii_tags(text) == ["phone"]
+
+
+@pytest.mark.parametrize(
+    "text", ["+999 1234567 is no country", "+12 3456 7890", "+1 234 5678 9012 3456"]
+)
+def test_international_needs_a_country_and_a_possible_length(text: str) -> None:
+    assert pii_tags(text) == []

@@ -1,0 +1,204 @@
+"""load_config: defaults ← TOML file ← LOBUG_* environment ← flags, validated by the models.
+
+Layering is done here rather than by pydantic-settings' sources: the environment is a mapping
+the caller passes (tests, `lobug` subprocesses), lists arrive as `a,b` and
+`token:trust:agent,…` rather than JSON, `$OLLAMA_HOST` ranks below the file, and a handful of
+well-known names do not follow LOBUG_<SECTION>_<KEY>."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+from lobug.config.fields import ConfigError, field_infos, record_type
+from lobug.config.models import _ADAPTER, SECTIONS, ApiConfig, Config
+
+# Well-known variables that do not follow LOBUG_<SECTION>_<KEY>.
+ENV_ALIASES: dict[str, tuple[str, str]] = {
+    "LOBUG_DATA_DIR": ("storage", "data_dir"),
+    "LOBUG_EMBEDDER": ("embedding", "backend"),
+    "LOBUG_LOG_LEVEL": ("log", "level"),
+}
+
+
+def default_data_dir(env: Mapping[str, str]) -> Path:
+    """LOBUG_DATA_DIR is handled as an override; then systemd's StateDirectory, then per user."""
+    state = env.get("STATE_DIRECTORY")
+    if state:
+        return Path(state.split(":")[0])
+    xdg = env.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path(env.get("HOME", "~")).expanduser() / ".local" / "share"
+    return base / "lobug"
+
+
+def normalize_ollama_host(host: str) -> str:
+    """Accept what the ollama tools accept: `host`, `host:port`, `:port` or a full URL."""
+    host = host.strip().rstrip("/")
+    scheme = "http"
+    if "://" in host:
+        scheme, _, host = host.partition("://")
+    name, _, port = host.rpartition(":") if ":" in host.split("]")[-1] else (host, "", "")
+    name = name or "127.0.0.1"
+    if name == "0.0.0.0":  # a listen address; clients connect to loopback
+        name = "127.0.0.1"
+    return f"{scheme}://{name}:{port or 11434}"
+
+
+def load_config(
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Merge defaults ← TOML file ← environment ← overrides ("section.key" → value).
+
+    The categories file is not read here; `lobug.access.load_config_checked` also checks it."""
+    env = os.environ if env is None else env
+    raw: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    if path is not None:
+        for section, values in _read_toml(path).items():
+            if section not in SECTIONS:
+                known = ", ".join(SECTIONS)
+                raise ConfigError(f"{section}: unknown config section (known: {known})")
+            if not isinstance(values, dict):
+                raise ConfigError(f"{section}: expected a table")
+            for key, value in values.items():
+                _put(raw, section, key, value, f"{section}.{key}")
+    for name, value in env.items():
+        if name in ENV_ALIASES:
+            _put(raw, *ENV_ALIASES[name], value, name)
+        elif name.startswith("LOBUG_"):
+            section, _, key = name[len("LOBUG_") :].lower().partition("_")
+            if key in field_infos(SECTIONS.get(section)):  # other LOBUG_* names are not ours
+                _put(raw, section, key, value, name)
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        _put(raw, section, key, value, dotted)
+    ollama, storage = raw["ollama"], raw["storage"]
+    if "host" not in ollama and env.get("OLLAMA_HOST"):
+        ollama["host"] = env["OLLAMA_HOST"]
+    if "host" in ollama:
+        ollama["host"] = normalize_ollama_host(str(ollama["host"]))
+    storage.setdefault("data_dir", str(default_data_dir(env)))
+    try:
+        config = _ADAPTER.validate_python(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc.errors()[0])) from None
+    _check(config)
+    return config
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _put(raw: dict[str, dict[str, Any]], section: str, key: str, value: Any, origin: str) -> None:
+    if section not in SECTIONS:
+        raise ConfigError(f"{origin}: unknown config section {section!r}")
+    info = field_infos(SECTIONS[section]).get(key)
+    if info is None:
+        raise ConfigError(f"{origin}: unknown key {section}.{key}")
+    if isinstance(value, bool) and info.annotation in (int, float):  # pydantic takes true as 1
+        raise ConfigError(f"{section}.{key}: expected a number, got {value!r}")
+    if isinstance(value, float) and info.annotation is int:  # ...and 5.0 as 5
+        raise ConfigError(f"{section}.{key}: expected an integer, got {value!r}")
+    raw[section][key] = value
+
+
+def _describe(error: ErrorDetails) -> str:
+    """One line naming the key (`api.tokens[0].trust: ...`); a secret's value is never shown."""
+    where, info = "", FieldInfo()
+    cls: Any = Config
+    fields: dict[str, FieldInfo] = {}
+    for part in error["loc"]:
+        if isinstance(part, int):
+            where += f"[{part}]"
+        elif part in field_infos(cls):
+            fields = field_infos(cls)
+            info = fields[part]
+            where += f".{part}" if where else part
+            cls = record_type(info.annotation) or info.annotation
+    kind, value, ctx = error["type"], error["input"], error.get("ctx", {})
+    got = "" if info.repr is False else f", got {value!r}"
+    if kind in ("unexpected_keyword_argument", "extra_forbidden"):
+        return f"{where}: unknown key {error['loc'][-1]} (known: {', '.join(fields)})"
+    if kind == "value_error":
+        message = str(ctx.get("error", error["msg"]))
+        return where + (message if message.startswith("[") else f": {message}")
+    bounds = {k: getattr(m, k) for m in info.metadata for k in ("ge", "le", "gt") if hasattr(m, k)}
+    choices = typing.get_args(info.annotation)
+    messages = {
+        "missing": "is required",
+        "int_parsing": f"expected an integer{got}",
+        "int_from_float": f"expected an integer{got}",
+        "int_type": f"expected an integer{got}",
+        "float_parsing": f"expected a number{got}",
+        "float_type": f"expected a number{got}",
+        "bool_parsing": f"expected true or false{got}",
+        "bool_type": f"expected true or false{got}",
+        "string_type": f"expected a string{got}",
+        "tuple_type": "expected a list of tables"
+        if record_type(info.annotation)
+        else f"expected a list{got}",
+        "dataclass_type": "expected a table",
+        "dict_type": "expected a table",
+        "string_too_short": f"must be at least {ctx.get('min_length')} characters"
+        f", got {len(str(value))}",
+        "literal_error": f"must be one of {', '.join(map(str, choices))}{got}",
+    }
+    if kind in messages:
+        return f"{where}: {messages[kind]}"
+    shown = "" if info.repr is False else f", got {value}"
+    if bounds.get("gt") == 0:
+        return f"{where}: must be positive"
+    if "ge" in bounds and "le" in bounds:
+        return f"{where}: must be between {bounds['ge']} and {bounds['le']}{shown}"
+    if "ge" in bounds:
+        return f"{where}: must be at least {bounds['ge']}{shown}"
+    return f"{where}: {error['msg']}"
+
+
+def _check(config: Config) -> None:
+    """What one field cannot say about itself."""
+    memory = config.memory
+    if memory.short_term_keep >= memory.short_term_threshold:
+        raise ConfigError("memory.short_term_keep: must be below memory.short_term_threshold")
+    if memory.long_term_keep >= memory.long_term_threshold:
+        raise ConfigError("memory.long_term_keep: must be below memory.long_term_threshold")
+    if not config.ollama.host.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}"
+        )
+    _check_api(config.api)
+
+
+def _check_api(api: ApiConfig) -> None:
+    """Tokens unique, agents sane. Messages name the entry, never the secret."""
+    seen_tokens: set[str] = set()
+    seen_names: set[str] = set()
+    for index, entry in enumerate(api.tokens):
+        where = f"api.tokens[{index}]"
+        if entry.token in seen_tokens:
+            raise ConfigError(f"{where}.token: the same token is configured twice")
+        seen_tokens.add(entry.token)
+        if not entry.agent or len(entry.agent) > 64 or not entry.agent.isprintable():
+            raise ConfigError(f"{where}.agent: must be 1-64 printable characters")
+        if entry.name and entry.name in seen_names:
+            raise ConfigError(f"{where}.name: {entry.name!r} is used by an earlier token")
+        seen_names.add(entry.name)
+    # api.categories_file's contents are checked by lobug.access.load_config_checked (config
+    # imports nothing from lobug; the policy's parser lives in access, above config).

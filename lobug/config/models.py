@@ -1,0 +1,321 @@
+"""Config sections: one frozen pydantic dataclass per TOML table, every key's default and
+comment in one place (`Field(description=...)` becomes the comment in
+systemd/lobug.toml.example, see `lobug.config.example`). `examples=[...]` marks a key that is
+unset by default: the example shows it commented out with that value."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
+
+from lobug.config.fields import (
+    SECTION,
+    FilePath,
+    Names,
+    OptionalPath,
+    OptionalSecret,
+    OptionalStr,
+    Secret,
+    Trust,
+)
+from lobug.config.memory_sections import (
+    LifecycleConfig,
+    MemoryConfig,
+    ReflectionConfig,
+    ScoringConfig,
+    UpkeepConfig,
+)
+from lobug.config.wyoming_section import WyomingConfig
+
+
+@dataclass(frozen=True, config=SECTION)
+class ServerConfig:
+    host: str = Field(
+        default="0.0.0.0",
+        description='the M5Stack device reaches us over the LAN; "127.0.0.1" = local only',
+    )
+    port: int = Field(
+        default=8321,
+        ge=0,
+        le=65535,
+        description="unprivileged, so the service needs no capabilities",
+    )
+    shutdown_timeout_s: float = Field(
+        default=10.0, description="grace for running requests on stop (the unit allows 20 s)"
+    )
+    max_json_bytes: int = Field(
+        default=64 * 1024, description="request bodies above this are refused"
+    )
+    max_connections: int = Field(
+        default=0, description="open connections at most; 0 = the fd limit less a reserve"
+    )
+    header_timeout_s: float = Field(
+        default=10.0, description="how long a request head may take to arrive"
+    )
+    keepalive_timeout_s: float = Field(
+        default=15.0, description="how long an idle keep-alive connection is kept"
+    )
+
+
+@dataclass(frozen=True, config=SECTION)
+class StorageConfig:
+    data_dir: FilePath = Field(
+        default=Path(),  # resolved by load_config
+        examples=["/var/lib/lobug"],
+        description="data_dir defaults to $STATE_DIRECTORY (/var/lib/lobug under systemd), else"
+        " $XDG_DATA_HOME/lobug; $LOBUG_DATA_DIR and --data-dir win over this file. Under"
+        " ProtectSystem=strict only /var/lib/lobug and /var/cache/lobug are writable, so leave"
+        " this unset when running as the service.",
+    )
+    db_file: str = "lobug.db"
+    busy_timeout_ms: int = Field(
+        default=5000,
+        ge=0,
+        le=3_600_000,
+        description="how long a write waits for the single writer before failing",
+    )
+    read_connections: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="read-only SQLite connections; 2 is plenty on a Pi Zero/3",
+    )
+    max_page_count: int = Field(
+        default=0,
+        ge=0,
+        le=2**32 - 2,
+        description="Safety valve for small SD cards: the database may grow to at most this many"
+        " 4 KiB pages (e.g. 262144 = 1 GiB). Past it, writes answer 503 storage_full instead of"
+        " filling the card that the OS lives on; reads and replies keep working. 0 = unlimited"
+        " (the disk is the limit).",
+    )
+    vector_index: bool = Field(
+        default=True,
+        description="The daemon keeps a copy of the vectors in memory (4 bytes per dimension per"
+        " vector: 15 MB for 10k 384-d vectors) for exact nearest-neighbour search without scanning"
+        " sqlite-vec on every query; SQLite stays the source of truth. false: scan sqlite-vec"
+        " (slower past a few thousand).",
+    )
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / self.db_file
+
+
+@dataclass(frozen=True, config=SECTION)
+class OllamaConfig:
+    host: str = Field(
+        default="http://127.0.0.1:11434",
+        description="also accepts host, host:port or :port; $OLLAMA_HOST if unset",
+    )
+    chat_model: str = "llama3.2"
+    timeout_s: float = Field(
+        default=30.0, gt=0, description="one chat call; past this the device gets chat.apology"
+    )
+    health_timeout_s: float = Field(default=1.0, gt=0)
+    health_cache_s: float = 5.0
+    temperature: float = 0.7
+    keep_alive: str = Field(
+        default="30m",
+        description="keep the model loaded between turns (first token is slow otherwise)",
+    )
+
+
+@dataclass(frozen=True, config=SECTION)
+class ChatConfig:
+    personality_file: OptionalPath = Field(
+        default=None,
+        examples=["/etc/lobug/personality.txt"],
+        description="unset = the bundled personality",
+    )
+    working_memory_size: int = Field(
+        default=20, ge=1, le=10_000, description="messages per session kept in the prompt"
+    )
+    session_idle_minutes: float = Field(
+        default=30.0, description="a new session starts after this much silence"
+    )
+    max_text_chars: int = Field(default=4000, ge=1, le=1_000_000)
+    apology: str = "Sorry, I can't think right now. I'll remember what you said."
+
+
+@dataclass(frozen=True, config=SECTION)
+class SpeechConfig:
+    model: str = Field(
+        default="base.en",
+        description='a faster-whisper size ("tiny.en" suits a Pi 3/4) or a model directory',
+    )
+    device: str = "cpu"
+    compute_type: str = Field(
+        default="int8", description="int8 is the fast choice on ARM and laptop CPUs"
+    )
+    cpu_threads: int = Field(default=0, description="0 = let faster-whisper decide")
+    local_files_only: bool = Field(
+        default=True, description="offline first: never download a model implicitly"
+    )
+    download_root: OptionalPath = Field(
+        default=None,
+        examples=["/var/cache/lobug/models"],
+        description="download_root defaults to <data_dir>/models. The systemd unit sets"
+        " LOBUG_SPEECH_DOWNLOAD_ROOT=/var/cache/lobug/models, which wins over this file; change"
+        " it with `systemctl edit lobug` instead.",
+    )
+    language: OptionalStr = Field(
+        default=None, examples=["en"], description="unset = detect per utterance"
+    )
+    beam_size: int = Field(default=1, description="1 = greedy, fastest on small boards")
+    vad: bool = Field(default=True, description="skip silence before transcribing")
+    max_audio_seconds: float = 60.0
+    max_audio_bytes: int = 10 * 1024 * 1024
+    load_at_start: bool = Field(
+        default=True, description="load the model at startup instead of on the first request"
+    )
+
+
+@dataclass(frozen=True, config=SECTION)
+class EmbeddingConfig:
+    backend: Literal["ollama", "local", "hashing"] = Field(
+        default="ollama",
+        description='ollama | local (sentence-transformers, extra "local-embed")'
+        " | hashing (tests only)",
+    )
+    model: str = "nomic-embed-text"
+    dim: int = Field(
+        default=768,
+        ge=1,
+        le=8192,
+        description="must match the model; a change needs `lobug memory reembed`",
+    )
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True, config=SECTION)
+class WorkerConfig:
+    concurrency: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="background jobs at once; 1 on a Pi shares the CPU better with chat",
+    )
+    max_attempts: int = Field(
+        default=6,
+        ge=1,
+        le=1000,
+        description="then the job is marked failed (kept in the DB, not dropped)",
+    )
+    backoff_base_s: float = 2.0
+    backoff_max_s: float = 600.0
+    poll_interval_s: float = 1.0
+
+
+@dataclass(frozen=True, config=SECTION)
+class SensorConfig:
+    max_bytes: int = Field(
+        default=4096, description="largest sensor-state report accepted from a device"
+    )
+
+
+@dataclass(frozen=True, config=SECTION)
+class TokenConfig:
+    """One /v1 bearer token: who presents it (agent) and what it may see (trust)."""
+
+    token: Secret = Field(
+        repr=False,
+        examples=["change-me-16-chars-or-more"],
+        description="sent as Authorization: Bearer",
+    )
+    trust: Trust = Field(default="full", description="full | inner | familiar | public")
+    agent: str = Field(default="supervisor", description="whose category allowlist applies")
+    name: str = Field(
+        default="", description="for logs and `config show`; the token itself is never printed"
+    )
+
+
+def _token_records(value: Any) -> Any:
+    """From the env: `token:trust:agent:name,…` (fields in order, empty parts = defaults)."""
+    items = [p for p in value.split(",") if p.strip()] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        return value  # refused by the type: "expected a list of tables"
+    names = [f.name for f in dataclasses.fields(TokenConfig)]
+    records = []
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            parts = [p.strip() for p in item.split(":")]
+            if len(parts) > len(names):  # never echo the value: it holds a secret
+                raise ValueError(f"[{index}]: expected {':'.join(names)}")
+            item = {name: part for name, part in zip(names, parts, strict=False) if part}
+        records.append(item)
+    return records
+
+
+@dataclass(frozen=True, config=SECTION)
+class ApiConfig:
+    allow_loopback: bool = Field(
+        default=True,
+        description="the /v1 memory API answers clients on this machine without a bearer token",
+    )
+    device_token: OptionalSecret = Field(
+        default=None,
+        repr=False,
+        examples=["change-me"],
+        description="the owner's devices send it (X-Device-Token); install-service generates one",
+    )
+    unknown_device_trust: Trust = Field(
+        default="public",
+        description="a device without the token is answered from these stores only (public: none)",
+    )
+    device_allowlist: Names = Field(
+        default=(), description="device ids allowed to talk to us; empty = any"
+    )
+    tokens: Annotated[tuple[TokenConfig, ...], BeforeValidator(_token_records)] = Field(
+        default=(),
+        description="/v1 bearer tokens, one [[api.tokens]] table each;"
+        " env LOBUG_API_TOKENS=token:trust:agent,…",
+    )
+    categories_file: OptionalPath = Field(
+        default=None,
+        examples=["/etc/lobug/categories.toml"],
+        description="categories and agent allowlists; unset = built-in",
+    )
+
+
+@dataclass(frozen=True, config=SECTION)
+class LogConfig:
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO",
+        description="DEBUG | INFO | WARNING | ERROR; DEBUG also shows the HTTP access log",
+    )
+
+
+@dataclass(frozen=True, config=SECTION)
+class Config:
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    ollama: OllamaConfig = Field(default_factory=OllamaConfig)
+    chat: ChatConfig = Field(default_factory=ChatConfig)
+    speech: SpeechConfig = Field(default_factory=SpeechConfig)
+    embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    reflection: ReflectionConfig = Field(default_factory=ReflectionConfig)
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
+    upkeep: UpkeepConfig = Field(default_factory=UpkeepConfig)
+    workers: WorkerConfig = Field(default_factory=WorkerConfig)
+    sensors: SensorConfig = Field(default_factory=SensorConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig)
+    wyoming: WyomingConfig = Field(default_factory=WyomingConfig)
+    log: LogConfig = Field(default_factory=LogConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values, secrets redacted (what `lobug config show` prints)."""
+        plain: dict[str, Any] = _ADAPTER.dump_python(self, mode="json")
+        return plain
+
+
+_ADAPTER: TypeAdapter[Config] = TypeAdapter(Config)
+SECTIONS: dict[str, type] = typing.get_type_hints(Config)

@@ -1,0 +1,103 @@
+"""StateCollector: gauges read at scrape time (jobs, queue lag, memories, loop lag, Ollama)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from aiohttp import web
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from lobug import keys
+from lobug.workers import queue
+
+log = logging.getLogger(__name__)
+
+
+class StateCollector(Collector):
+    """Reads the database with `Database.read_sync`: the scrape runs on a database reader
+    thread (lobug.metrics.routes), so the queries never block the event loop."""
+
+    def __init__(self, app: web.Application, clock: Callable[[], float]) -> None:
+        self.app = app
+        self.clock = clock
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._from_database()
+        yield from self._loop_lag()
+        yield from self._ollama_errors()
+
+    def _from_database(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("lobug_database_up", "1 when the scrape could read the database.")
+        db = self.app.get(keys.DB)
+        try:
+            if db is None:
+                raise RuntimeError("the database is not open yet")
+            jobs, lag, memories = db.read_sync(_read_state, self.clock())
+        except Exception as exc:  # noqa: BLE001 - a scrape reports, never fails
+            log.warning("metrics: cannot read the database: %s", exc)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        by_state = GaugeMetricFamily("lobug_jobs", "Background jobs by state.", labels=["state"])
+        for state, n in sorted(jobs.items()):
+            by_state.add_metric([state], n)
+        yield by_state
+        yield GaugeMetricFamily(
+            "lobug_queue_lag_seconds",
+            "How long the oldest ready pending job has waited to run (0 when none waits).",
+            value=lag,
+        )
+        kinds = GaugeMetricFamily(
+            "lobug_memories", "Memories by kind and status.", labels=["kind", "status"]
+        )
+        for kind, status, n in memories:
+            kinds.add_metric([kind, status], n)
+        yield kinds
+
+    def _loop_lag(self) -> Iterator[Metric]:
+        monitor = self.app.get(keys.LOOP)
+        if monitor is None:
+            return
+        yield GaugeMetricFamily(
+            "lobug_event_loop_lag_max_seconds",
+            "The longest the event loop was blocked since the daemon started.",
+            value=monitor.max_ms / 1000,
+        )
+        yield GaugeMetricFamily(
+            "lobug_event_loop_lag_recent_max_seconds",
+            "The longest the event loop was blocked since the last /health read.",
+            value=monitor.window_max_ms / 1000,
+        )
+
+    def _ollama_errors(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "lobug_ollama_errors",
+            "Failed Ollama calls by client (chat: the turns; memory: background jobs) and kind.",
+            labels=["client", "kind"],
+        )
+        memory = self.app.get(keys.MEMORY)
+        clients = {"chat": self.app.get(keys.LLM), "memory": getattr(memory, "llm", None)}
+        for name, client in clients.items():
+            for kind, n in sorted(getattr(client, "errors", {}).items()):
+                family.add_metric([name, kind], n)
+        yield family
+
+
+def _read_state(conn: Any, now: float) -> tuple[dict[str, int], float, list[tuple[str, str, int]]]:
+    jobs = queue.counts(conn)
+    oldest = conn.execute(
+        "SELECT MIN(run_after) FROM jobs WHERE state = 'pending' AND run_after <= ?", (now,)
+    ).fetchone()[0]
+    lag = max(0.0, now - float(oldest)) if oldest is not None else 0.0
+    memories = [
+        (str(kind), str(status), int(n))
+        for kind, status, n in conn.execute(
+            "SELECT kind, status, COUNT(*) FROM memories GROUP BY kind, status ORDER BY 1, 2"
+        )
+    ]
+    return jobs, lag, memories

@@ -1,0 +1,124 @@
+"""POST /v1/chat/completions and GET /v1/models: the chat turn behind OpenAI's API shapes.
+
+The turn is ChatService's (working memory, retrieval, base memory, the user turn committed
+before the model is called, extraction queued after), asked for prose instead of the device's
+JSON reply: the words are passed on as they arrive, which is what lets text-to-speech start on
+the first sentence, and a client sent its text on purpose, so the device's IGNORE has no use.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from lobug import errors, keys
+from lobug.access import STORES_BY_TRUST
+from lobug.api.auth import principal_of
+from lobug.api.bodies import read_json_object
+from lobug.chat.stream import StreamedTurn
+from lobug.llm.ollama_chat import LLMUnavailable
+from lobug.openai_api import shapes, sse
+from lobug.openai_api.errors import openai_error
+
+log = logging.getLogger(__name__)
+
+routes = web.RouteTableDef()
+
+SESSION_HEADER = "X-Session-Id"
+DEVICE_ID = "openai"  # the turns' device: what the log and the browser show as the door
+
+
+@routes.get("/v1/models")
+async def list_models(request: web.Request) -> web.Response:
+    return web.json_response(shapes.model_list(_started(request)))
+
+
+@routes.get("/v1/models/{model}")
+async def get_model(request: web.Request) -> web.Response:
+    _check_model(request, request.match_info["model"])
+    return web.json_response(shapes.model_object(_started(request)))
+
+
+@routes.post("/v1/chat/completions")
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    app = request.app
+    config = app[keys.CONFIG]
+    chat = app[keys.CHAT]
+    body = await read_json_object(request, config.server.max_json_bytes)
+    wanted = shapes.parse_chat_request(body, max_instruction_chars=config.chat.max_text_chars)
+    _check_model(request, wanted.model)
+    session_id = request.headers.get(SESSION_HEADER) or wanted.user
+    try:
+        turn = await chat.stream_turn(
+            wanted.text,
+            device_id=DEVICE_ID,
+            session_id=session_id,
+            stores=STORES_BY_TRUST[principal_of(request).trust],
+            instructions=wanted.instructions,
+            temperature=wanted.temperature,
+            max_tokens=wanted.max_tokens,
+        )
+    except LLMUnavailable as exc:
+        raise _unavailable(request, exc) from None
+    headers = {SESSION_HEADER: turn.user.session_id, "X-Turn-Id": str(turn.user.id)}
+    cid, created = shapes.completion_id(), int(chat.clock())
+    if wanted.stream:
+        return await _stream(request, turn, cid, created, headers)
+    try:
+        async for _ in turn:
+            pass
+    except LLMUnavailable as exc:
+        raise _unavailable(request, exc) from None
+    finally:
+        await turn.finish()
+    request[keys.TURN_OUTCOME] = "ok"
+    return web.json_response(shapes.completion(cid, created, turn.text.strip()), headers=headers)
+
+
+async def _stream(
+    request: web.Request, turn: StreamedTurn, cid: str, created: int, headers: dict[str, str]
+) -> web.StreamResponse:
+    try:
+        response = await sse.open_stream(request, headers)
+        await response.write(sse.event(shapes.chunk(cid, created, {"role": "assistant"})))
+        try:
+            async for piece in turn:
+                await response.write(sse.event(shapes.chunk(cid, created, {"content": piece})))
+        except LLMUnavailable as exc:
+            # Headers are gone: the error travels as an event, as OpenAI's own streams do.
+            last = sse.event(openai_error(_unavailable(request, exc).body()["error"], 503))
+        else:
+            last = sse.event(shapes.chunk(cid, created, {}, "stop"))
+            request[keys.TURN_OUTCOME] = "ok"
+        await turn.finish()  # committed before the client hears the end of the stream
+        await response.write(last + sse.DONE)
+        await response.write_eof()
+        return response
+    finally:
+        await turn.finish()  # a client that left early: what was received is still committed
+
+
+def _unavailable(request: web.Request, exc: LLMUnavailable) -> errors.ApiError:
+    request[keys.TURN_OUTCOME] = "degraded"  # the turn is stored; the model failed it
+    return errors.ApiError(
+        503,
+        "llm_unavailable",
+        f"the language model is unavailable ({exc}); your message was stored and will be "
+        "remembered",
+    )
+
+
+def _check_model(request: web.Request, model: str) -> None:
+    """`lobug`, or the Ollama model it runs on (clients configured with that name work too)."""
+    if model not in (shapes.MODEL_ID, request.app[keys.CONFIG].ollama.chat_model):
+        raise errors.ApiError(
+            404,
+            "model_not_found",
+            f"the model {model!r} does not exist; this server offers {shapes.MODEL_ID!r}",
+            details={"param": "model"},
+        )
+
+
+def _started(request: web.Request) -> int:
+    return int(request.app[keys.CHAT].clock())

@@ -1,0 +1,98 @@
+"""Talking to Lo-Bug's Wyoming server with the real `wyoming` client, as Home Assistant does."""
+
+from __future__ import annotations
+
+import asyncio
+import wave
+from pathlib import Path
+from typing import Any
+
+from wyoming.asr import Transcribe, Transcript
+from wyoming.audio import wav_to_chunks
+from wyoming.client import AsyncTcpClient
+from wyoming.error import Error
+from wyoming.event import Event
+from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop, NotHandled
+from wyoming.info import Describe, Info
+
+READ_TIMEOUT_S = 15.0
+
+
+def client(port: int) -> AsyncTcpClient:
+    return AsyncTcpClient("127.0.0.1", port, connect_timeout=5, read_timeout=READ_TIMEOUT_S)
+
+
+async def until(conn: AsyncTcpClient, *types: str) -> list[Event]:
+    """Events up to and including the first of `types` (or an error)."""
+    events = []
+    while True:
+        event = await conn.read_event()
+        assert event is not None, f"connection closed after {[e.type for e in events]}"
+        events.append(event)
+        if event.type in types or Error.is_type(event.type):
+            return events
+
+
+async def describe(conn: AsyncTcpClient) -> Info:
+    await conn.write_event(Describe().event())
+    (event,) = await until(conn, "info")
+    return Info.from_event(event)
+
+
+async def send_wav(conn: AsyncTcpClient, path: Path, samples_per_chunk: int = 1024) -> None:
+    """transcribe, audio-start, audio-chunk…, audio-stop: what Home Assistant's STT sends."""
+    await conn.write_event(Transcribe(language="en").event())
+    with wave.open(str(path), "rb") as wav:
+        for event in wav_to_chunks(wav, samples_per_chunk, start_event=True, stop_event=True):
+            await conn.write_event(event.event())
+
+
+async def transcribe(conn: AsyncTcpClient, path: Path) -> Event:
+    """The answer to a WAV: a transcript or an error event."""
+    await send_wav(conn, path)
+    return (await until(conn, "transcript"))[-1]
+
+
+def transcript_text(event: Event) -> str:
+    assert Transcript.is_type(event.type), event
+    return Transcript.from_event(event).text
+
+
+class Reply:
+    """What a handle request got back: the stream's pieces, the whole `handled` and its context."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.types = [e.type for e in events]
+        self.chunks = [HandledChunk.from_event(e).text for e in events if e.type == "handled-chunk"]
+        handled = [Handled.from_event(e) for e in events if Handled.is_type(e.type)]
+        refused = [NotHandled.from_event(e) for e in events if NotHandled.is_type(e.type)]
+        self.handled = handled[0] if handled else None
+        self.not_handled = refused[0] if refused else None
+        starts = [HandledStart.from_event(e) for e in events if HandledStart.is_type(e.type)]
+        self.start_context = starts[0].context if starts else None
+
+    @property
+    def text(self) -> str:
+        assert self.handled is not None, self.types
+        return self.handled.text or ""
+
+    @property
+    def context(self) -> dict[str, Any]:
+        assert self.handled is not None, self.types
+        return self.handled.context or {}
+
+
+async def handle(conn: AsyncTcpClient, text: str, context: dict[str, Any] | None = None) -> Reply:
+    """Text for the `handle` service, as Home Assistant's Wyoming conversation agent sends it."""
+    await conn.write_event(Transcript(text=text, context=context, language="en").event())
+    events = await until(conn, HandledStop().event().type, "not-handled")
+    return Reply(events)
+
+
+async def port_closed(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return True
+    writer.close()
+    return False
