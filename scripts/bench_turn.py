@@ -119,6 +119,12 @@ def gateway_app(ollama: str) -> web.Application:
     return app
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def memory_of(pid: int) -> dict[str, float]:
     """VmRSS, RssAnon and RssFile of a process, in MiB (Linux /proc)."""
     found = {}
@@ -129,14 +135,21 @@ def memory_of(pid: int) -> dict[str, float]:
     return found
 
 
-async def run_load(url: str, levels: list[int], turns: int) -> list[dict[str, Any]]:
+async def run_load(
+    url: str, levels: list[int], turns: int, pid: int | None = None
+) -> list[dict[str, Any]]:
+    """Each concurrency level in turn; with the server's `pid`, the CPU it spent per turn
+    (including the background jobs the turns caused that ran meanwhile)."""
     await text_load(url, 4, 200)  # warm-up
     runs = []
     for clients in levels:
+        cpu = cpu_seconds(pid) if pid else 0.0
         latencies, elapsed, errors = await text_load(url, clients, turns)
+        spent = cpu_seconds(pid) - cpu if pid else None
         runs.append(
             {
                 "clients": clients,
+                "cpu_ms_per_turn": None if spent is None else round(spent * 1000 / turns, 2),
                 "turns": len(latencies),
                 "errors": errors,
                 "throughput_turns_s": round(len(latencies) / elapsed, 1),
@@ -158,7 +171,7 @@ async def bench_gateway(ollama: str, levels: list[int], turns: int) -> dict[str,
     try:
         url = f"http://127.0.0.1:{port}"
         await wait_http(url + "/nothing", timeout=30)  # any answer (404) means it is up
-        return {"runs": await run_load(url, levels, turns)}
+        return {"runs": await run_load(url, levels, turns, proc.pid)}
     finally:
         proc.kill()
         proc.wait()
@@ -183,7 +196,7 @@ async def bench_daemon(
         await asyncio.sleep(2.0)  # settled: start-up jobs done
         assert daemon.proc is not None
         idle = memory_of(daemon.proc.pid)
-        runs = await run_load(daemon.url, levels, turns)
+        runs = await run_load(daemon.url, levels, turns, daemon.proc.pid)
         wav = tone_wav(workdir / "tone.wav", 2.0).read_bytes()
         stall = await stall_during_audio(daemon, wav, stt_delay)
     finally:
@@ -222,14 +235,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(results: dict[str, Any]) -> None:
     print(f"text turns, instant fake LLM (load average at the end: {results['loadavg']})")
-    print("| server | clients | turns | errors | turns/s | p50 ms | p95 ms | p99 ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| server | clients | turns | errors | turns/s | p50 ms | p95 ms | p99 ms | CPU ms/turn |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in SERVERS:
         for run in results.get(name, {}).get("runs", []):
             print(
                 f"| {name} | {run['clients']} | {run['turns']} | {run['errors']} | "
                 f"{run['throughput_turns_s']} | {run['p50_ms']} | {run['p95_ms']} | "
-                f"{run['p99_ms']} |"
+                f"{run['p99_ms']} | {run['cpu_ms_per_turn']} |"
             )
     for name in ("no-memory", "memory"):
         if name in results:
