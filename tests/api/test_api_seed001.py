@@ -14,6 +14,7 @@ from memory_kit import drain
 
 from lobug import keys
 from lobug.llm.embedders import EmbeddingUnavailable
+from lobug.memory.vectors import knn
 from lobug.storage.vectors import unpack
 
 TEA = "The user prefers green tea over coffee in the morning."
@@ -180,6 +181,8 @@ async def test_threshold_is_the_query_similarity_floor(
     summary = await app.remember("The user and Sam planned blue kayak river trips.", kind="summary")
     memory = app.client.app[keys.RECORDS].memory
     await drain(app.db_path, clock)  # the facts' embed jobs
+    # The summary's vector is not there (yet): written while the embedder was down, say.
+    await app.client.app[keys.DB].write(lambda c: knn.drop_memory_vector(c, summary["id"]))
     query = "blue kayak river trips"
     body = {"query": query, "kinds": ["fact", "summary"], "top_k": 10, "return": "full"}
     everything = (await app.local.post("/v1/query", body))["results"]
@@ -194,7 +197,7 @@ async def test_threshold_is_the_query_similarity_floor(
         assert (got is None) == (expected is None), result
         if expected is not None:
             assert math.isclose(got, expected, abs_tol=1e-5)
-    assert by_id[summary["id"]]["explain"]["similarity"] is None  # a summary has no vector
+    assert by_id[summary["id"]]["explain"]["similarity"] is None  # no vector, no similarity
     sims = sorted((r["explain"]["similarity"], r["id"]) for r in everything if r["kind"] == "fact")
     cut = (sims[-2][0] + sims[-3][0]) / 2
     strict = (await app.local.post("/v1/query", {**body, "threshold": cut}))["results"]
