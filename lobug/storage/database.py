@@ -124,6 +124,7 @@ class Database:
         if conn is None:
             conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
             conn.vector_index = self.vector_index
+            conn.known_tables = set()
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)

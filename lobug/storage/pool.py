@@ -2,9 +2,10 @@
 
 The writer is one thread and SQLite one writer: a turn's commit queued behind a burst of job
 bookkeeping (claim, embed, extract, complete) waits for all of it. Work submitted while
-`BACKGROUND` is set (the job runner sets it for its workers) waits while foreground work is
-queued, but never longer than `max_wait_s`: under constant load the jobs slow down, they do
-not stop.
+`BACKGROUND` is set (the job runner sets it for its workers) counts as submitted `MAX_WAIT_S`
+later than it was: it waits while newer foreground work is queued, not longer; under constant
+load the jobs slow down, they do not stop, and a slow job (a lock held elsewhere) cannot hold
+the turn back for more than one item.
 """
 
 from __future__ import annotations
@@ -76,10 +77,17 @@ class PriorityPool:
                     thread.join()
 
     def _next(self) -> _Item:
-        """One item for the token just taken (there is one in a lane for every token)."""
-        back = self._back
-        overdue = bool(back) and time.monotonic() - back[0][0] > self._max_wait_s
-        lanes = (back, self._front) if overdue else (self._front, back)
+        """One item for the token just taken (there is one in a lane for every token).
+
+        Background work counts as submitted `max_wait_s` later than it was: the foreground
+        goes first unless a background item waited that much longer than it. Neither starves:
+        an item only ever gets older, and a resubmitted one (a retried claim) starts young."""
+        back, front = self._back, self._front
+        try:
+            back_first = bool(back) and (not front or back[0][0] + self._max_wait_s < front[0][0])
+        except IndexError:  # emptied meanwhile by another thread
+            back_first = False
+        lanes = (back, front) if back_first else (front, back)
         while True:  # another thread may take the item we saw: ours is then in a lane too
             for lane in lanes:
                 try:
