@@ -189,6 +189,7 @@ async def bench_daemon(
             "LOBUG_LOG_LEVEL": "WARNING",
             "LOBUG_OLLAMA_TIMEOUT_S": "30",
             "LOBUG_MEMORY_ENABLED": "true" if memory else "false",
+            "PYTHONPATH": str(ROOT),  # this checkout's lobug, whatever the venv has installed
         },
     )
     try:
