@@ -125,6 +125,7 @@ class Database:
             conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
             conn.vector_index = self.vector_index
             conn.known_tables = set()
+            conn.memo = {}
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)

@@ -76,6 +76,9 @@ class Connection(sqlite3.Connection):  # type: ignore[misc, name-defined]
     # has_table's memory of the tables seen, on the daemon's reader connections (Database):
     # None elsewhere (migrations and tests create and drop tables on their connections).
     known_tables: set[str] | None = None
+    # A small memo for read-mostly lookups a search repeats (word counts), on the same
+    # reader connections; None elsewhere.
+    memo: dict[Any, Any] | None = None
 
 
 def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = False) -> Any:
