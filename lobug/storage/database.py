@@ -124,6 +124,8 @@ class Database:
         if conn is None:
             conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms)
             conn.vector_index = self.vector_index
+            conn.known_tables = set()
+            conn.memo = {}
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)

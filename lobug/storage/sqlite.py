@@ -73,6 +73,12 @@ class Connection(sqlite3.Connection):  # type: ignore[misc, name-defined]
     (`storage.vector_index`), which the search code finds through the connection it is given."""
 
     vector_index: Any = None
+    # has_table's memory of the tables seen, on the daemon's reader connections (Database):
+    # None elsewhere (migrations and tests create and drop tables on their connections).
+    known_tables: set[str] | None = None
+    # A small memo for read-mostly lookups a search repeats (word counts), on the same
+    # reader connections; None elsewhere.
+    memo: dict[Any, Any] | None = None
 
 
 def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = False) -> Any:
@@ -120,10 +126,19 @@ def _load_vec(conn: Any) -> bool:
 
 def has_table(conn: Any, name: str) -> bool:
     """Whether the schema has a table `name`; virtual tables (FTS5, vec0) count, as SQLite
-    lists them with type 'table' too. Indexes, views and triggers do not."""
+    lists them with type 'table' too. Indexes, views and triggers do not.
+
+    A reader connection of the daemon remembers the tables it found (a search asks several
+    times per query): the daemon never drops one for good (the vector tables' swap drops and
+    recreates them in one transaction), so only absence is asked again."""
+    known = getattr(conn, "known_tables", None)
+    if known is not None and name in known:
+        return True
     row = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
     ).fetchone()
+    if row is not None and known is not None:
+        known.add(name)
     return row is not None
 
 

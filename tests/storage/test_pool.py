@@ -83,3 +83,25 @@ async def test_the_job_runners_writes_wait_for_the_turns(
     assert rows == ["turn", "job"]
     assert BACKGROUND.get() is False  # the flag stayed in the job's task
     await db.close()
+
+
+def test_a_stream_of_background_work_cannot_starve_the_turn() -> None:
+    """A waiting turn goes before background work submitted after it (as a job runner
+    retrying a claim every time its last one failed would keep doing)."""
+    pool = PriorityPool(1, "t", max_wait_s=0.01)
+    gate = threading.Event()
+    order: list[str] = []
+    blocker = pool.submit(gate.wait)
+    with background():
+        old = pool.submit(order.append, "old job")
+    time.sleep(0.05)
+    turn = pool.submit(order.append, "turn")
+    time.sleep(0.05)
+    with background():
+        retried = pool.submit(order.append, "retried job")
+    time.sleep(0.05)  # both jobs are long past max_wait_s now
+    gate.set()
+    for future in (blocker, old, turn, retried):
+        future.result(5)
+    assert order == ["old job", "turn", "retried job"]
+    pool.shutdown()

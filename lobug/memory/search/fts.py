@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 import unicodedata
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -37,6 +38,8 @@ MIN_PREFIX_CHARS = 4
 # only in rows that share an uncommon word with the question too; a question of common words
 # only needs all of them. An absolute count, since what it bounds is the work of one query.
 COMMON_WORD_ROWS = 1000
+WORD_ROWS_TTL_S = 60.0
+MEMO_MAX = 20_000  # entries a reader connection's memo holds before it starts over
 
 
 def query_tokens(text: str, *, max_tokens: int = MAX_TOKENS) -> list[str]:
@@ -92,18 +95,35 @@ def common_words(conn: Any, table: str, tokens: Sequence[str]) -> set[str]:
     vocab = f"{table}_vocab"
     if not tokens or not has_table(conn, vocab):
         return set()
-    common = set()
-    for token in tokens:
-        if _stems(token):
-            row = conn.execute(
-                f"SELECT sum(doc) FROM {vocab} WHERE term >= ? AND term < ?",
-                (token, token + "\U0010ffff"),
-            ).fetchone()
-        else:
-            row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (token,)).fetchone()
-        if row is not None and (row[0] or 0) > COMMON_WORD_ROWS:
-            common.add(token)
-    return common
+    return {t for t in tokens if word_rows(conn, vocab, t) > COMMON_WORD_ROWS}
+
+
+def word_rows(conn: Any, vocab: str, token: str) -> int:
+    """Rows of the FTS table behind `vocab` holding the token (or, for a prefix token, any
+    word it matches). A daemon reader connection remembers the count for WORD_ROWS_TTL_S:
+    counts move slowly, and asking fts5vocab each time cost a tenth of a turn's search."""
+    memo = getattr(conn, "memo", None)
+    key = ("word_rows", vocab, token)
+    now = time.monotonic()
+    if (
+        memo is not None
+        and (known := memo.get(key)) is not None
+        and now - known[0] < WORD_ROWS_TTL_S
+    ):
+        return int(known[1])
+    if _stems(token):
+        row = conn.execute(
+            f"SELECT sum(doc) FROM {vocab} WHERE term >= ? AND term < ?",
+            (token, token + "\U0010ffff"),
+        ).fetchone()
+    else:
+        row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (token,)).fetchone()
+    count = int(row[0] or 0) if row is not None else 0
+    if memo is not None:
+        if len(memo) > MEMO_MAX:
+            memo.clear()
+        memo[key] = (now, count)
+    return count
 
 
 def fts_term(token: str, *, prefix: bool = True) -> str:

@@ -316,7 +316,7 @@ def read_context(
     changes = delta.changes_since(conn, session_id, since, user_id=user_id)
     news = News(delta.render(changes, since, max_bullets=HEADER_BULLETS), max(rev, since))
     near = search.ranked_lists(conn, plan, vector, search.VECTOR_LIST) if vector else {}
-    ranked = search.results(conn, plan, search.merge_lists(near, words), now=now)
+    ranked = search.results(conn, plan, search.merge_lists(near, words), now=now, detail=False)
     always = read_always_for(conn, req, policy)
     skip = {a.id for a in always}
     found = pick_relevant(ranked, policy, k, skip=skip)

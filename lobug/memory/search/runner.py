@@ -346,14 +346,17 @@ def results(
     *,
     now: float,
     vector: Sequence[float] | None = None,
+    detail: bool = True,
 ) -> list[QueryResult]:
     """Fuse, re-score, cut, and attach the memories' source turns. Each result's `explain`
     says its `similarity` to the query's `vector` (what a threshold is compared with; None
-    without a vector on either side)."""
+    without a vector on either side). Without `detail` (the prompt, which shows only the
+    text) there are no sources and no explain: building them was a third of a turn's search."""
     similarity = Similarity(conn, vector) if vector is not None else None
     kept = cut(finish(conn, plan, lists, now=now, similarity=similarity), plan, similarity)
-    sources = memory_sources(conn, [k.item.hit.id for k in kept if k.item.corpus is MEMORIES])
-    return [_result(k.item, sources, k.similarity) for k in kept]
+    ids = [k.item.hit.id for k in kept if k.item.corpus is MEMORIES] if detail else []
+    sources = memory_sources(conn, ids)
+    return [_result(k.item, sources, k.similarity, detail) for k in kept]
 
 
 def run(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[QueryResult]:
@@ -425,9 +428,10 @@ def _result(
     item: Ranked,
     sources: Mapping[int, tuple[dict[str, Any], ...]],
     similarity: float | None = None,
+    detail: bool = True,
 ) -> QueryResult:
     row = item.row
-    explain = {**item.explain(), "similarity": similarity}
+    explain = {**item.explain(), "similarity": similarity} if detail else {}
     if item.corpus is TURNS:
         return QueryResult(
             id=item.hit.id,

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lobug.memory.store.strength import retrievability
@@ -104,7 +104,7 @@ class ScoreBreakdown:
     age_days: float
 
     def as_dict(self) -> dict[str, float | int]:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,9 @@ class RescoreBreakdown:
     final: float
 
     def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # By hand, not dataclasses.asdict: its deep copy cost 6 ms per prompt of 20 results.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["ranks"] = dict(self.ranks)
         data["memory"] = self.memory.as_dict()
         return data
 
