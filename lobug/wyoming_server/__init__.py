@@ -20,7 +20,9 @@ async def lifecycle(app: web.Application) -> AsyncIterator[None]:
     if not config.wyoming.enabled:
         yield
         return
-    services = Services(config=config, chat=app[keys.CHAT], speech=app[keys.SPEECH])
+    services = Services(
+        config=config, chat=app[keys.CHAT], speech=app[keys.SPEECH], activity=app[keys.ACTIVITY]
+    )
     server = WyomingServer(config.wyoming.uri, services)
     await server.start()
     app[keys.HEALTH].wyoming = server.status

@@ -26,6 +26,7 @@ from lobug.config import Config
 from lobug.errors import ApiError, invalid_request
 from lobug.speech.audio import RAW_TYPE
 from lobug.speech.service import SpeechService
+from lobug.workers.activity import Activity
 from lobug.wyoming_server import handle
 from lobug.wyoming_server.asr import AudioStream
 from lobug.wyoming_server.info import describe
@@ -40,6 +41,7 @@ class Services:
     config: Config
     chat: ChatService
     speech: SpeechService
+    activity: Activity  # a turn or transcription in progress: the background jobs wait
 
 
 class WyomingHandler(AsyncEventHandler):
@@ -68,7 +70,8 @@ class WyomingHandler(AsyncEventHandler):
 
     async def handle_event(self, event: Event) -> bool:
         try:
-            await self._dispatch(event)
+            with self.services.activity.busy():
+                await self._dispatch(event)
         except ConnectionError:  # BrokenPipeError, ConnectionResetError
             return False  # the client left; a turn in progress was committed by then
         except Exception:  # a bug must cost one request, not the connection or the daemon
