@@ -209,6 +209,42 @@ class AccessControl:
             return None
         return Principal(found.agent, found.trust, found.name or None, "token")
 
+    def principal_for(self, authorization: str | None, remote: str | None) -> Principal:
+        """The caller of a token-guarded door (/v1, /mcp, /metrics), or `Unauthorized`.
+
+        `Authorization: Bearer <token>` names the principal. Without the header a loopback peer
+        is the full-trust agent "local" while `allow_loopback` is on. A token that is presented
+        but wrong is 401 even from loopback: silently upgrading a client with a revoked or
+        mistyped (possibly lower-trust) token to full access would hide the mistake and widen
+        its access. Tokens are never logged."""
+        if authorization is not None:
+            scheme, _, token = authorization.strip().partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthorized(
+                    "the Authorization header must be 'Bearer <token>'",
+                    'Bearer realm="lobug", error="invalid_request"',
+                )
+            principal = self.authenticate(token.strip())
+            if principal is None:
+                log.warning("refused an unknown bearer token from %s", remote)
+                raise Unauthorized(
+                    "the bearer token is not valid", 'Bearer realm="lobug", error="invalid_token"'
+                )
+            return principal
+        if self.allow_loopback and is_loopback(remote):
+            return loopback_principal()
+        raise Unauthorized(
+            "a bearer token is required (Authorization: Bearer <token>)", 'Bearer realm="lobug"'
+        )
+
+
+class Unauthorized(errors.ApiError):
+    """A 401 that carries its WWW-Authenticate challenge (RFC 6750 for bearer tokens)."""
+
+    def __init__(self, message: str, challenge: str) -> None:
+        super().__init__(401, "unauthorized", message)
+        self.challenge = challenge
+
 
 # -- categories (seed 001 §5) ------------------------------------------------------------------
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from lobug import keys, mcp_server, metrics, openai_api, ui, wyoming_server
 from lobug.access import AccessControl
 from lobug.api import device, memory_routes, proposal_routes
 from lobug.api.auth import auth_middleware
-from lobug.api.middleware import access_log_middleware, activity_middleware, error_middleware
+from lobug.api.middleware import access_log_middleware, error_middleware
 from lobug.chat.prompt import load_personality
 from lobug.chat.sensors import SensorService
 from lobug.chat.service import ChatService
@@ -31,7 +31,6 @@ from lobug.speech.whisper import WhisperTranscriber
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.storage.vector_index import VectorIndex
-from lobug.workers.activity import Activity
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -51,7 +50,6 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app = web.Application(
         middlewares=[
             access_log_middleware,
-            activity_middleware,  # requests in flight: the background jobs wait for quiet
             metrics.metrics_middleware,  # outside the error middleware: sees every outcome
             openai_api.openai_error_middleware,  # OpenAI's error shape on its routes
             error_middleware,
@@ -61,7 +59,6 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     )
     app[keys.CONFIG] = config
     app[keys.ACCESS] = AccessControl.from_config(config.api)
-    app[keys.ACTIVITY] = Activity()
     app.add_routes(device.routes)
     app.add_routes(memory_routes.routes)
     app.add_routes(proposal_routes.routes)
@@ -196,9 +193,7 @@ def _memory(
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         # The runner is created here, before any service, so every job handler is registered
         # before it starts claiming jobs (in _workers, the last ctx).
-        runner = JobRunner(
-            app[keys.DB], config.workers, overrides.clock, activity=app[keys.ACTIVITY]
-        )
+        runner = JobRunner(app[keys.DB], config.workers, overrides.clock)
         app[keys.RUNNER] = runner
         memory = None
         if config.memory.enabled:

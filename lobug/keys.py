@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from lobug.service.looplag import LoopLagMonitor
     from lobug.speech.service import SpeechService
     from lobug.storage.database import Database
-    from lobug.workers.activity import Activity
     from lobug.workers.runner import JobRunner
 
 CONFIG: web.AppKey[Config] = web.AppKey("config")
@@ -28,7 +27,6 @@ SENSORS: web.AppKey[SensorService] = web.AppKey("sensors")
 CHAT: web.AppKey[ChatService] = web.AppKey("chat")
 HEALTH: web.AppKey[HealthService] = web.AppKey("health")
 RUNNER: web.AppKey[JobRunner] = web.AppKey("runner")
-ACTIVITY: web.AppKey[Activity] = web.AppKey("activity")  # requests in flight (the jobs wait)
 LOOP: web.AppKey[LoopLagMonitor] = web.AppKey("loop")
 MEMORY: web.AppKey[MemoryService | None] = web.AppKey("memory")
 ACCESS: web.AppKey[AccessControl] = web.AppKey("access")

@@ -26,7 +26,7 @@ import logging
 from aiohttp import web
 
 from lobug import errors, keys
-from lobug.access import Principal, is_loopback, loopback_principal, secret_matches
+from lobug.access import Principal, Unauthorized, is_loopback, secret_matches
 from lobug.api.middleware import Handler, error_response
 from lobug.config import ApiConfig
 
@@ -46,7 +46,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
             request[keys.DEVICE_TRUST] = _device_trust(request)
         elif (route + "/").startswith(V1_PREFIX) and route not in PUBLIC_V1:
             request[keys.PRINCIPAL] = _authenticate(request)
-    except _Challenge as exc:
+    except Unauthorized as exc:
         response = error_response(exc)
         response.headers["WWW-Authenticate"] = exc.challenge
         return response
@@ -74,14 +74,6 @@ def require_device(request: web.Request, device_id: str) -> None:
         )
 
 
-class _Challenge(errors.ApiError):
-    """A 401 that carries its WWW-Authenticate challenge (RFC 6750 for bearer tokens)."""
-
-    def __init__(self, message: str, challenge: str) -> None:
-        super().__init__(401, "unauthorized", message)
-        self.challenge = challenge
-
-
 def _route_of(request: web.Request) -> str:
     resource = request.match_info.route.resource
     return resource.canonical if resource is not None else request.path
@@ -94,7 +86,7 @@ def _device_trust(request: web.Request) -> str:
         if api.device_token is None or not secret_matches(presented, api.device_token):
             log.warning("refused %s %s from %s: bad device token", request.method,
                         request.path, request.remote)  # fmt: skip
-            raise _Challenge(
+            raise Unauthorized(
                 f"the {DEVICE_TOKEN_HEADER} header does not match api.device_token",
                 'DeviceToken realm="lobug"',
             )
@@ -117,25 +109,5 @@ def device_trust(request: web.Request) -> str:
 
 
 def _authenticate(request: web.Request) -> Principal:
-    access = request.app[keys.ACCESS]
-    header = request.headers.get("Authorization")
-    if header is not None:
-        scheme, _, token = header.strip().partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise _Challenge(
-                "the Authorization header must be 'Bearer <token>'",
-                'Bearer realm="lobug", error="invalid_request"',
-            )
-        principal = access.authenticate(token.strip())
-        if principal is None:
-            log.warning("refused %s %s from %s: unknown bearer token", request.method,
-                        request.path, request.remote)  # fmt: skip
-            raise _Challenge(
-                "the bearer token is not valid", 'Bearer realm="lobug", error="invalid_token"'
-            )
-        return principal
-    if access.allow_loopback and is_loopback(request.remote):
-        return loopback_principal()
-    raise _Challenge(
-        "a bearer token is required (Authorization: Bearer <token>)", 'Bearer realm="lobug"'
-    )
+    authorization = request.headers.get("Authorization")
+    return request.app[keys.ACCESS].principal_for(authorization, request.remote)

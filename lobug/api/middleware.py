@@ -1,5 +1,4 @@
-"""The one error middleware (every error body is built here), the request log, and the count
-of requests in flight that background work gives way to."""
+"""The one error middleware (every error body is built here) and the request log."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from lobug import keys
 from lobug.errors import ApiError
 from lobug.storage.sqlite import StorageBusy, StorageFull
 
@@ -92,10 +90,3 @@ async def access_log_middleware(request: web.Request, handler: Handler) -> web.S
     finally:
         elapsed_ms = (time.perf_counter() - started) * 1000
         log.info("%s %s %d %.1fms", request.method, request.path, status, elapsed_ms)
-
-
-@web.middleware
-async def activity_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Counts the request as in flight while it is handled (lobug.workers.activity)."""
-    with request.app[keys.ACTIVITY].busy():
-        return await handler(request)

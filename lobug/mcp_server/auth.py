@@ -17,52 +17,27 @@ from aiohttp import web
 from yarl import URL
 
 from lobug import errors, keys
-from lobug.access import Principal, is_loopback, loopback_principal
+from lobug.access import Principal, is_loopback
 
 log = logging.getLogger(__name__)
 
 LOCAL_HOSTS = frozenset({"localhost"})
 
 
-class Challenge(errors.ApiError):
-    """A 401 that carries its WWW-Authenticate challenge (RFC 6750)."""
-
-    def __init__(self, message: str, challenge: str) -> None:
-        super().__init__(401, "unauthorized", message)
-        self.challenge = challenge
-
-
 def authenticate(request: web.Request) -> Principal:
-    """The caller of an /mcp request; `Challenge` (401) or 403 when there is none."""
+    """The caller of an /mcp request (AccessControl.principal_for, the /v1 rule), or
+    `Unauthorized` (401); 403 for a page from another origin without a token."""
     access = request.app[keys.ACCESS]
     header = request.headers.get("Authorization")
-    if header is not None:
-        scheme, _, token = header.strip().partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Challenge(
-                "the Authorization header must be 'Bearer <token>'",
-                'Bearer realm="lobug", error="invalid_request"',
-            )
-        principal = access.authenticate(token.strip())
-        if principal is None:
-            log.warning("refused %s %s from %s: unknown bearer token", request.method,
-                        request.path, request.remote)  # fmt: skip
-            raise Challenge(
-                "the bearer token is not valid", 'Bearer realm="lobug", error="invalid_token"'
-            )
-        return principal
-    if access.allow_loopback and is_loopback(request.remote):
-        if not local_origin(request.headers.get("Origin")):
-            log.warning("refused %s %s: a page from %r without a token", request.method,
-                        request.path, request.headers.get("Origin"))  # fmt: skip
-            raise errors.forbidden(
-                "a browser page from another origin must present a bearer token "
-                "(Authorization: Bearer <token>)"
-            )
-        return loopback_principal()
-    raise Challenge(
-        "a bearer token is required (Authorization: Bearer <token>)", 'Bearer realm="lobug"'
-    )
+    loopback_owner = header is None and access.allow_loopback and is_loopback(request.remote)
+    if loopback_owner and not local_origin(request.headers.get("Origin")):
+        log.warning("refused %s %s: a page from %r without a token", request.method,
+                    request.path, request.headers.get("Origin"))  # fmt: skip
+        raise errors.forbidden(
+            "a browser page from another origin must present a bearer token "
+            "(Authorization: Bearer <token>)"
+        )
+    return access.principal_for(header, request.remote)
 
 
 def local_origin(origin: str | None) -> bool:

@@ -22,9 +22,9 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from lobug import keys
-from lobug.access import Principal
+from lobug.access import Principal, Unauthorized
 from lobug.mcp_server.asgi import call_asgi
-from lobug.mcp_server.auth import Challenge, authenticate
+from lobug.mcp_server.auth import authenticate
 from lobug.mcp_server.server import Context, build_server
 from lobug.mcp_server.tools import Services
 
@@ -80,7 +80,7 @@ def setup(app: web.Application, path: str) -> None:
 async def handle(request: web.Request) -> web.StreamResponse:
     try:
         principal = authenticate(request)
-    except Challenge as exc:
+    except Unauthorized as exc:
         response = web.json_response(exc.body(), status=exc.status)
         response.headers["WWW-Authenticate"] = exc.challenge
         return response

@@ -8,8 +8,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from lobug import errors, keys
-from lobug.access import is_loopback
+from lobug import keys
+from lobug.access import Unauthorized
 from lobug.api.middleware import error_response
 from lobug.metrics.registry import METRICS
 
@@ -34,23 +34,14 @@ def _expose(_conn: Any, registry: Any) -> bytes:
 
 
 def _refusal(request: web.Request) -> web.Response | None:
-    """The /v1 rule (lobug.api.auth): a valid bearer token of any trust, or a loopback peer
-    without an Authorization header while `api.allow_loopback` is on. Counts of jobs and
-    memories are no content, but they tell a stranger on the LAN how the household lives."""
-    access = request.app[keys.ACCESS]
-    header = request.headers.get("Authorization")
-    if header is not None:
-        scheme, _, token = header.strip().partition(" ")
-        if scheme.lower() == "bearer" and token.strip() and access.authenticate(token.strip()):
-            return None
-        log.warning("refused GET /metrics from %s: bad bearer token", request.remote)
-        return _challenge("the bearer token is not valid", 'error="invalid_token"')
-    if access.allow_loopback and is_loopback(request.remote):
-        return None
-    return _challenge("a bearer token is required (Authorization: Bearer <token>)", None)
-
-
-def _challenge(message: str, error: str | None) -> web.Response:
-    response = error_response(errors.unauthorized(message))
-    response.headers["WWW-Authenticate"] = 'Bearer realm="lobug"' + (f", {error}" if error else "")
-    return response
+    """The /v1 rule (AccessControl.principal_for): a valid bearer token of any trust, or a
+    loopback peer without an Authorization header while `api.allow_loopback` is on. Counts of
+    jobs and memories are no content, but they tell a stranger on the LAN how the household
+    lives."""
+    try:
+        request.app[keys.ACCESS].principal_for(request.headers.get("Authorization"), request.remote)
+    except Unauthorized as exc:
+        response = error_response(exc)
+        response.headers["WWW-Authenticate"] = exc.challenge
+        return response
+    return None

@@ -13,13 +13,11 @@ from lobug.storage.database import Database
 from lobug.storage.pool import background
 from lobug.storage.sqlite import StorageBusy, StorageFull
 from lobug.workers import queue
-from lobug.workers.activity import Activity
 from lobug.workers.queue import Job
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Job], Awaitable[None]]
-YIELD_MAX_S = 0.5  # how long a worker waits for requests in flight before taking a job
 
 
 class RetryLater(Exception):
@@ -54,14 +52,10 @@ class JobRunner:
         config: WorkerConfig,
         clock: Callable[[], float],
         handlers: dict[str, Handler] | None = None,
-        activity: Activity | None = None,
     ) -> None:
         self.db = db
         self.config = config
         self.clock = clock
-        # The daemon's requests in flight: each worker waits for a quiet moment (at most
-        # YIELD_MAX_S) before it takes a job. None (the CLI): nothing to give way to.
-        self.activity = activity
         self.handlers: dict[str, Handler] = dict(handlers or {})
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -122,8 +116,6 @@ class JobRunner:
 
     async def _work(self, index: int) -> None:
         while not self._stopping:
-            if self.activity is not None:
-                await self.activity.quiet(YIELD_MAX_S)
             try:
                 job = await self._claim()
             except asyncio.CancelledError:

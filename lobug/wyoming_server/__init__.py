@@ -20,9 +20,7 @@ async def lifecycle(app: web.Application) -> AsyncIterator[None]:
     if not config.wyoming.enabled:
         yield
         return
-    services = Services(
-        config=config, chat=app[keys.CHAT], speech=app[keys.SPEECH], activity=app[keys.ACTIVITY]
-    )
+    services = Services(config=config, chat=app[keys.CHAT], speech=app[keys.SPEECH])
     server = WyomingServer(config.wyoming.uri, services)
     await server.start()
     app[keys.HEALTH].wyoming = server.status

@@ -26,7 +26,6 @@ from lobug.config import Config
 from lobug.errors import ApiError, invalid_request
 from lobug.speech.audio import RAW_TYPE
 from lobug.speech.service import SpeechService
-from lobug.workers.activity import Activity
 from lobug.wyoming_server import handle
 from lobug.wyoming_server.asr import AudioStream
 from lobug.wyoming_server.info import describe
@@ -41,7 +40,6 @@ class Services:
     config: Config
     chat: ChatService
     speech: SpeechService
-    activity: Activity  # a turn or transcription in progress: the background jobs wait
 
 
 class WyomingHandler(AsyncEventHandler):
@@ -70,8 +68,7 @@ class WyomingHandler(AsyncEventHandler):
 
     async def handle_event(self, event: Event) -> bool:
         try:
-            with self.services.activity.busy():
-                await self._dispatch(event)
+            await self._dispatch(event)
         except ConnectionError:  # BrokenPipeError, ConnectionResetError
             return False  # the client left; a turn in progress was committed by then
         except Exception:  # a bug must cost one request, not the connection or the daemon

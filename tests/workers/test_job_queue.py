@@ -171,29 +171,3 @@ async def test_outages_never_exhaust_attempts(db: Database) -> None:
     row = await state_of(db, job_id)
     assert row["state"] == "pending" and row["attempts"] == 6
     assert row["run_after"] - (clock.now - 10) <= 6.0  # capped backoff
-
-
-async def test_workers_wait_for_the_requests_in_flight(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 13: a job is not started while a request is being answered (up to the runner's
-    yield limit), and starts as soon as the request is done."""
-    from lobug.workers import runner as runner_module
-    from lobug.workers.activity import Activity
-
-    monkeypatch.setattr(runner_module, "YIELD_MAX_S", 30.0)
-    activity = Activity()
-    ran = asyncio.Event()
-
-    async def work(job: Job) -> None:
-        ran.set()
-
-    runner = JobRunner(db, config(), Clock(), {"work": work}, activity=activity)
-    with activity.busy():  # a turn is being answered
-        await runner.start()
-        await db.write(lambda c: queue.enqueue(c, "work", {}, now=1.0))
-        runner.wake()
-        await asyncio.sleep(0.3)
-        assert not ran.is_set()
-    await asyncio.wait_for(ran.wait(), 5)  # quiet now: the job runs at once
-    await runner.stop()
