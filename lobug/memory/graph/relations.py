@@ -113,21 +113,24 @@ def strongest(conn: Any, memory_id: int) -> list[dict[str, Any]]:
 LIVE_STATUSES = ("active", "archived")  # what a boost edge may lead to (not soft-deleted)
 
 
-def live_edges(conn: Any, ids: Sequence[int]) -> dict[int, list[tuple[int, float]]]:
-    """Per memory of `ids`, its `related_to` edges (either direction) to live memories:
+def live_edges(
+    conn: Any, ids: Sequence[int], types: Sequence[str] = (RELATED_TO,)
+) -> dict[int, list[tuple[int, float]]]:
+    """Per memory of `ids`, its edges of `types` (either direction) to live memories:
     (other id, strength), strongest first."""
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
     live = ",".join("?" * len(LIVE_STATUSES))
+    kinds = ",".join("?" * len(types))
     rows = conn.execute(
         f"SELECT r.from_id, r.to_id, r.strength FROM relations r JOIN memories o"
-        f" ON o.id = r.to_id WHERE r.from_id IN ({marks}) AND r.relation_type = ?"
+        f" ON o.id = r.to_id WHERE r.from_id IN ({marks}) AND r.relation_type IN ({kinds})"
         f" AND o.status IN ({live})"
         f" UNION ALL SELECT r.to_id, r.from_id, r.strength FROM relations r JOIN memories o"
-        f" ON o.id = r.from_id WHERE r.to_id IN ({marks}) AND r.relation_type = ?"
+        f" ON o.id = r.from_id WHERE r.to_id IN ({marks}) AND r.relation_type IN ({kinds})"
         f" AND o.status IN ({live})",
-        (*ids, RELATED_TO, *LIVE_STATUSES, *ids, RELATED_TO, *LIVE_STATUSES),
+        (*ids, *types, *LIVE_STATUSES, *ids, *types, *LIVE_STATUSES),
     ).fetchall()
     found: dict[int, list[tuple[int, float]]] = {}
     for memory_id, other, strength in rows:
@@ -139,8 +142,11 @@ def live_edges(conn: Any, ids: Sequence[int]) -> dict[int, list[tuple[int, float
 
 def max_related_strength(conn: Any, ids: Sequence[int]) -> dict[int, float]:
     """Per candidate, its strongest edge to any live memory (seed 001 §2:
-    `w_rel·max_related_strength(memory_id)`), not only to the other candidates."""
-    return {m: edges[0][1] for m, edges in live_edges(conn, ids).items() if edges}
+    `w_rel·max_related_strength(memory_id)`), not only to the other candidates. An update's
+    `supersedes` edge counts too: a fact the user corrected is one they care about (without
+    it the newest city lost to facts merely retrieved more often: bench_longevity)."""
+    edges = live_edges(conn, ids, (RELATED_TO, SUPERSEDES))
+    return {m: found[0][1] for m, found in edges.items() if found}
 
 
 def related_facts(

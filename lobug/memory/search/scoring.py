@@ -23,9 +23,9 @@ Formulas (weights in `ScoringWeights`; ages in days, computed from an explicit `
         status_mult = superseded_weight (0.5) for a fact a newer statement replaced, else 1
         final = (relevance·conf_mult + w_rel·max_related_strength)·status_mult
 
-    max_related_strength: the strongest `related_to` edge to any live (active or archived)
-    memory, a candidate of the same search or not (seed 001 §2; graph.relations
-    .max_related_strength); `supersedes` edges and soft-deleted ends do not count.
+    max_related_strength: the strongest `related_to` or `supersedes` edge to any live (active
+    or archived) memory, a candidate of the same search or not (seed 001 §2; graph.relations
+    .max_related_strength); soft-deleted ends do not count.
     Relevance (rrf_norm) dominates; the memory score and the strength only reorder near-equals
     (the newer of two equally relevant statements first, the fact in use before the one said
     once and forgotten) and never bury clearly better evidence.

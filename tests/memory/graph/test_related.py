@@ -105,7 +105,7 @@ async def test_the_boost_counts_an_edge_to_any_live_memory(client: Any) -> None:
     )  # fmt: skip
     await link(client, maya, trip, 0.7)
     await link(client, car, gone, 0.9)
-    await link(client, trip, car, 1.0, kind=relations.SUPERSEDES)  # not a relatedness edge
+    await link(client, trip, car, 1.0, kind=relations.SUPERSEDES)  # an update counts too
     await client.app[keys.DB].write(
         lambda c: c.execute("UPDATE memories SET status = 'soft_deleted' WHERE id = ?", (gone,))
     )
@@ -113,7 +113,14 @@ async def test_the_boost_counts_an_edge_to_any_live_memory(client: Any) -> None:
     got = await client.app[keys.DB].read(relations.max_related_strength, [maya])
     assert got == {maya: 0.7}
     got = await client.app[keys.DB].read(relations.max_related_strength, [trip, car])
-    assert got == {trip: 0.7}  # car's only edges: to a soft-deleted fact, and `supersedes`
+    # The update's `supersedes` edge (1.0) ties trip and car; car's other edge goes to a
+    # soft-deleted fact and does not count.
+    assert got == {trip: 1.0, car: 1.0}
+    # The prompt's related bullets follow `related_to` edges only: an update is not a topic.
+    found = await client.app[keys.DB].read(
+        lambda c: relations.related_facts(c, [car], user_id="default", stores=("private",))
+    )
+    assert found == []
 
 
 async def test_related_facts_stay_within_the_callers_stores(client: Any) -> None:
