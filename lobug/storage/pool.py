@@ -97,13 +97,18 @@ class PriorityPool:
 
     def _serve(self) -> None:
         while self._tokens.get():
-            _, future, fn, args = self._next()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                result = fn(*args)
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
+            _run(self._next())
         # Stopped: what was queued before the stop tokens still ran (tokens are FIFO).
+
+
+def _run(item: _Item) -> None:
+    """One item, in a frame of its own: nothing it returned outlives the call in this thread
+    (a cursor kept alive in the loop's locals held its statement open, and the connection's
+    next COMMIT failed with "SQL statements in progress")."""
+    _, future, fn, args = item
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(fn(*args))
+    except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+        future.set_exception(exc)

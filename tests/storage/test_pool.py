@@ -105,3 +105,15 @@ def test_a_stream_of_background_work_cannot_starve_the_turn() -> None:
         future.result(5)
     assert order == ["old job", "turn", "retried job"]
     pool.shutdown()
+
+
+async def test_a_cursor_returned_by_a_write_does_not_hold_the_next_commit(tmp_path: Path) -> None:
+    """A write that returns its cursor (an unread PRAGMA row) must not leave the statement
+    open on the writer thread: the next transaction's COMMIT would fail."""
+    db = Database(tmp_path / "c.db")
+    await db.open()
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    await db.write(lambda c: c.execute("CREATE TABLE t (x INTEGER)"))
+    await db.write(lambda c: c.execute("INSERT INTO t VALUES (1)"))
+    assert await db.read(lambda c: c.execute("SELECT x FROM t").fetchall()[0][0]) == 1
+    await db.close()
