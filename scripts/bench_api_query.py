@@ -122,7 +122,7 @@ async def fill(app: web.Application, n: int, rng: random.Random) -> float:
                 knn.put_memory_vector(conn, memory_id, vector)
 
         await db.write(write)
-    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
     return time.perf_counter() - started
 
 
@@ -147,7 +147,7 @@ async def fill_turns(app: web.Application, n: int, rng: random.Random) -> float:
                 knn.put_turn_vector(conn, turn.id, vector)
 
         await db.write(write)
-    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
     return time.perf_counter() - started
 
 

@@ -169,7 +169,7 @@ async def bench_size(
     result.update(await fill(db, embedder, n, rng))
     result["fill_s"] = round(time.perf_counter() - started, 1)
     result["rss_after_fill"] = rss_mib()
-    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
 
     # Dedup write cost: the full reconcile of one new fact, 100 facts, one tx each.
     fresh = [fact_text(rng, n + i) for i in range(100)]
@@ -189,7 +189,7 @@ async def bench_size(
     wal = Path(str(config.storage.db_path) + "-wal")
     result["wal_kib_before_retrieval"] = round(wal.stat().st_size / 1024) if wal.exists() else 0
     if args.checkpoint:
-        await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+        await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
 
     # Retrieval: the prompt's hybrid search through the reader pool, vector and word lists on
     # two connections at once as the daemon does it (warm-up first, as a running daemon is).
@@ -262,7 +262,7 @@ async def bench_size(
     result["sections_ms_p50"] = round(pct(times, 50), 2)
     result["sections_ms_p95"] = round(pct(times, 95), 2)
 
-    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+    await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
     size = config.storage.db_path.stat().st_size
     result["db_mib"] = round(size / 2**20, 1)
     result["db_bytes_per_fact"] = round(size / n)

@@ -162,8 +162,11 @@ def visible_ids(conn: Any, corpus: Corpus, flt: SearchFilter, ids: Sequence[int]
         return set()
     where, params = where_clause(corpus, flt)
     marks = ",".join("?" * len(ids))
+    # NOT INDEXED: look the ids up by rowid. Without statistics (a database not yet ANALYZEd)
+    # the planner chose the user_id index and scanned every row of the user (100k turns:
+    # 6.8 ms instead of 0.03 ms per call, twice per search).
     rows = conn.execute(
-        f"SELECT d.id FROM {corpus.table} d WHERE d.id IN ({marks}) AND {where}",
+        f"SELECT d.id FROM {corpus.table} d NOT INDEXED WHERE d.id IN ({marks}) AND {where}",
         (*ids, *params),
     )
     return {int(r[0]) for r in rows}

@@ -76,3 +76,22 @@ def test_a_question_of_common_words_needs_all_of_them(conn: Any) -> None:
     )
     assert len(found) == fts.COMMON_WORD_ROWS + 100
     assert conn.ids["descaler"] not in found  # holds "kettle" but not "morning"
+
+
+def test_visible_ids_look_rows_up_by_rowid_without_statistics(conn: Any) -> None:
+    """Before ANALYZE the planner preferred the user_id index for `id IN (…) AND user_id = ?`
+    and scanned every turn of the user per call (issue 13: 6.8 ms at 100k turns)."""
+    from lobug.memory.search.corpus import visible_ids
+
+    assert (
+        conn.execute("SELECT name FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
+        is None
+    )
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    ids = list(conn.ids.values())
+    assert visible_ids(conn, TURNS, SearchFilter(exclude_session="other"), ids) == set(ids)
+    conn.set_trace_callback(None)
+    (sql,) = [s for s in seen if "NOT INDEXED" in s]
+    plan = " ".join(str(tuple(r)) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
+    assert "INTEGER PRIMARY KEY" in plan and "idx_turns_user" not in plan
