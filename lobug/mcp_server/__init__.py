@@ -22,10 +22,10 @@ MCP_PATH = "/mcp"
 
 
 def setup(app: web.Application) -> None:
-    """Mount /mcp (POST, GET, DELETE) and the session manager's lifetime on `app`."""
-    from lobug.mcp_server import http
+    """Mount /mcp (POST, GET, DELETE); the SDK loads on the first request (`mount`)."""
+    from lobug.mcp_server import mount
 
-    http.setup(app, MCP_PATH)
+    mount.setup(app, MCP_PATH)
 
 
 async def serve_stdio(

@@ -12,9 +12,7 @@ session to the credential that opened it (the manager answers 404 to any other c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
 
 from aiohttp import web
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -22,9 +20,8 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from lobug import keys
-from lobug.access import Principal, Unauthorized
+from lobug.access import Principal
 from lobug.mcp_server.asgi import call_asgi
-from lobug.mcp_server.auth import authenticate
 from lobug.mcp_server.server import Context, build_server
 from lobug.mcp_server.tools import Services
 
@@ -65,27 +62,12 @@ class Sessions:
             await self._task
 
 
-SESSIONS: web.AppKey[Sessions] = web.AppKey("mcp_sessions")
-
-
-def setup(app: web.Application, path: str) -> None:
-    """Mount `path` (POST, GET, DELETE) and the session manager's lifetime on `app`."""
-    app.router.add_route("*", path, handle)
-    app.cleanup_ctx.append(_sessions)
-    # aiohttp waits for in-flight handlers before cleanup_ctx runs: end the sessions (and so
-    # their open GET streams) first, or shutdown would wait out server.shutdown_timeout_s.
-    app.on_shutdown.append(_end_sessions)
-
-
-async def handle(request: web.Request) -> web.StreamResponse:
-    try:
-        principal = authenticate(request)
-    except Unauthorized as exc:
-        response = web.json_response(exc.body(), status=exc.status)
-        response.headers["WWW-Authenticate"] = exc.challenge
-        return response
+async def serve(
+    request: web.Request, sessions: Sessions, principal: Principal
+) -> web.StreamResponse:
+    """One /mcp request of an authenticated caller (mount.handle) through the SDK."""
     scope = {PRINCIPAL_SCOPE: principal, "user": AuthenticatedUser(_credential(principal))}
-    return await call_asgi(request.app[SESSIONS].manager.handle_request, request, scope)
+    return await call_asgi(sessions.manager.handle_request, request, scope)
 
 
 def principal_in_scope(ctx: Context) -> Principal:
@@ -103,7 +85,9 @@ def _credential(principal: Principal) -> AccessToken:
     return AccessToken(token="", client_id=who, scopes=[])
 
 
-async def _sessions(app: web.Application) -> AsyncIterator[None]:
+async def start(app: web.Application) -> Sessions:
+    """The session manager over the app's memory services, running."""
+
     def services() -> Services:
         return Services(app[keys.RECORDS], app[keys.RECALL])
 
@@ -114,11 +98,4 @@ async def _sessions(app: web.Application) -> AsyncIterator[None]:
     )
     sessions = Sessions(manager)
     await sessions.start()
-    app[SESSIONS] = sessions
-    yield
-    await sessions.stop()
-
-
-async def _end_sessions(app: web.Application) -> None:
-    with contextlib.suppress(KeyError):
-        await app[SESSIONS].stop()
+    return sessions

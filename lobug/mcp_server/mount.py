@@ -1,0 +1,73 @@
+"""/mcp in the daemon, its SDK loaded on the first request (issue 13).
+
+The MCP SDK (starlette, anyio streams, pydantic models for every protocol era) adds ~30 MiB to
+the daemon and a second to its start; a household that never points an agent at /mcp should
+not pay for it. The route is mounted at start; the first authenticated request imports the
+SDK and starts the session manager (`http.start`); shutdown ends the sessions, if any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from lobug import errors
+from lobug.access import Unauthorized
+from lobug.mcp_server.auth import authenticate
+
+
+class Lazy:
+    """The session manager, started once on first use, stopped at shutdown."""
+
+    def __init__(self) -> None:
+        self.sessions: Any = None  # http.Sessions once started
+        self.closed = False
+        self._lock = asyncio.Lock()
+
+    async def started(self, app: web.Application) -> Any:
+        async with self._lock:
+            if self.closed:
+                raise errors.unavailable("the daemon is shutting down")
+            if self.sessions is None:
+                from lobug.mcp_server import http
+
+                self.sessions = await http.start(app)
+            return self.sessions
+
+    async def stop(self) -> None:
+        """End every session (their open streams close); safe to call twice."""
+        self.closed = True
+        if self.sessions is not None:
+            await self.sessions.stop()
+
+
+MCP: web.AppKey[Lazy] = web.AppKey("mcp")
+
+
+def setup(app: web.Application, path: str) -> None:
+    """Mount `path` (POST, GET, DELETE). aiohttp waits for in-flight handlers before cleanup:
+    the sessions (and their open GET streams) end on shutdown first, or shutdown would wait
+    out server.shutdown_timeout_s."""
+    app[MCP] = Lazy()
+    app.router.add_route("*", path, handle)
+    app.on_shutdown.append(_stop)
+    app.on_cleanup.append(_stop)
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    try:
+        principal = authenticate(request)
+    except Unauthorized as exc:
+        response = web.json_response(exc.body(), status=exc.status)
+        response.headers["WWW-Authenticate"] = exc.challenge
+        return response
+    sessions = await request.app[MCP].started(request.app)
+    from lobug.mcp_server import http
+
+    return await http.serve(request, sessions, principal)
+
+
+async def _stop(app: web.Application) -> None:
+    await app[MCP].stop()
