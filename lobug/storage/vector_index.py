@@ -8,7 +8,7 @@ SQLite tables stay the source of truth:
 - Every write to a vector table also appends a row to `vector_changes` in the same transaction
   (`record_change`; `REBUILD` when a table is created, dropped or swapped). A rolled-back write
   leaves no trace, and a write from another process (a CLI command) is seen like our own.
-- Before each search the index applies the changes logged since it last looked (`sync`): one
+- Before each search the index applies the changes logged since it last looked (`_sync`): one
   indexed range read when nothing changed; per changed row, a point read of its current vector.
 - At start the daemon loads both tables once (`build`, on a reader thread); until then, and in
   processes that hold no index (the CLI), search falls back to sqlite-vec.
@@ -151,11 +151,6 @@ class VectorIndex:
             count = sum(t.size for t in self._tables.values())
         log.info("vector index: %d vectors loaded in %.2f s", count, time.perf_counter() - started)
         return count
-
-    def sync(self, conn: Any) -> None:
-        """Apply what other connections (or processes) wrote since the last look."""
-        with self._lock:
-            self._sync(conn)
 
     def _load(self, conn: Any) -> None:
         self.ready = False
