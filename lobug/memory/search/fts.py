@@ -39,7 +39,7 @@ MIN_PREFIX_CHARS = 4
 # only needs all of them. An absolute count, since what it bounds is the work of one query.
 COMMON_WORD_ROWS = 1000
 WORD_ROWS_TTL_S = 60.0
-MEMO_MAX = 20_000  # entries a reader connection's memo holds before it starts over
+MEMO_MAX = 2_000  # entries a reader connection's memo holds before it starts over (~0.3 MB)
 
 
 def query_tokens(text: str, *, max_tokens: int = MAX_TOKENS) -> list[str]:
