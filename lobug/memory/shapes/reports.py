@@ -9,30 +9,33 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lobug.memory.shapes.scalars import Id, absent
 
+# Every event the history table accepts (its CHECK constraint: storage.migrations, m004).
+HistoryEventName = Literal[
+    "ADD",
+    "UPDATE",
+    "MERGE",
+    "DELETE",
+    "SOFT_DELETE",
+    "RESTORE",
+    "PURGE",
+    "LINK",
+    "TTL",
+    "ARCHIVE",
+    "PROMOTE",
+    "DEMOTE",
+    "DECAY",
+    "HIT",
+    "SUPERSEDE",
+    "PROPOSE",
+    "ACCEPT",
+    "REJECT",
+    "EXPIRE",
+]
+
 
 class Decision(BaseModel):
     model_config = ConfigDict(extra="allow")
-    event: Literal[
-        "ADD",
-        "UPDATE",
-        "MERGE",
-        "DELETE",
-        "SOFT_DELETE",
-        "RESTORE",
-        "PURGE",
-        "LINK",
-        "TTL",
-        "ARCHIVE",
-        "PROMOTE",
-        "DEMOTE",
-        "DECAY",
-        "HIT",
-        "SUPERSEDE",
-        "PROPOSE",
-        "ACCEPT",
-        "REJECT",
-        "EXPIRE",
-    ]
+    event: HistoryEventName
     old_value: str | None = absent()
     new_value: str | None = absent()
     actor: str
@@ -97,27 +100,7 @@ class HistoryEvent(BaseModel):
     model_config = ConfigDict(extra="allow")
     id: Id
     memory_id: Id | None = absent()
-    event: Literal[
-        "ADD",
-        "UPDATE",
-        "MERGE",
-        "DELETE",
-        "SOFT_DELETE",
-        "RESTORE",
-        "PURGE",
-        "LINK",
-        "TTL",
-        "ARCHIVE",
-        "PROMOTE",
-        "DEMOTE",
-        "DECAY",
-        "HIT",
-        "SUPERSEDE",
-        "PROPOSE",
-        "ACCEPT",
-        "REJECT",
-        "EXPIRE",
-    ]
+    event: HistoryEventName
     old_value: str | None = absent()
     new_value: str | None = absent()
     actor: str
