@@ -23,14 +23,7 @@ def desk(request: web.Request) -> Proposals:
     memory = request.app[keys.MEMORY]
     if memory is None:
         raise errors.unavailable("proposals need long-term memory, which is off (memory.enabled)")
-    return Proposals(
-        request.app[keys.DB],
-        request.app[keys.ACCESS].policy,
-        policy=memory.policy,
-        clock=memory.clock,
-        max_attempts=memory.max_attempts,
-        wake=memory.wake,
-    )
+    return memory.proposals()
 
 
 @routes.get("/v1/proposals")

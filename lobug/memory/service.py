@@ -38,6 +38,7 @@ from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
 from lobug.memory.write.candidate import Candidate
+from lobug.memory.write.proposals import Proposals
 from lobug.memory.write.reconcile import Origin, Writer
 from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
@@ -311,6 +312,17 @@ class MemoryService:
 
     def wake(self) -> None:
         self._wake()
+
+    def proposals(self) -> Proposals:
+        """The consent proposals service (/v1/proposals and the memory browser)."""
+        return Proposals(
+            self.db,
+            self.categories,
+            policy=self.policy,
+            clock=self.clock,
+            max_attempts=self.max_attempts,
+            wake=self.wake,
+        )
 
     # -- /health ---------------------------------------------------------------------------------
     async def embedding_status(self) -> dict[str, Any]:

@@ -19,14 +19,7 @@ def desk(request: web.Request) -> Proposals:
     memory = request.config_dict[keys.MEMORY]
     if memory is None:
         raise errors.unavailable("proposals need long-term memory, which is off (memory.enabled)")
-    return Proposals(
-        request.config_dict[keys.DB],
-        request.config_dict[keys.ACCESS].policy,
-        policy=memory.policy,
-        clock=memory.clock,
-        max_attempts=memory.max_attempts,
-        wake=memory.wake,
-    )
+    return memory.proposals()
 
 
 @routes.get("/proposals", name="proposals")
