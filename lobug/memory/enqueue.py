@@ -55,8 +55,9 @@ def extract(
     )
 
 
-def cascade(conn: Any, kind: str, *, user_id: str, now: float, max_attempts: int) -> int:
-    """At most one pending check per kind and user (the dedupe key)."""
+def per_user(conn: Any, kind: str, *, user_id: str, now: float, max_attempts: int) -> int:
+    """At most one pending job of `kind` per user (the dedupe key): cascade checks and the
+    scheduled upkeep and reflection jobs."""
     return queue.enqueue(
         conn,
         kind,

@@ -302,7 +302,7 @@ class MemoryService:
                 max_attempts=self.max_attempts,
             )
             if short_cascade_due(conn, user.user_id, self.memory.short_term_threshold):
-                enqueue.cascade(
+                enqueue.per_user(
                     conn,
                     enqueue.CASCADE_SHORT,
                     user_id=user.user_id,

@@ -95,7 +95,7 @@ class Recall:
             ).fetchone()
             return turn, None if row is None else int(row[0])
         if short_cascade_due(conn, user_id, memory.memory.short_term_threshold):
-            enqueue.cascade(conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now,
+            enqueue.per_user(conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now,
                             max_attempts=memory.max_attempts)  # fmt: skip
         return turn, None
 

@@ -18,12 +18,12 @@ from typing import Any, NoReturn, TypeVar
 from lobug.config import MemoryConfig, ReflectionConfig
 from lobug.llm.ask import InvalidOutput, ask
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.memory import enqueue
 from lobug.memory import prompts as memory_prompts
 from lobug.memory.reflect import budget, insights, marks, prompts, reflection
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import cascades, early_base
 from lobug.storage.database import Database
-from lobug.workers import queue
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
 
@@ -85,13 +85,8 @@ class Thinking:
             }
             for kind in (k for k, is_due in due.items() if is_due):
                 ids.append(
-                    queue.enqueue(
-                        conn,
-                        kind,
-                        {"user_id": user_id},
-                        now=now,
-                        dedupe_key=f"{kind}:{user_id}",
-                        max_attempts=self.max_attempts,
+                    enqueue.per_user(
+                        conn, kind, user_id=user_id, now=now, max_attempts=self.max_attempts
                     )
                 )
         return ids

@@ -132,7 +132,7 @@ def store_summary(
         (user_id, ids[-1]),
     )
     if count_unincorporated(conn, user_id) >= config.long_term_threshold:
-        enqueue.cascade(
+        enqueue.per_user(
             conn, enqueue.CASCADE_LONG, user_id=user_id, now=now, max_attempts=max_attempts
         )
     return memory_id

@@ -253,7 +253,7 @@ def store_batch(
         )
         result.extract_jobs += 1
     if short_cascade_due(conn, user_id, threshold):
-        enqueue.cascade(
+        enqueue.per_user(
             conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now, max_attempts=max_attempts
         )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from lobug.config import UpkeepConfig
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.memory import enqueue
 from lobug.memory.graph import enrich
 from lobug.memory.settings import WritePolicy
 from lobug.memory.upkeep import events, sessions
@@ -23,7 +24,6 @@ from lobug.memory.upkeep.budget import LlmBudget
 from lobug.memory.upkeep.consolidate import Consolidator
 from lobug.memory.upkeep.events import DAY_S
 from lobug.storage.database import Database
-from lobug.workers import queue
 from lobug.workers.periodic import Task
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
@@ -101,7 +101,9 @@ class UpkeepJobs:
             )
         ]
         return [
-            enqueue_for(conn, kind, u, now=self.clock(), max_attempts=self.max_attempts)
+            enqueue.per_user(
+                conn, kind, user_id=u, now=self.clock(), max_attempts=self.max_attempts
+            )
             for u in users
         ]
 
@@ -155,18 +157,6 @@ class UpkeepJobs:
         if report["merged"]:
             events.record(conn, ENTITY_MERGED, now=now, n=report["merged"])
         return report
-
-
-def enqueue_for(conn: Any, kind: str, user_id: str, *, now: float, max_attempts: int) -> int:
-    """One pending job of `kind` per user (the dedupe key)."""
-    return queue.enqueue(
-        conn,
-        kind,
-        {"user_id": user_id},
-        now=now,
-        dedupe_key=f"{kind}:{user_id}",
-        max_attempts=max_attempts,
-    )
 
 
 def _user(job: Job) -> str:

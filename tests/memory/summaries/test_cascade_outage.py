@@ -80,7 +80,7 @@ async def test_cascade_long_outage_longer_than_max_attempts_stays_pending(
                 now=clock(),
                 actor="test",
             )
-        enqueue.cascade(
+        enqueue.per_user(
             conn,
             enqueue.CASCADE_LONG,
             user_id="default",
