@@ -9,12 +9,26 @@ already runs on.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import httpx
 
 _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
+
+
+@contextlib.contextmanager
+def _httpx_errors(request: httpx.Request) -> Iterator[None]:
+    """aiohttp's failures as the httpx errors the ollama client understands."""
+    try:
+        yield
+    except TimeoutError as exc:
+        raise httpx.ReadTimeout(str(exc) or "timed out", request=request) from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise httpx.ConnectError(str(exc), request=request) from exc
+    except aiohttp.ClientError as exc:
+        raise httpx.RemoteProtocolError(str(exc), request=request) from exc
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
@@ -49,7 +63,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         body = await request.aread()
         if self._streaming:
             return await self._stream(request, headers, body, timeout)
-        try:
+        with _httpx_errors(request):
             async with self._client().request(
                 request.method,
                 str(request.url),
@@ -61,12 +75,6 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 content = await resp.read()
                 response_headers = list(resp.raw_headers)
                 status = resp.status
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(str(exc) or "timed out", request=request) from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from exc
-        except aiohttp.ClientError as exc:
-            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
         return httpx.Response(
             status_code=status,
             headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response_headers],
@@ -81,7 +89,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         body: bytes,
         timeout: aiohttp.ClientTimeout,
     ) -> httpx.Response:
-        try:
+        with _httpx_errors(request):
             resp = await self._client().request(
                 request.method,
                 str(request.url),
@@ -90,12 +98,6 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 timeout=timeout,
                 allow_redirects=False,
             )
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(str(exc) or "timed out", request=request) from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise httpx.ConnectError(str(exc), request=request) from exc
-        except aiohttp.ClientError as exc:
-            raise httpx.RemoteProtocolError(str(exc), request=request) from exc
         return httpx.Response(
             status_code=resp.status,
             headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers],
@@ -117,13 +119,9 @@ class _BodyStream(httpx.AsyncByteStream):
         self._request = request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
+        with _httpx_errors(self._request):
             async for chunk in self._resp.content.iter_any():
                 yield chunk
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(str(exc) or "timed out", request=self._request) from exc
-        except aiohttp.ClientError as exc:
-            raise httpx.RemoteProtocolError(str(exc), request=self._request) from exc
 
     async def aclose(self) -> None:
         if self._resp.content.at_eof():
