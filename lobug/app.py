@@ -22,6 +22,7 @@ from lobug.chat.service import ChatService
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
+from lobug.llm.lane import LLMLane
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import MemoryService, Recall, Records
 from lobug.service.looplag import LoopLagMonitor
@@ -123,7 +124,9 @@ def _database(config: Config) -> Callable[[web.Application], AsyncIterator[None]
 
 def _llm(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        llm = OllamaChat(config.ollama)
+        # One lane for every model call of the daemon: the turn first (lobug.llm.lane).
+        lane = LLMLane(quiet_s=config.memory.quiet_s, enabled=config.memory.user_first)
+        llm = OllamaChat(config.ollama, lane=lane)
         app[keys.LLM] = llm
         yield
         await llm.close()
@@ -137,7 +140,9 @@ def _speech(
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         models_dir = config.speech.download_root or config.storage.data_dir / "models"
         transcriber = overrides.transcriber or WhisperTranscriber(config.speech, models_dir)
-        speech = SpeechService(metrics.timed(app, transcriber), config.speech)
+        speech = SpeechService(
+            metrics.timed(app, transcriber), config.speech, lane=app[keys.LLM].lane
+        )
         app[keys.SPEECH] = speech
         # Loading Whisper takes seconds on a Pi: do it in the background so text turns work
         # at once; /chat/audio answers 503 until the model is ready.
@@ -198,7 +203,11 @@ def _memory(
         memory = None
         if config.memory.enabled:
             memory = MemoryService.create(
-                config, db=app[keys.DB], clock=overrides.clock, categories=app[keys.ACCESS].policy
+                config,
+                db=app[keys.DB],
+                clock=overrides.clock,
+                categories=app[keys.ACCESS].policy,
+                lane=app[keys.LLM].lane,
             )
             await memory.start()
             memory.register(runner)

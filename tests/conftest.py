@@ -66,6 +66,7 @@ def make_config(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> Callable
             "embedding.dim": 64,
             "log.level": "DEBUG",
             "workers.poll_interval_s": 0.05,
+            "memory.quiet_s": 0.0,  # memory work may follow a turn at once (still after it)
         }
         values.update(overrides)
         return load_config(None, env={}, overrides=values)

@@ -65,6 +65,7 @@ class Daemon:
             "LOBUG_EMBEDDER": "hashing",
             "LOBUG_EMBEDDING_DIM": "64",
             "LOBUG_WORKERS_POLL_INTERVAL_S": "0.1",
+            "LOBUG_MEMORY_QUIET_S": "0",
             "LOBUG_WORKERS_BACKOFF_BASE_S": "0.2",
             "PYTHONUNBUFFERED": "1",
             **(env or {}),

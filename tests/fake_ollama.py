@@ -22,6 +22,7 @@ from lobug.memory.prompts import task_of
 from lobug.memory.reflect.prompts import task_of as thinking_task_of
 
 ChatScript = Callable[[dict[str, Any]], str]
+RECORD = web.RequestKey("record", dict)
 
 
 @dataclass
@@ -55,6 +56,13 @@ class FakeOllamaState:
     stream_delay_s: float = 0.0  # between streamed chunks
     requests: list[dict[str, Any]] = field(default_factory=list)
 
+    def prompt_text(self, index: int = -1) -> str:
+        """What a device turn's prompt tells the model around the conversation: the system
+        message (stable sections) and the last user message (this turn's sections, then the
+        user's words: lobug.chat.prompt), joined."""
+        messages = self.chat_calls()[index]["body"]["messages"]
+        return str(messages[0]["content"]) + "\n\n" + str(messages[-1]["content"])
+
     def chat_calls(self) -> list[dict[str, Any]]:
         """The device turns' chat calls (memory jobs' calls are in `memory_calls`)."""
         return [r for r in self._all_chats() if _task(r["body"]) is None]
@@ -63,6 +71,10 @@ class FakeOllamaState:
         """Calls with a memory prompt: task `extract`, `summarize`, `distill`, `judge` or any."""
         calls = [r for r in self._all_chats() if _task(r["body"]) is not None]
         return [r for r in calls if task is None or _task(r["body"]) == task]
+
+    def timed_calls(self) -> list[dict[str, Any]]:
+        """Every answered chat call with its `task` (None: a turn), `started` and `ended`."""
+        return [{**r, "task": _task(r["body"])} for r in self._all_chats() if "ended" in r]
 
     def _all_chats(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == "/api/chat"]
@@ -140,7 +152,8 @@ def _model_known(state: FakeOllamaState, name: str) -> bool:
 
 def _default_reply(body: dict[str, Any]) -> str:
     last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
-    echo = f"You said: {last.get('content', '')}"
+    # The user's words close the last user message, after this turn's context block.
+    echo = f"You said: {str(last.get('content', '')).rsplit(chr(10) * 2, 1)[-1]}"
     if body.get("format") != "json":  # asked for prose (the OpenAI door), as a model obeys
         return echo
     return json.dumps({"action": "RESPOND", "response": echo})
@@ -152,7 +165,9 @@ def _now() -> str:
 
 def build_app(state: FakeOllamaState) -> web.Application:
     async def faults(request: web.Request) -> web.StreamResponse | None:
-        state.requests.append({"path": request.path, "body": await _body(request)})
+        record = {"path": request.path, "body": await _body(request), "started": time.monotonic()}
+        state.requests.append(record)
+        request[RECORD] = record  # its own, however many requests are in flight
         if state.fail_next > 0:
             state.fail_next -= 1
             return web.json_response({"error": "fake transient failure"}, status=500)
@@ -188,7 +203,8 @@ def build_app(state: FakeOllamaState) -> web.Application:
     async def chat(request: web.Request) -> web.StreamResponse:
         if (early := await faults(request)) is not None:
             return early
-        body = state.requests[-1]["body"]
+        record = request[RECORD]
+        body = record["body"]
         if not isinstance(body, dict):
             return web.json_response({"error": "invalid JSON body"}, status=400)
         model = body.get("model", "")
@@ -201,8 +217,17 @@ def build_app(state: FakeOllamaState) -> web.Application:
                 text='{"model": "x", "message": {"role": ', content_type="application/json"
             )
         task = _task(body)
-        if task is not None and state.memory_delay_s:
-            await asyncio.sleep(state.memory_delay_s)
+        try:
+            return await answer(request, body, model, task)
+        finally:
+            record["ended"] = time.monotonic()
+
+    async def answer(
+        request: web.Request, body: dict[str, Any], model: str, task: str | None
+    ) -> web.StreamResponse:
+        begun = time.monotonic()  # a test may shorten the delay of a call already waiting
+        while task is not None and time.monotonic() - begun < state.memory_delay_s:
+            await asyncio.sleep(0.02)
         if task is not None and state.memory_mode == "down":
             return web.json_response({"error": "fake ollama is down"}, status=500)
         if task == "judge" and state.judge is not None:
@@ -238,7 +263,7 @@ def build_app(state: FakeOllamaState) -> web.Application:
     async def embed(request: web.Request) -> web.StreamResponse:
         if (early := await faults(request)) is not None:
             return early
-        body = state.requests[-1]["body"]
+        body = request[RECORD]["body"]
         model = body.get("model", "") if isinstance(body, dict) else ""
         if not _model_known(state, model):
             return web.json_response(

@@ -16,11 +16,13 @@ class MemoryHooks(Protocol):
         text: str,
         stores: tuple[str, ...],
         window_start: float | None = None,
-    ) -> list[str]:
+    ) -> tuple[list[str], list[str]]:
         """Rendered prompt sections ([Long-term memory], delta, [Relevant memories]) drawn
-        from `stores` only (the caller's trust). `window_start`: when the oldest message the
-        working memory holds was said (None: it holds the whole session), so memories the
-        conversation in view already carries are not repeated.
+        from `stores` only (the caller's trust), as (stable, this turn's): the stable ones
+        go before the conversation, this turn's right before the user's new words
+        (lobug.chat.prompt). `window_start`: when the oldest message the working memory holds
+        was said (None: it holds the whole session), so memories the conversation in view
+        already carries are not repeated.
 
         Must never raise: a retrieval failure costs the reply its memories, not the reply.
         """
@@ -52,8 +54,8 @@ class NoMemory:
         text: str,
         stores: tuple[str, ...],
         window_start: float | None = None,
-    ) -> list[str]:
-        return []
+    ) -> tuple[list[str], list[str]]:
+        return [], []
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         return None

@@ -1,7 +1,18 @@
-"""Prompt assembly: personality → memory sections → physical state → working-memory messages."""
+"""Prompt assembly in the order that keeps the model's prompt cache (issue 22).
+
+A local model server (Ollama, llama.cpp) keeps the previous prompt's KV cache and re-reads
+only what follows the longest common prefix. So what stays the same from turn to turn comes
+first, what changes every turn last: the system message holds the personality, the reply
+format and the stable memory sections (long-term memory, what is always known, reflection,
+insights); then the working-memory window; then this turn's sections (the delta header, the
+relevant memories, procedures, what to confirm, the device's physical state) in the last user
+message, right before the user's new words. Seed 004 §2.3's sections and wording, new places.
+A later prompt shows the earlier turns as they were said, without their context blocks.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -29,15 +40,20 @@ def load_personality(path: Path | None) -> str:
 
 def build_messages(
     personality: str,
-    memory_sections: list[str],
-    sensor_line: str | None,
-    history: list[Message],
+    stable_sections: Sequence[str],
+    history: Sequence[Message],
+    turn_sections: Sequence[str],
     reply_format: str = REPLY_FORMAT,
 ) -> list[Message]:
-    """The seed's order (§2.3); empty sections are left out entirely."""
-    parts = [personality, reply_format]
-    parts += [section for section in memory_sections if section.strip()]
-    if sensor_line:
-        parts.append(sensor_line)
-    system = {"role": "system", "content": "\n\n".join(parts)}
-    return [system, *history]
+    """`history` ends with the user's new words; empty sections are left out entirely."""
+    parts = [personality, reply_format, *(s for s in stable_sections if s.strip())]
+    messages: list[Message] = [{"role": "system", "content": "\n\n".join(parts)}, *history]
+    block = [s for s in turn_sections if s.strip()]
+    if not block:
+        return messages
+    last = messages[-1]
+    if last["role"] == "user" and len(messages) > 1:
+        messages[-1] = {"role": "user", "content": "\n\n".join([*block, last["content"]])}
+    else:  # no user words to put it before: the turn's context closes the system message
+        messages[0] = {"role": "system", "content": "\n\n".join([*parts, *block])}
+    return messages

@@ -94,26 +94,27 @@ class ChatService:
         `voice`: transcribed from /chat/audio; the turn is stored with `ref` VOICE_REF so that
         memory asks before keeping spoken profile fields (seed 001 §10). `stores`: what the
         caller's prompt may draw on (an unknown device: none; lobug.api.auth)."""
-        user, messages = await self._begin(
-            text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
-        )
-        try:
-            raw = await self.llm.chat(messages, json_mode=True)
-        except LLMUnavailable as exc:
-            log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
-            return await self._degraded(user)
-        try:
-            reply = parse_reply(raw)
-        except UnusableReply as exc:
-            log.warning(
-                "unusable model output for turn %d (%s): %s; answering degraded",
-                user.id,
-                exc,
-                _snippet(exc.raw),
+        async with self.llm.lane.turn():  # memory work gives way until the reply is out
+            user, messages = await self._begin(
+                text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
             )
-            return await self._degraded(user)
-        await self._finish(user, reply.action, reply.response)
-        return TurnResult(reply.response, reply.action, user.session_id, user.id)
+            try:
+                raw = await self.llm.chat(messages, json_mode=True)
+            except LLMUnavailable as exc:
+                log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
+                return await self._degraded(user)
+            try:
+                reply = parse_reply(raw)
+            except UnusableReply as exc:
+                log.warning(
+                    "unusable model output for turn %d (%s): %s; answering degraded",
+                    user.id,
+                    exc,
+                    _snippet(exc.raw),
+                )
+                return await self._degraded(user)
+            await self._finish(user, reply.action, reply.response)
+            return TurnResult(reply.response, reply.action, user.session_id, user.id)
 
     async def stream_turn(
         self,
@@ -133,16 +134,22 @@ class ChatService:
 
         `instructions`: the client app's own system prompt, added as a prompt section."""
         extra = [f"[Instructions from the client app]\n{instructions}"] if instructions else []
-        user, messages = await self._begin(
-            text,
-            device_id=device_id,
-            session_id=session_id,
-            stores=stores,
-            reply_format=PROSE_FORMAT,
-            extra_sections=extra,
-        )
+        lane = self.llm.lane
+        lane.enter()  # left when the stream is committed, however it ends
+        try:
+            user, messages = await self._begin(
+                text,
+                device_id=device_id,
+                session_id=session_id,
+                stores=stores,
+                reply_format=PROSE_FORMAT,
+                extra_sections=extra,
+            )
+        except BaseException:
+            lane.leave()
+            raise
         pieces = self.llm.stream(messages, temperature=temperature, max_tokens=max_tokens)
-        streamed = StreamedTurn(user, pieces, self._commit_streamed)
+        streamed = StreamedTurn(user, pieces, self._commit_streamed, on_end=lane.leave)
         try:
             await streamed.start()
         except LLMUnavailable as exc:
@@ -178,7 +185,7 @@ class ChatService:
         self.memory.wake()
         await self.working_memory.append(user)
 
-        sections = await self.memory.prompt_sections(
+        stable, this_turn = await self.memory.prompt_sections(
             user_id=user.user_id,
             session_id=user.session_id,
             text=text,
@@ -188,7 +195,11 @@ class ChatService:
         sensor_line = await self.sensors.summary(device_id)
         history = await self.working_memory.messages(user.session_id)
         messages = build_messages(
-            self.personality, [*sections, *extra_sections], sensor_line, history, reply_format
+            self.personality,
+            [*stable, *extra_sections],
+            history,
+            [*this_turn, sensor_line or ""],
+            reply_format,
         )
         return user, messages
 

@@ -24,8 +24,16 @@ class StreamedTurn:
     not take the record of what was said with it.
     """
 
-    def __init__(self, user: TurnRecord, pieces: AsyncIterator[str], commit: Commit) -> None:
+    def __init__(
+        self,
+        user: TurnRecord,
+        pieces: AsyncIterator[str],
+        commit: Commit,
+        *,
+        on_end: Callable[[], None] = lambda: None,
+    ) -> None:
         self.user = user
+        self._on_end = on_end  # the turn has left the LLM lane (lobug.llm.lane)
         self.error: LLMUnavailable | None = None
         self._pieces = pieces
         self._commit = commit
@@ -78,10 +86,13 @@ class StreamedTurn:
         await asyncio.shield(self._committed)
 
     async def _close_and_commit(self) -> None:
-        close = getattr(self._pieces, "aclose", None)
-        if close is not None and not self._ended:
-            try:
-                await close()  # stops Ollama generating for a listener who left
-            except Exception:  # noqa: BLE001 - the commit matters more than a clean close
-                log.debug("closing the LLM stream failed", exc_info=True)
-        await self._commit(self.user, self.text, self.complete)
+        try:
+            close = getattr(self._pieces, "aclose", None)
+            if close is not None and not self._ended:
+                try:
+                    await close()  # stops Ollama generating for a listener who left
+                except Exception:  # noqa: BLE001 - the commit matters more than a clean close
+                    log.debug("closing the LLM stream failed", exc_info=True)
+            await self._commit(self.user, self.text, self.complete)
+        finally:
+            self._on_end()

@@ -11,55 +11,78 @@ Message = dict[str, str]
 Entry = tuple[int, float, Message]  # (turn id, when it was said, message)
 
 
+class Window:
+    """One session's messages, and whether older ones of the session exist outside it."""
+
+    __slots__ = ("entries", "truncated")
+
+    def __init__(self, entries: list[Entry], truncated: bool) -> None:
+        self.entries: deque[Entry] = deque(entries)
+        self.truncated = truncated
+
+
 class WorkingMemory:
     """What the LLM sees as the conversation. The database is the truth; this is its cache.
 
-    Sessions are kept in LRU order so a daemon that has served many devices stays bounded.
+    The window slides in blocks (issue 22): when a message would make it longer than `size`,
+    the oldest are dropped at once down to half of `size`, so the conversation's part of the
+    prompt stays the same for several turns and the model's prompt cache holds; the dropped
+    turns remain reachable through retrieval and summaries. Sessions are kept in LRU order so
+    a daemon that has served many devices stays bounded.
     """
 
     def __init__(self, db: Database, size: int = 20, max_sessions: int = 256) -> None:
         self.db = db
         self.size = size
+        self.keep = max(1, size // 2)  # what a full window slides down to
         self.max_sessions = max_sessions
-        self._sessions: OrderedDict[str, deque[Entry]] = OrderedDict()
+        self._sessions: OrderedDict[str, Window] = OrderedDict()
 
     async def messages(self, session_id: str) -> list[Message]:
+        return [message for _, _, message in (await self._window(session_id)).entries]
+
+    async def _window(self, session_id: str) -> Window:
         window = self._sessions.get(session_id)
         if window is None:
             turns = await self.db.read(recent_context_turns, session_id, self.size)
             window = self._sessions.get(session_id)  # another request may have loaded it
             if window is None:
-                window = deque((_message(t) for t in turns), maxlen=self.size)
+                window = Window([_message(t) for t in turns], len(turns) >= self.size)
                 self._remember(session_id, window)
         self._sessions.move_to_end(session_id)
-        return [message for _, _, message in window]
+        return window
 
     def window_start(self, session_id: str) -> float | None:
-        """When the oldest message held was said, while the window is full; None while it
-        holds the whole session. The prompt's search leaves out what the window holds."""
+        """When the oldest message held was said, while older ones of the session are out of
+        the window; None while it holds the whole session. The prompt's search leaves out
+        what the window holds."""
         window = self._sessions.get(session_id)
-        if window is None or len(window) < self.size:
+        if window is None or not window.truncated or not window.entries:
             return None
-        return window[0][1]
+        return window.entries[0][1]
 
     async def append(self, turn: TurnRecord) -> None:
         window = self._sessions.get(turn.session_id)
         if window is None:
-            await self.messages(turn.session_id)  # loads history, which already holds `turn`
+            await self._window(turn.session_id)  # loads history, which already holds `turn`
             return
-        window.append(_message(turn))
+        if len(window.entries) >= self.size:
+            while len(window.entries) >= self.keep:
+                window.entries.popleft()
+            window.truncated = True
+        window.entries.append(_message(turn))
 
     def discard(self, session_id: str, turn_id: int) -> None:
         """Take a turn back out (it turned out to be noise); the row stays in the log."""
         window = self._sessions.get(session_id)
         if window is not None:
-            kept = [entry for entry in window if entry[0] != turn_id]
-            self._sessions[session_id] = deque(kept, maxlen=self.size)
+            kept = [entry for entry in window.entries if entry[0] != turn_id]
+            window.entries = deque(kept)
 
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
 
-    def _remember(self, session_id: str, window: deque[Entry]) -> None:
+    def _remember(self, session_id: str, window: Window) -> None:
         self._sessions[session_id] = window
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)

@@ -44,6 +44,19 @@ class MemoryConfig:
         description="background LLM calls (extraction, summaries, distillation) are longer than a"
         " chat reply and nobody waits on them; on a Pi a 20-turn summary can take a minute",
     )
+    user_first: bool = Field(
+        default=True,
+        description="memory work (extraction, summaries, reflection, their embeddings) waits"
+        " for a quiet conversation and gives the model up to a turn at once; false: it runs"
+        " as soon as it is queued, between turns",
+    )
+    quiet_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=3600,
+        description="with user_first: seconds after the last turn before memory work may"
+        " call the model (on a Pi, longer than the pause between two turns of a conversation)",
+    )
     near_duplicate_jaccard: float = Field(
         default=0.75, ge=0, le=1, description="word overlap at which a new fact merges"
     )

@@ -15,6 +15,7 @@ import httpx
 import ollama
 
 from lobug.config import OllamaConfig
+from lobug.llm.lane import LLMLane
 from lobug.llm.transport import AiohttpTransport
 
 log = logging.getLogger(__name__)
@@ -40,10 +41,14 @@ class OllamaHealth:
 
 
 class OllamaChat:
-    """Chat and health calls against a local Ollama through `ollama.AsyncClient`."""
+    """Chat and health calls against a local Ollama through `ollama.AsyncClient`.
 
-    def __init__(self, config: OllamaConfig) -> None:
+    `lane`: where chat calls wait their turn (lobug.llm.lane); the daemon's chat and memory
+    clients share one. Without one, calls go straight to Ollama (the CLI, doctor)."""
+
+    def __init__(self, config: OllamaConfig, *, lane: LLMLane | None = None) -> None:
         self.config = config
+        self.lane = lane or LLMLane(enabled=False)
         self.client = ollama.AsyncClient(
             host=config.host, timeout=config.timeout_s, transport=AiohttpTransport()
         )
@@ -75,22 +80,25 @@ class OllamaChat:
         temperature: float | None = None,
         model: str | None = None,
     ) -> str:
-        """One non-streaming chat call; returns the assistant's content."""
+        """One non-streaming chat call (in its place in the lane); returns the content."""
         timeout = timeout_s or self.config.timeout_s
         options = {"temperature": self.config.temperature if temperature is None else temperature}
-        with self._mapped_errors(timeout):
-            response = await asyncio.wait_for(
-                self.client.chat(
-                    model=model or self.config.chat_model,
-                    messages=list(messages),
-                    stream=False,
-                    format="json" if json_mode else None,
-                    options=options,
-                    keep_alive=self.config.keep_alive,
-                ),
-                timeout,
-            )
-        return _content(response)
+
+        async def call() -> Any:
+            with self._mapped_errors(timeout):
+                return await asyncio.wait_for(
+                    self.client.chat(
+                        model=model or self.config.chat_model,
+                        messages=list(messages),
+                        stream=False,
+                        format="json" if json_mode else None,
+                        options=options,
+                        keep_alive=self.config.keep_alive,
+                    ),
+                    timeout,
+                )
+
+        return _content(await self.lane.call(call))
 
     async def stream(
         self,

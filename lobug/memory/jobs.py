@@ -115,8 +115,10 @@ class MemoryJobs:
         return {kind: events.timed(self.db, self.clock, kind, h) for kind, h in handlers.items()}
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The jobs' embeddings: in the LLM lane like their chat calls (on a Pi they share the
+        CPU with the reply being written); the turn's own query embedding does not wait."""
         try:
-            vectors = await self.embedder.embed(texts)
+            vectors = await self.llm.lane.call(lambda: self.embedder.embed(texts))
         except EmbeddingUnavailable as exc:
             self.gate.error = str(exc)
             raise RetryLater(f"embedder unavailable: {exc}") from None

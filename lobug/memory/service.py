@@ -23,6 +23,7 @@ from lobug.access import STORES, CategoryPolicy
 from lobug.config import Config
 from lobug.conversation import TurnRecord
 from lobug.llm.embedders import Embedder, close_embedder, make_embedder
+from lobug.llm.lane import LLMLane
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import enqueue, settings
 from lobug.memory.jobs import MemoryJobs
@@ -131,10 +132,14 @@ class MemoryService:
         db: Database,
         clock: Callable[[], float] = time.time,
         categories: CategoryPolicy | None = None,
+        lane: LLMLane | None = None,
     ) -> MemoryService:
         """The daemon's and the CLI's wiring: its own Ollama client with the background timeout
-        (a minute-long summary must not count as "Ollama down" for the chat's /health)."""
-        llm = OllamaChat(dataclasses.replace(config.ollama, timeout_s=config.memory.llm_timeout_s))
+        (a minute-long summary must not count as "Ollama down" for the chat's /health), in the
+        daemon's one LLM lane (`lane`: the turn first, memory work when it is quiet)."""
+        llm = OllamaChat(
+            dataclasses.replace(config.ollama, timeout_s=config.memory.llm_timeout_s), lane=lane
+        )
         embedder = make_embedder(config.embedding, config.ollama.host)
         return cls(
             db=db,
@@ -158,6 +163,7 @@ class MemoryService:
             # The daemon's in-memory vectors load in the background; search scans sqlite-vec
             # until they are ready.
             self.indexing = asyncio.create_task(self.db.read(index.build), name="lobug-vectors")
+            self.indexing.add_done_callback(_index_failed)
         if self.config.embedding.backend == "local" and self.gate.enabled:
             # Loading sentence-transformers takes seconds; the first turn should not pay it.
             self._warm = asyncio.create_task(self._warm_up())
@@ -208,16 +214,17 @@ class MemoryService:
         text: str,
         stores: tuple[str, ...] = STORES,
         window_start: float | None = None,
-    ) -> list[str]:
+    ) -> prompt.Sections:
         """[Long-term memory], what is always known (context `all`), the delta header,
-        [Relevant memories], consent proposals to confirm; never raises or waits long.
+        [Relevant memories], consent proposals to confirm, split into the stable sections and
+        this turn's (`prompt.Sections`); never raises or waits long.
 
         `stores`: what the caller's device may draw on (lobug.api.auth). The base memory, the
         delta header and the proposals are distilled from everything, the private store
         included, so only the owner's devices get them; a device of lower trust gets the
         facts of its stores, and one with none (a stranger on the LAN) no memory at all."""
         if not stores:
-            return []
+            return prompt.Sections([], [])
         owner = set(STORES) <= set(stores)
         base = self.base_cache.get(user_id) if owner else ""
         header = None
@@ -268,7 +275,8 @@ class MemoryService:
                 header,
                 always=[a.text for a in got.always],
                 confirm=self._asked.first_time(session_id, thoughts.extra or []),
-                notes=thoughts.sections(),
+                notes=thoughts.stable(),
+                turn_notes=thoughts.for_turn(),
             )
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             log.warning("memory retrieval failed; answering without it", exc_info=True)
@@ -515,6 +523,19 @@ class MemoryService:
         """Enqueue the due reflection, insight and early-base-memory jobs (reflect.jobs)."""
         if await self.jobs.thinking.schedule():
             self._wake()
+
+
+def _index_failed(task: asyncio.Task[int]) -> None:
+    """Say when the in-memory vectors could not load (issue 25, item 20): search still works,
+    scanning sqlite-vec, only slower."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error(
+            "the in-memory vector index could not load (%s: %s); vector search scans the"
+            " database instead, slower, until the daemon restarts",
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ import numpy as np
 
 from lobug.config import SpeechConfig
 from lobug.errors import payload_too_large, unavailable
+from lobug.llm.lane import LLMLane
 from lobug.speech.audio import SAMPLE_RATE, check_request, decode_audio, media_type, rms_dbfs
 from lobug.speech.transcriber import SpeechUnavailable, Transcriber, Transcript
 
@@ -29,9 +30,13 @@ T = TypeVar("T")
 
 
 class SpeechService:
-    def __init__(self, transcriber: Transcriber, config: SpeechConfig) -> None:
+    def __init__(
+        self, transcriber: Transcriber, config: SpeechConfig, *, lane: LLMLane | None = None
+    ) -> None:
         self._transcriber = transcriber
         self._config = config
+        # A transcription is part of a turn: memory work gives it the machine (lobug.llm.lane).
+        self._lane = lane or LLMLane(enabled=False)
         # One transcription at a time: Whisper on a Pi saturates every core, so parallel runs
         # only make each other slower.
         self._slot = asyncio.Semaphore(1)
@@ -108,7 +113,8 @@ class SpeechService:
         if level < SILENCE_DBFS:
             return Transcript(text="", language=self._config.language, duration_s=duration)
         try:
-            return await self._run_exclusive(self._transcriber.transcribe, audio)
+            async with self._lane.turn():
+                return await self._run_exclusive(self._transcriber.transcribe, audio)
         except SpeechUnavailable as exc:
             raise unavailable(f"speech-to-text is unavailable: {exc}") from None
 

@@ -37,10 +37,12 @@ async def test_sensors_stored_and_summarised_into_next_prompt(client: Any, ollam
     stored = db_rows(client, "SELECT device_id, state FROM sensor_state")
     assert stored[0][0] == "desk" and '"lux":12' in stored[0][1]
     await client.post("/chat/text", json={"text": "how am I lying?", "device_id": "desk"})
-    system = state.chat_calls()[-1]["body"]["messages"][0]["content"]
-    assert system.endswith("[Current physical state: Device orientation: face_up, battery 80%]")
+    system = state.prompt_text()
+    assert system.endswith(
+        "[Current physical state: Device orientation: face_up, battery 80%]\n\nhow am I lying?"
+    )
     await client.post("/chat/text", json={"text": "and the other device?", "device_id": "kitchen"})
-    assert "Current physical state" not in state.chat_calls()[-1]["body"]["messages"][0]["content"]
+    assert "Current physical state" not in state.prompt_text()
 
 
 async def test_sensor_bad_input(client: Any) -> None:

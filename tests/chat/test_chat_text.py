@@ -80,8 +80,15 @@ async def test_working_memory_is_bounded(make_client: Any, ollama: Any) -> None:
     client = await make_client(**{"chat.working_memory_size": 4})
     for i in range(5):
         await post_text(client, {"text": f"m{i}", "session_id": "s-fixed"})
-    history = state.chat_calls()[-1]["body"]["messages"][1:]
-    assert [m["content"] for m in history] == ["You said: m2", "m3", "You said: m3", "m4"]
+    # The window slides in blocks: full at 4 messages, it drops to 2 and grows again.
+    windows = [[m["content"] for m in c["body"]["messages"][1:]] for c in state.chat_calls()]
+    assert windows == [
+        ["m0"],
+        ["m0", "You said: m0", "m1"],
+        ["You said: m1", "m2"],
+        ["You said: m1", "m2", "You said: m2", "m3"],
+        ["m3", "You said: m3", "m4"],
+    ]
 
 
 async def test_idle_gap_starts_a_new_session(client: Any, clock: Any) -> None:

@@ -44,7 +44,7 @@ async def speak(client: Any, transcriber: FakeTranscriber, words: str, wav: byte
 
 
 def system_prompt(state: FakeOllamaState) -> str:
-    return str(state.chat_calls()[-1]["body"]["messages"][0]["content"])
+    return state.prompt_text()
 
 
 async def test_a_spoken_name_needs_a_yes(

@@ -24,7 +24,8 @@ async def system_prompt_after(client: Any, ollama: Any, sensors: dict[str, Any])
     assert resp.status == 200, await resp.text()
     resp = await client.post("/chat/text", json={"text": "how am I lying?", "device_id": "desk"})
     assert resp.status == 200, await resp.text()
-    content: str = ollama[0].chat_calls()[-1]["body"]["messages"][0]["content"]
+    # The prompt around the conversation, without the user's words that close it.
+    content: str = ollama[0].prompt_text().rsplit("\n\n", 1)[0]
     return content
 
 

@@ -201,7 +201,7 @@ async def test_dimension_change_is_reported_and_reembed_fixes_it(
     resp = await client.post("/chat/text", json={"text": "Alex works at NASA, right?"})
     assert resp.status == 200
     # Without vectors the fact is still found by its words (BM25) and its entities.
-    system = state.chat_calls()[-1]["body"]["messages"][0]["content"]
+    system = state.prompt_text()
     assert f"[Relevant memories]\n- {ALEX}" in system
     await drain(db_path, clock)
     waiting = query(
@@ -230,9 +230,7 @@ async def test_dimension_change_is_reported_and_reembed_fixes_it(
     health = await (await client.get("/health")).json()
     assert health["embedding"]["vectors"] is True and health["status"] == "ok", health
     resp = await client.post("/chat/text", json={"text": "Alex works at NASA, right?"})
-    assert (
-        f"[Relevant memories]\n- {ALEX}" in state.chat_calls()[-1]["body"]["messages"][0]["content"]
-    )
+    assert f"[Relevant memories]\n- {ALEX}" in state.prompt_text()
     clock.advance(400)  # the deferred embed jobs come due: already embedded, they just finish
     await drain(db_path, clock)
     assert query(db_path, "SELECT COUNT(*) FROM jobs WHERE state != 'done'")[0][0] == 0

@@ -45,7 +45,9 @@ def extractions(app: App) -> set[tuple[int, int | None]]:
 
 
 def prompt_of(call: dict[str, Any]) -> str:
-    return str(call["body"]["messages"][0]["content"])
+    """The system message and this turn's context block before the user's words."""
+    messages = call["body"]["messages"]
+    return str(messages[0]["content"]) + "\n\n" + str(messages[-1]["content"])
 
 
 async def test_models_lists_lobug(ai: openai.AsyncOpenAI) -> None:

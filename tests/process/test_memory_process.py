@@ -68,9 +68,7 @@ async def test_memories_and_working_memory_survive_a_restart(
         "POST", "/chat/text", json={"text": ASK_ALEX, "session_id": "s-other"}
     )
     assert status == 200
-    assert (
-        f"[Relevant memories]\n- {ALEX}" in state.chat_calls()[-1]["body"]["messages"][0]["content"]
-    )
+    assert f"[Relevant memories]\n- {ALEX}" in state.prompt_text()
     assert await again.terminate() == 0
 
 

@@ -25,13 +25,18 @@ class Notes:
     procedures: list[str] = field(default_factory=list)
     extra: Any = None  # what the caller's own `extra` reader returned
 
-    def sections(self) -> list[str]:
+    def stable(self) -> list[str]:
+        """What changes only when background thinking runs: the reflection, the insights."""
         found = [
             f"{REFLECTION_TITLE}\n{self.reflection}" if self.reflection else None,
             _bullets(INSIGHTS_TITLE, self.insights),
-            _bullets(PROCEDURES_TITLE, self.procedures),
         ]
         return [s for s in found if s]
+
+    def for_turn(self) -> list[str]:
+        """What this turn's words chose: the procedures for the task at hand."""
+        found = _bullets(PROCEDURES_TITLE, self.procedures)
+        return [found] if found else []
 
 
 def read(conn: Any, *, user_id: str, text: str, extra: Callable[[Any], Any] | None = None) -> Notes:

@@ -23,7 +23,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy
 from lobug.memory.graph import related
@@ -65,6 +65,20 @@ def confirm_section(texts: Sequence[str]) -> str | None:
     return "\n".join(CONFIRM.format(text) for text in texts) or None
 
 
+class Sections(NamedTuple):
+    """The prompt's memory sections, split by how often they change (issue 22).
+
+    `stable` changes only when background work rewrites it: the chat puts it in the system
+    message, before the conversation, so the model's prompt cache holds from turn to turn.
+    `turn` belongs to this turn only: the chat puts it right before the user's new words."""
+
+    stable: list[str]
+    turn: list[str]
+
+    def all(self) -> list[str]:
+        return [*self.stable, *self.turn]
+
+
 def sections(
     base: str,
     texts: Sequence[str],
@@ -73,19 +87,15 @@ def sections(
     always: Sequence[str] = (),
     confirm: Sequence[str] = (),
     notes: Sequence[str] = (),
-) -> list[str]:
-    """Seed 004 §2.3 order: long-term memory, what is always known (context `all`), the delta
-    header (seed 001 §1), the relevant memories, background thinking's `notes` (the weekly
-    reflection, insights, procedures: `reflect.notes`), what to confirm; empty ones left out."""
-    found = (
-        long_term_section(base),
-        always_section(always),
-        header,
-        relevant_section(texts),
-        *notes,
-        confirm_section(confirm),
-    )
-    return [s for s in found if s]
+    turn_notes: Sequence[str] = (),
+) -> Sections:
+    """Seed 004 §2.3's sections and wording; empty ones left out. Stable: long-term memory,
+    what is always known (context `all`), background thinking's `notes` (the weekly
+    reflection, insights). This turn's: the delta header (seed 001 §1), the relevant
+    memories, `turn_notes` (procedures for this task), what to confirm."""
+    stable = (long_term_section(base), always_section(always), *notes)
+    turn = (header, relevant_section(texts), *turn_notes, confirm_section(confirm))
+    return Sections([s for s in stable if s], [s for s in turn if s])
 
 
 @dataclass(frozen=True)

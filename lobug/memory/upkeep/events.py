@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from lobug.llm.lane import Preempted
+from lobug.memory.search import when
 from lobug.memory.store.rows import counters
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
@@ -21,6 +23,7 @@ from lobug.workers.runner import NotReady
 log = logging.getLogger(__name__)
 
 BUCKET_S = 3600.0
+PREEMPTED_RETRY_S = 0.0  # claimable at once: the lane holds it until the conversation is quiet
 DAY_S = 86400.0
 STATS_DAYS = 7
 
@@ -28,8 +31,9 @@ Handler = Callable[[Job], Awaitable[None]]
 
 
 def day_start(now: float) -> float:
-    """The start of `now`'s day (UTC): budgets and caps are per day."""
-    return now - now % DAY_S
+    """The start of `now`'s day (the household's midnight, `when.day_start`): budgets and caps
+    are per day."""
+    return when.day_start(now).timestamp()
 
 
 def record(conn: Any, op: str, *, now: float, ms: float = 0.0, ok: bool = True, n: int = 1) -> None:
@@ -70,7 +74,8 @@ def summary(conn: Any, *, now: float, days: int = STATS_DAYS) -> dict[str, Any]:
         entry["failures"] += failures
         entry["total_ms"] += total_ms
         entry["max_ms"] = max(entry["max_ms"], max_ms)
-        entry["by_day"][int(day)] += count + failures
+        # min(): a week with a 25-hour day (daylight saving ends) reaches index `days`.
+        entry["by_day"][min(int(day), days - 1)] += count + failures
     for entry in ops.values():
         runs = entry["count"] + entry["failures"]
         entry["mean_ms"] = round(entry.pop("total_ms") / runs, 1) if runs else 0.0
@@ -80,7 +85,8 @@ def summary(conn: Any, *, now: float, days: int = STATS_DAYS) -> dict[str, Any]:
 
 def timed(db: Database, clock: Callable[[], float], op: str, handler: Handler) -> Handler:
     """`handler`, its runs counted with their latency under `op` (a failure as a failure; a
-    job that is not ready yet is not a run). Recording never fails the job."""
+    job that is not ready yet, or whose model call a turn preempted, is not a run). Recording
+    never fails the job."""
 
     async def note(started: float, ok: bool) -> None:
         ms = (time.perf_counter() - started) * 1000.0
@@ -95,6 +101,8 @@ def timed(db: Database, clock: Callable[[], float], op: str, handler: Handler) -
             await handler(job)
         except NotReady:
             raise
+        except Preempted as exc:  # a turn took the model: again later, no attempt spent
+            raise NotReady(str(exc), retry_in=PREEMPTED_RETRY_S) from None
         except Exception:
             await note(started, False)
             raise

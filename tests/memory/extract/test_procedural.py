@@ -73,7 +73,9 @@ async def test_a_procedure_is_stored_and_recalled_when_the_task_comes_up(
     ]
 
     async def prompt(text: str) -> str:
-        found = await mem.service.prompt_sections(user_id="default", session_id="s2", text=text)
+        found = (
+            await mem.service.prompt_sections(user_id="default", session_id="s2", text=text)
+        ).all()
         return "\n\n".join(found)
 
     asked = await prompt("Can you help me make coffee?")

@@ -54,7 +54,7 @@ async def link(client: Any, a: int, b: int, strength: float, kind: str = "relate
 
 
 def relevant(state: FakeOllamaState) -> list[str]:
-    system = str(state.chat_calls()[-1]["body"]["messages"][0]["content"])
+    system = state.prompt_text()
     if "[Relevant memories]" not in system:
         return []
     return system.split("[Relevant memories]\n")[1].split("\n\n")[0].splitlines()

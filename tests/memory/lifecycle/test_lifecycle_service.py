@@ -174,7 +174,7 @@ async def test_purge_leaves_no_trace(
 
 # -- through the app: the chat prompt --------------------------------------------------------
 def system_prompt(state: FakeOllamaState) -> str:
-    return str(state.chat_calls()[-1]["body"]["messages"][0]["content"])
+    return state.prompt_text()
 
 
 async def chat(client: Any, text: str, session: str) -> None:
@@ -195,7 +195,7 @@ async def test_soft_deleted_memories_never_reach_the_prompt(
     assert f"[Relevant memories]\n- {TEA}" in system_prompt(state)
     await memory.forget(row["id"], purge=False, actor="test")
     await chat(client, "which teapot do I use for oolong tea?", "s1")
-    system = system_prompt(state)
+    system = system_prompt(state).rsplit("\n\n", 1)[0]  # without the user's words
     assert "oolong" not in system.split("[Current physical state")[0].split("answer.")[-1]
     assert "−soft_deleted: a memory was forgotten" in system  # the header says so, not what
     assert await memory.query(QueryRequest(text="oolong tea teapot")) == []

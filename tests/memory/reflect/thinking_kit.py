@@ -46,5 +46,7 @@ async def add_facts(mem: MemoryEnv, *facts: str, user_id: str = "default") -> li
 
 
 async def prompt(mem: MemoryEnv, text: str = "hello there") -> str:
-    found = await mem.service.prompt_sections(user_id="default", session_id="s-other", text=text)
+    found = (
+        await mem.service.prompt_sections(user_id="default", session_id="s-other", text=text)
+    ).all()
     return "\n\n".join(found)

@@ -74,7 +74,7 @@ async def retire(client: Any, memory_id: int, sql: str) -> None:
 
 
 def system_prompt(state: FakeOllamaState) -> str:
-    return str(state.chat_calls()[-1]["body"]["messages"][0]["content"])
+    return state.prompt_text()
 
 
 def section(system: str, title: str) -> list[str]:

@@ -372,7 +372,7 @@ async def test_why_tells_rules_hits_and_decisions(mem: MemoryEnv) -> None:
 
 async def test_the_prompt_path_never_writes(mem: MemoryEnv, clock: Any) -> None:
     bike = await remember(mem, BIKE)
-    await mem.service.prompt_sections(user_id="default", session_id="s9", text="hello")
+    (await mem.service.prompt_sections(user_id="default", session_id="s9", text="hello")).all()
     await remember(mem, BOAT)  # news for s9 from now on
     writes = 0
     original = mem.db.write
@@ -383,12 +383,16 @@ async def test_the_prompt_path_never_writes(mem: MemoryEnv, clock: Any) -> None:
         return await original(fn, *args)
 
     mem.db.write = counting  # type: ignore[method-assign]
-    sections = await mem.service.prompt_sections(
-        user_id="default", session_id="s9", text="the red bicycle and the bakery"
-    )
+    sections = (
+        await mem.service.prompt_sections(
+            user_id="default", session_id="s9", text="the red bicycle and the bakery"
+        )
+    ).all()
     assert sections[0].startswith("Memory updates since rev 1:\n- +created:")
     assert sections[1].startswith(f"[Relevant memories]\n- {BIKE}")
-    again = await mem.service.prompt_sections(user_id="default", session_id="s9", text="bicycle")
+    again = (
+        await mem.service.prompt_sections(user_id="default", session_id="s9", text="bicycle")
+    ).all()
     assert not again[0].startswith("Memory updates")  # shown once, even before it is written
     assert writes == 0 and mem.value("SELECT hits FROM memories WHERE id = ?", bike) == 0
     assert mem.value("SELECT rev FROM revisions WHERE session_id = 's9'") is None

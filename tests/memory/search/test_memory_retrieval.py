@@ -43,7 +43,7 @@ async def post(client: Any, text: str, **extra: Any) -> dict[str, Any]:
 
 
 def system_prompt(state: FakeOllamaState) -> str:
-    return str(state.chat_calls()[-1]["body"]["messages"][0]["content"])
+    return state.prompt_text()
 
 
 async def seed(client: Any, facts: list[str], base: str = "") -> None:
@@ -82,7 +82,7 @@ async def test_memories_enter_the_prompt_in_the_seed_order(
     assert order == sorted(order)
     assert TEA not in system  # below the similarity floor for this question
     # The conversation itself is still the messages after the system prompt.
-    assert state.chat_calls()[-1]["body"]["messages"][-1]["content"] == ASK_ALEX
+    assert state.chat_calls()[-1]["body"]["messages"][-1]["content"].endswith("\n\n" + ASK_ALEX)
 
 
 async def test_top_k_and_the_similarity_floor(

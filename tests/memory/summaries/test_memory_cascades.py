@@ -164,7 +164,9 @@ async def test_long_cascade_fires_at_20_not_19_and_keeps_the_newest_10(
             c, "default", "User Profile:\n- Alex", now=1.0, actor="test", meta={}
         )
     )
-    assert await mem.service.prompt_sections(user_id="default", session_id="s", text="hi") == [
+    assert (
+        await mem.service.prompt_sections(user_id="default", session_id="s", text="hi")
+    ).all() == [
         "[Long-term memory]\nUser Profile:\n- Alex",
     ]
     # The long check is enqueued by a short cascade once ≥ 20 summaries are unincorporated.
@@ -192,7 +194,9 @@ async def test_long_cascade_fires_at_20_not_19_and_keeps_the_newest_10(
     )
     assert tuple(history[-1]) == ("UPDATE", "User Profile:\n- Alex", BASE, "cascade")
     # The cached base memory was invalidated: the next prompt has the new document.
-    sections = await mem.service.prompt_sections(user_id="default", session_id="s", text="hi")
+    sections = (
+        await mem.service.prompt_sections(user_id="default", session_id="s", text="hi")
+    ).all()
     assert sections[0] == f"[Long-term memory]\n{BASE}"
 
 

@@ -19,7 +19,9 @@ FACTS = [f"The user owns {n} bicycles." for n in range(1, 9)]
 
 async def watch(mem: MemoryEnv, session_id: str = "s-watch") -> str:
     """The prompt a session (that has seen everything so far) gets next."""
-    found = await mem.service.prompt_sections(user_id="default", session_id=session_id, text="hi")
+    found = (
+        await mem.service.prompt_sections(user_id="default", session_id=session_id, text="hi")
+    ).all()
     await mem.service.flush_hits()  # the seen mark
     return "\n\n".join(found)
 

@@ -51,7 +51,7 @@ def minilm() -> Iterator[LocalEmbedder]:
 
 
 def relevant(state: FakeOllamaState) -> list[str]:
-    system = str(state.chat_calls()[-1]["body"]["messages"][0]["content"])
+    system = state.prompt_text()
     if "[Relevant memories]\n" not in system:
         return []
     block = system.split("[Relevant memories]\n")[1].split("\n\n")[0]

@@ -1,0 +1,160 @@
+"""One LLM lane: the user's turn first, memory work only while the conversation is quiet.
+
+On a Pi the local model serves one request at a time, and a memory call between two turns
+both delays the next reply and evicts the conversation's prompt cache. So every model call of
+the daemon passes here (`LLMLane.call`), in one of three places in line:
+- **a turn** (inside `LLMLane.turn()`: a device, OpenAI or Wyoming turn, a transcription)
+  runs at once and cancels a memory call in flight (the aborted request stops Ollama's
+  generation; the job is put back without spending an attempt and runs again later);
+- **foreground** work (a client waits on it: a /v1 write that extracts before it answers)
+  waits for the turns in flight, never for memory work (it cancels a memory call too);
+- **background** work (`lobug.storage.pool.background()`, i.e. the job runner's memory jobs
+  and their embeddings) runs one call at a time, only when no turn or foreground call is in
+  flight and no turn has ended for `quiet_s` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
+from typing import TypeVar
+
+from lobug.storage.pool import BACKGROUND
+
+T = TypeVar("T")
+
+IN_TURN: ContextVar[bool] = ContextVar("lobug_llm_in_turn", default=False)
+
+
+class Preempted(BaseException):
+    """A background model call was cancelled because a turn (or a client) needs the model.
+
+    A BaseException, like cancellation: no `except Exception` on the way may turn it into a
+    fallback (e.g. heuristic facts); the job runner's memory handlers put the job back as not
+    ready, its attempt unspent (lobug.memory.upkeep.events.timed)."""
+
+
+class LLMLane:
+    def __init__(
+        self,
+        *,
+        quiet_s: float = 30.0,
+        enabled: bool = True,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.quiet_s = quiet_s
+        self.enabled = enabled
+        self._monotonic = monotonic
+        self._turns = 0
+        self._foreground = 0
+        self._last_turn = -math.inf
+        self._slot = asyncio.Lock()  # one background call at a time
+        self._changed = asyncio.Event()
+        self._memory_call: asyncio.Future[object] | None = None
+        # Read by /metrics: preempted memory calls, background calls made.
+        self.counts: Counter[str] = Counter()
+
+    # -- the turn ---------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """A turn is in flight: its model calls go first and memory work waits for it."""
+        token = IN_TURN.set(True)
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+            IN_TURN.reset(token)
+
+    def enter(self) -> None:
+        """A turn begins (a streamed one leaves when its stream is committed)."""
+        self._turns += 1
+        self._last_turn = self._monotonic()
+        self._preempt()
+
+    def leave(self) -> None:
+        self._turns -= 1
+        self._last_turn = self._monotonic()
+        self._notify()
+
+    @property
+    def busy(self) -> bool:
+        return self._turns > 0 or self._foreground > 0
+
+    def quiet_for(self) -> float:
+        """Seconds since the last turn ended (0 while one is in flight)."""
+        if self._turns:
+            return 0.0
+        return max(0.0, self._monotonic() - self._last_turn)
+
+    # -- every model call -------------------------------------------------------------------------
+    async def call(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Run one model call (`make()` starts it) in its place in line."""
+        if not self.enabled:
+            return await make()
+        if BACKGROUND.get():  # the job runner's workers, even if a turn's context started them
+            return await self._background(make)
+        if IN_TURN.get():
+            return await make()
+        return await self._foreground_call(make)
+
+    async def _foreground_call(self, make: Callable[[], Awaitable[T]]) -> T:
+        self._foreground += 1
+        try:
+            self._preempt()
+            await self._until(lambda: self._turns == 0)
+            return await make()
+        finally:
+            self._foreground -= 1
+            self._notify()
+
+    async def _background(self, make: Callable[[], Awaitable[T]]) -> T:
+        async with self._slot:
+            await self._until(self._open)
+            # No await between the check above and registering the call: a turn that starts
+            # from here on finds it in `_memory_call` and cancels it.
+            task: asyncio.Future[T] = asyncio.ensure_future(make())
+            self._memory_call = task  # type: ignore[assignment]
+            self.counts["background_calls"] += 1
+            try:
+                return await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if task.cancelled() and (current is None or not current.cancelling()):
+                    self.counts["preempted"] += 1
+                    raise Preempted("a turn needed the model") from None
+                raise
+            finally:
+                self._memory_call = None
+
+    def _open(self) -> bool | float:
+        """True when background work may run; else how long until it may (inf: wait for a
+        change), for `_until`."""
+        if self._turns or self._foreground:
+            return math.inf
+        left = self._last_turn + self.quiet_s - self._monotonic()
+        return True if left <= 0 else left
+
+    async def _until(self, ready: Callable[[], bool | float]) -> None:
+        while True:
+            changed = self._changed
+            state = ready()
+            if state is True:
+                return
+            wait = None if state is False or state == math.inf else float(state)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), wait)
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _preempt(self) -> None:
+        call = self._memory_call
+        if call is not None and not call.done():
+            call.cancel()

@@ -1,0 +1,93 @@
+"""Issue 22 through the real app: a prompt whose prefix holds from turn to turn, and memory work
+that gives the model up to a turn (lobug.llm.lane), against the fake Ollama."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dbutil import query
+
+from lobug import keys
+
+
+def rows(client: Any, sql: str, *params: Any) -> list[Any]:
+    return query(client.app[keys.CONFIG].storage.db_path, sql, *params)
+
+
+async def say(client: Any, text: str) -> dict[str, Any]:
+    resp = await client.post("/chat/text", json={"text": text, "device_id": "desk"})
+    body: dict[str, Any] = await resp.json()
+    assert resp.status == 200, body
+    return body
+
+
+async def wait_for(check: Any, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_two_turns_prompts_share_their_prefix_up_to_the_turn_block(
+    make_client: Any, ollama: Any
+) -> None:
+    state, _ = ollama
+    client = await make_client()
+    await client.post("/context/sensors", json={"device_id": "desk", "battery": 80})
+    await say(client, "My name is Alex and I work at NASA.")
+    await client.post("/context/sensors", json={"device_id": "desk", "battery": 79})
+    await say(client, "Where do I work?")
+    first, second = (c["body"]["messages"] for c in state.chat_calls()[-2:])
+    # Everything before the first turn's last message is the start of the second prompt.
+    assert second[: len(first) - 1] == first[:-1]
+    # The first turn's context block (its sensor line) was sent right before its words; the
+    # later prompt shows those words as said, then the reply, then the new block and words.
+    assert first[-1]["content"].endswith("battery 80%]\n\nMy name is Alex and I work at NASA.")
+    assert second[len(first) - 1 :][:2] == [
+        {"role": "user", "content": "My name is Alex and I work at NASA."},
+        {"role": "assistant", "content": "You said: My name is Alex and I work at NASA."},
+    ]
+    assert "battery 79%]" in second[-1]["content"]
+    assert "battery" not in second[0]["content"]  # the system message holds no per-turn line
+
+
+async def test_a_turn_cancels_a_memory_call_in_flight_and_the_job_runs_later(
+    make_client: Any, ollama: Any
+) -> None:
+    state, _ = ollama
+    client = await make_client(**{"memory.extraction_mode": "llm"})
+    lane = client.app[keys.LLM].lane
+    state.memory_delay_s = 30.0  # the extraction call "generates" until a turn takes the model
+    await say(client, "My sister Rosalind lives in Bristol.")
+    await wait_for(lambda: bool(state.memory_calls("extract")))
+    await say(client, "What's the weather like?")  # arrives while extraction generates
+    assert lane.counts["preempted"] >= 1
+    (job,) = rows(client, "SELECT id, state, attempts FROM jobs WHERE kind = 'extract' LIMIT 1")
+    assert job["state"] in ("pending", "running")
+    state.memory_delay_s = 0.0
+    await wait_for(
+        lambda: rows(client, "SELECT state FROM jobs WHERE id = ?", job["id"])[0][0] == "done"
+    )
+    (done,) = rows(client, "SELECT attempts FROM jobs WHERE id = ?", job["id"])
+    assert done["attempts"] == 1  # the preempted run spent no attempt
+    said = [c["body"]["messages"][-1]["content"] for c in state.memory_calls("extract")]
+    assert sum("Rosalind" in text for text in said) >= 2  # cut short, then asked again
+
+
+async def test_no_memory_call_starts_while_a_turn_is_in_flight(
+    make_client: Any, ollama: Any
+) -> None:
+    state, _ = ollama
+    client = await make_client(**{"memory.extraction_mode": "llm"})
+    state.delay_s = 0.3  # every call takes a while, the turns' too
+    for text in ("I adopted a puppy called Biscuit.", "My brother Oliver visits on Sunday."):
+        await say(client, text)
+    await client.app[keys.RUNNER].run_until_idle(timeout=20)
+    await wait_for(lambda: not rows(client, "SELECT 1 FROM jobs WHERE state != 'done'"))
+    spans = [(r["task"], r["started"], r["ended"]) for r in state.timed_calls()]
+    turns = [(s, e) for task, s, e in spans if task is None]
+    memory = [s for task, s, _ in spans if task is not None]
+    assert turns and memory
+    for start in memory:
+        assert not any(s < start < e for s, e in turns), (start, turns)
