@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lobug import __version__
@@ -16,6 +18,12 @@ from lobug.storage.database import Database
 from lobug.workers import queue
 
 EMBEDDING_WAIT_S = 0.1
+MIB = 1024 * 1024
+# Below this much free disk, SQLite may not append to the WAL or checkpoint (as `lobug doctor`).
+DISK_FULL_BYTES = 50 * MIB
+# Fewer free pages than this under storage.max_page_count and a long turn's write (its text,
+# FTS and index entries) no longer fits.
+PAGE_SLACK = 8
 
 
 @dataclass
@@ -44,6 +52,8 @@ class HealthService:
         problems = list(self.problems_extra)
         if not db_ok:
             problems.append("database is not answering")
+        else:
+            problems.extend(await self._storage())
         if not ollama.reachable:
             problems.append(f"Ollama at {self.llm.config.host} is unreachable ({ollama.error})")
         elif not ollama.has_model(self.llm.config.chat_model):
@@ -73,6 +83,14 @@ class HealthService:
             **({"wyoming": wyoming} if wyoming is not None else {}),
         }
 
+    async def _storage(self) -> list[str]:
+        """A full disk or page budget (writes answer 503 storage_full meanwhile)."""
+        try:
+            found = await self.db.probe(storage_problem, self.db.path, self.db.max_page_count)
+        except Exception as exc:  # noqa: BLE001 - health reports, never raises
+            return [f"free space unknown: {exc}"]
+        return [found] if found else []
+
     async def _embedding(self) -> dict[str, Any] | None:
         """The vector state; under load (its recheck waits for a reader) the last one known,
         so /health answers within ~100 ms whatever the load."""
@@ -94,3 +112,25 @@ class HealthService:
             f"{report['status']}; queue pending={q['pending']} running={q['running']} "
             f"failed={q['failed']}"
         )
+
+
+def storage_problem(conn: Any, path: Path, max_pages: int) -> str | None:
+    """Why writes fail for want of space, or None: the disk under the database, then the
+    database's page budget (`storage.max_page_count`, 0 = none)."""
+    free = shutil.disk_usage(path.parent).free
+    if free < DISK_FULL_BYTES:
+        return (
+            f"the disk holding the database is full ({free / MIB:.0f} MiB free at {path.parent},"
+            f" SQLite needs {DISK_FULL_BYTES // MIB} MiB): writes answer 503 storage_full until"
+            " space is freed"
+        )
+    if max_pages > 0:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        used = pages - conn.execute("PRAGMA freelist_count").fetchone()[0]
+        if max_pages - used < PAGE_SLACK:
+            return (
+                f"the database is full ({used} of storage.max_page_count {max_pages} pages in"
+                " use): writes answer 503 storage_full; raise storage.max_page_count or purge"
+                " old data"
+            )
+    return None

@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from lobug import errors
-from lobug.access import CategoryPolicy, Principal, check_write_store
+from lobug.access import CLI_AGENT, LOCAL_AGENT, CategoryPolicy, Principal, check_write_store
 from lobug.memory.query import InvalidMemory
 from lobug.memory.records import writes
 from lobug.memory.records.rows import (
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 USER = "default"  # one household per daemon (ARCHITECTURE.md); the CLI may name another
+# The owner's own identities (loopback, the CLI and its MCP server, and the word itself): a
+# writer below full trust may not put them on a row (issue 25, item 17).
+OWNER_NAMES = frozenset({LOCAL_AGENT, CLI_AGENT, "mcp", "owner"})
 
 
 class Records:
@@ -208,6 +211,7 @@ class Records:
         scope = self.scope(principal)
         fields = {**fields, "store": check_write_store(principal, fields["store"])}
         # Seed 001 §6.1: who wrote it; the caller's own agent unless it names another.
+        check_writers(principal, fields)
         fields["agent_id"] = fields.get("agent_id") or principal.agent
         writes.check_category(scope, fields["category"])
         try:
@@ -293,3 +297,24 @@ class Records:
         self.scope(principal).require_unrestricted("an export")
         async for chunk in export_chunks(self.db, user_id, self.clock()):
             yield chunk
+
+
+def check_writers(principal: Principal, fields: dict[str, Any]) -> None:
+    """Below full trust a caller writes as itself: `agent_id` is its own agent (or absent) and
+    `actor_id` does not name the owner. 403, like a store it may not write: a row silently
+    saying something other than was sent would hide the client's mistake."""
+    if principal.trust == "full":
+        return
+    agent, actor = fields.get("agent_id"), fields.get("actor_id")
+    if agent is not None and agent != principal.agent:
+        key, problem = "agent_id", f"writes as its own agent '{principal.agent}', not {agent!r}"
+    elif actor is not None and actor.lower() in OWNER_NAMES:
+        key, problem = "actor_id", f"may not name the owner ({actor!r}) as the actor"
+    else:
+        return
+    raise errors.ApiError(
+        403,
+        "forbidden",
+        f"trust '{principal.trust}' {problem} ({key})",
+        details={"field": key, "trust": principal.trust},
+    )

@@ -1,15 +1,22 @@
-"""The daily budget of background-thinking LLM calls, counted in `meta` (survives restarts)."""
+"""The daily budget of background-thinking LLM calls, counted in `meta` (survives restarts).
+
+A day is the household's calendar day (`search.when.day_start`: the machine's local zone)."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
+
+from lobug.memory.search.when import day_start, next_day_start
 
 DAY_S = 86400.0
 _PREFIX = "reflect.llm_calls."
+_EPOCH = date(1970, 1, 1).toordinal()
 
 
 def day_of(now: float) -> int:
-    return int(now // DAY_S)
+    """The household's date of `now` as days since 1970-01-01 (UTC's day on a UTC machine)."""
+    return day_start(now).toordinal() - _EPOCH
 
 
 def spent(conn: Any, now: float) -> int:
@@ -32,8 +39,8 @@ def take(conn: Any, now: float, limit: int) -> bool:
 
 
 def next_day_in(now: float) -> float:
-    """Seconds until the budget renews (UTC midnight)."""
-    return (day_of(now) + 1) * DAY_S - now
+    """Seconds until the budget renews (the household's midnight)."""
+    return next_day_start(now) - now
 
 
 def _key(now: float) -> str:

@@ -1,10 +1,10 @@
 """The period a question is about ("last spring", "in May", "two weeks ago"), from its words.
 
 `period(text, now)` resolves the first time expression it recognises against `now` (the
-caller's clock; UTC) and returns the half-open interval [start, end) in epoch seconds, or
-None. The search uses it as one more ranked list (`runner`): the rows said in that period,
-best match first, so "what did I do last spring" prefers what was said last spring without
-dropping everything else.
+caller's clock) in the household's time zone, and returns the half-open interval [start, end)
+in epoch seconds, or None. The search uses it as one more ranked list (`runner`): the rows said
+in that period, best match first, so "what did I do last spring" prefers what was said last
+spring without dropping everything else.
 
 Recognised (case-insensitive):
     today, yesterday, last night, this/last week|month|year, recently, earlier this year
@@ -14,12 +14,15 @@ Recognised (case-insensitive):
     in 2025, last/this year
 Seasons are the northern meteorological ones (spring = March–May, winter = December–February).
 A month or season without a year is the latest one that has begun by `now`.
+
+The household's calendar is the machine's local time zone (`TZ=` in the unit overrides it), so
+"yesterday" and the daily budgets (`day_start`) turn at the household's midnight, not UTC's.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 
 Period = tuple[float, float]
 
@@ -93,9 +96,22 @@ _DAYS_RE = re.compile(r"\b(" + "|".join(_DAYS) + r")\b", re.I)
 _EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
 
 
-def period(text: str, now: float) -> Period | None:
-    """The period the text names, resolved against `now`; None when it names none."""
-    today = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+def day_start(now: float, zone: tzinfo | None = None) -> datetime:
+    """The household's midnight that began `now`'s day, in `zone` (None: the machine's zone,
+    as naive local time, which `timestamp()` reads back as local)."""
+    return datetime.fromtimestamp(now, zone).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def next_day_start(now: float, zone: tzinfo | None = None) -> float:
+    """When the day after `now`'s begins (23 or 25 hours away on a daylight-saving change)."""
+    today = day_start(now, zone)
+    return (today + timedelta(days=1)).timestamp()
+
+
+def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
+    """The period the text names, resolved against `now` in `zone` (None: the machine's local
+    zone); None when it names none."""
+    today = day_start(now, zone)
     for parse in (_days, _ago, _earlier, _relative, _season, _day_of_month, _month, _year):
         found = parse(text, today)
         if found is not None:
@@ -132,7 +148,7 @@ def _ago(text: str, today: datetime) -> Span | None:
         start = _add_months(_month_start(today), -n)
         return _add_months(start, -1), _add_months(start, 2)
     year = today.year - n
-    return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    return datetime(year, 1, 1, tzinfo=today.tzinfo), datetime(year + 1, 1, 1, tzinfo=today.tzinfo)
 
 
 def _earlier(text: str, today: datetime) -> Span | None:
@@ -140,7 +156,7 @@ def _earlier(text: str, today: datetime) -> Span | None:
     if m is None:
         return None
     if m.group(1).lower() == "year":
-        return datetime(today.year, 1, 1, tzinfo=UTC), today
+        return datetime(today.year, 1, 1, tzinfo=today.tzinfo), today
     return _month_start(today), today
 
 
@@ -158,7 +174,7 @@ def _relative(text: str, today: datetime) -> Span | None:
         start = _add_months(_month_start(today), -1 if back else 0)
         return start, _add_months(start, 1)
     year = today.year - (1 if back else 0)
-    return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    return datetime(year, 1, 1, tzinfo=today.tzinfo), datetime(year + 1, 1, 1, tzinfo=today.tzinfo)
 
 
 def _season(text: str, today: datetime) -> Span | None:
@@ -170,7 +186,7 @@ def _season(text: str, today: datetime) -> Span | None:
         # "winter 2025" is the winter that begins in December 2024… by the usual reading it is
         # the one that includes January–February 2025; take the December of the year before.
         year = int(m.group(3)) - (1 if first == 12 else 0)
-        start = datetime(year, first, 1, tzinfo=UTC)
+        start = datetime(year, first, 1, tzinfo=today.tzinfo)
     else:
         start = _latest_start(today, first)
         if which == "last" and start + timedelta(days=92) > today:
@@ -187,7 +203,7 @@ def _day_of_month(text: str, today: datetime) -> Span | None:
         return None
     year = int(m.group(3)) if m.group(3) else _latest_start(today, month).year
     try:
-        start = datetime(year, month, day, tzinfo=UTC)
+        start = datetime(year, month, day, tzinfo=today.tzinfo)
     except ValueError:
         return None
     return start - timedelta(days=1), start + timedelta(days=2)
@@ -207,7 +223,7 @@ def _month(text: str, today: datetime) -> Span | None:
             return None
         month, year_given = MONTHS[m2.group(1).lower()], m2.group(2)
     if year_given:
-        start = datetime(int(year_given), month, 1, tzinfo=UTC)
+        start = datetime(int(year_given), month, 1, tzinfo=today.tzinfo)
     else:
         start = _latest_start(today, month)
         if which == "last" and start.month == today.month and start.year == today.year:
@@ -221,7 +237,7 @@ def _year(text: str, today: datetime) -> Span | None:
     if m is None:
         return None
     year = int(m.group(1))
-    return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+    return datetime(year, 1, 1, tzinfo=today.tzinfo), datetime(year + 1, 1, 1, tzinfo=today.tzinfo)
 
 
 def _month_start(day: datetime) -> datetime:
@@ -236,4 +252,4 @@ def _add_months(day: datetime, months: int) -> datetime:
 def _latest_start(today: datetime, month: int) -> datetime:
     """The first day of the latest `month` that has begun by today."""
     year = today.year if month <= today.month else today.year - 1
-    return datetime(year, month, 1, tzinfo=UTC)
+    return datetime(year, month, 1, tzinfo=today.tzinfo)

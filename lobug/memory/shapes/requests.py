@@ -158,13 +158,15 @@ class MemoryCreate(Writers):
     agent_id: WriterId | None = Field(
         None,
         description="Who wrote it (seed 001 §6.1): the agent. Default: the bearer token's agent "
-        "(`local` for loopback).",
+        "(`local` for loopback). Below full trust only that agent (another is 403).",
     )
     run_id: WriterId | None = Field(
         None, description="The agent's run (a task, a job) that wrote it."
     )
     actor_id: WriterId | None = Field(
-        None, description="The person on whose behalf, or from whose words, it was written."
+        None,
+        description="The person on whose behalf, or from whose words, it was written. Below "
+        "full trust not the owner's names (`local`, `cli`, `mcp`, `owner`: 403).",
     )
 
     def fields(self) -> dict[str, Any]:

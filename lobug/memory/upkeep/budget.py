@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+from lobug.memory.search import when
 from lobug.memory.upkeep import events
 from lobug.storage.database import Database
 from lobug.workers.runner import NotReady
@@ -13,7 +14,8 @@ LLM_CALL = "upkeep_llm_call"
 
 
 class LlmBudget:
-    """`per_day` background LLM calls a day (UTC) for every upkeep job together."""
+    """`per_day` background LLM calls a day (the household's, `when.day_start`) for every
+    upkeep job together."""
 
     def __init__(self, db: Database, clock: Callable[[], float], per_day: int) -> None:
         self.db = db
@@ -29,7 +31,7 @@ class LlmBudget:
         waits in the queue; `lobug jobs` shows why)."""
         if await self.left() <= 0:
             now = self.clock()
-            wait = events.day_start(now) + events.DAY_S - now
+            wait = when.next_day_start(now) - now
             raise NotReady(
                 f"{what}: today's upkeep LLM budget ({self.per_day} calls) is spent;"
                 " waiting for tomorrow",

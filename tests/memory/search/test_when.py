@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from memory_kit import MemoryEnv
+from tz_kit import AUCKLAND, machine_zone, utc
 
 from lobug.memory.query import QueryFilters, QueryRequest
 from lobug.memory.search.when import period
@@ -16,7 +18,7 @@ NOW = datetime(2026, 3, 15, 12, tzinfo=UTC).timestamp()  # a Sunday in March
 
 
 def days(text: str, now: float = NOW) -> tuple[date, date] | None:
-    found = period(text, now)
+    found = period(text, now, UTC)
     if found is None:
         return None
     return tuple(datetime.fromtimestamp(t, UTC).date() for t in found)  # type: ignore[return-value]
@@ -80,3 +82,27 @@ async def test_last_spring_prefers_what_was_said_then(mem: MemoryEnv, clock: Any
     # Without a period nothing is pushed: both hikes stay candidates.
     req = QueryRequest("hiking with the kids", kinds=("episode",), top_k=5)
     assert {r.id for r in await mem.service.query(req)} >= {spring, autumn}
+
+
+# -- the household's calendar, not UTC's (issue 25, item 21) -----------------------------------
+# 01:00 on Monday 16 March in Auckland while it is still Sunday 15 March in UTC.
+NZ_NOW = utc(2026, 3, 15, 12)
+NZ_YESTERDAY = (utc(2026, 3, 14, 11), utc(2026, 3, 15, 11))  # Sunday 15 March, Auckland
+
+
+def test_calendar_words_follow_the_given_zone() -> None:
+    zone = ZoneInfo(AUCKLAND)
+    assert period("what did we eat yesterday", NZ_NOW, zone) == NZ_YESTERDAY
+    assert period("today", NZ_NOW, zone) == (utc(2026, 3, 15, 11), utc(2026, 3, 16, 11))
+    # Last month by Auckland's calendar: February, from its midnight to its midnight.
+    assert period("last month", NZ_NOW, zone) == (utc(2026, 1, 31, 11), utc(2026, 2, 28, 11))
+
+
+def test_calendar_words_follow_the_machines_zone() -> None:
+    with machine_zone(AUCKLAND):
+        assert period("what did we eat yesterday", NZ_NOW) == NZ_YESTERDAY
+        # A week across the end of daylight saving (5 April 2026, 03:00 NZDT -> 02:00 NZST)
+        # runs from NZDT's midnight (11:00 UTC) to NZST's (12:00 UTC): 7 days and an hour.
+        assert period("last week", utc(2026, 4, 8)) == (utc(2026, 3, 29, 11), utc(2026, 4, 5, 12))
+    with machine_zone("UTC"):
+        assert period("yesterday", NZ_NOW) == (utc(2026, 3, 14), utc(2026, 3, 15))
