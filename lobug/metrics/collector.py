@@ -28,6 +28,7 @@ class StateCollector(Collector):
         yield from self._from_database()
         yield from self._loop_lag()
         yield from self._ollama_errors()
+        yield from self._llm_lane()
 
     def _from_database(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("lobug_database_up", "1 when the scrape could read the database.")
@@ -86,6 +87,27 @@ class StateCollector(Collector):
             for kind, n in sorted(getattr(client, "errors", {}).items()):
                 family.add_metric([name, kind], n)
         yield family
+
+
+    def _llm_lane(self) -> Iterator[Metric]:
+        llm = self.app.get(keys.LLM)
+        if llm is None:
+            return
+        lane = llm.lane
+        calls = CounterMetricFamily(
+            "lobug_llm_lane_memory_calls",
+            "Memory work's model calls (background) by outcome: run, or preempted by a turn.",
+            labels=["outcome"],
+        )
+        calls.add_metric(["run"], lane.counts["background_calls"])
+        calls.add_metric(["preempted"], lane.counts["preempted"])
+        yield calls
+        yield GaugeMetricFamily(
+            "lobug_llm_lane_quiet_seconds",
+            "Seconds since the last turn ended (0 while one is in flight); memory work waits"
+            " for memory.quiet_s.",
+            value=lane.quiet_for() if lane.enabled else 0.0,
+        )
 
 
 def _read_state(conn: Any, now: float) -> tuple[dict[str, int], float, list[tuple[str, str, int]]]:

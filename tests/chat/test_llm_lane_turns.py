@@ -63,6 +63,8 @@ async def test_a_turn_cancels_a_memory_call_in_flight_and_the_job_runs_later(
     await wait_for(lambda: bool(state.memory_calls("extract")))
     await say(client, "What's the weather like?")  # arrives while extraction generates
     assert lane.counts["preempted"] >= 1
+    scrape = await (await client.get("/metrics")).text()
+    assert 'lobug_llm_lane_memory_calls_total{outcome="preempted"} 1.0' in scrape
     (job,) = rows(client, "SELECT id, state, attempts FROM jobs WHERE kind = 'extract' LIMIT 1")
     assert job["state"] in ("pending", "running")
     state.memory_delay_s = 0.0
