@@ -58,3 +58,25 @@ class WyomingConfig:
         " on every memory store, like the owner's device. Loopback is trusted while"
         " api.allow_loopback is on; any other peer is answered at api.unknown_device_trust.",
     )
+    # What one LAN peer (no authentication) can make the daemon hold: lobug/wyoming_server.
+    max_connections: int = Field(
+        default=32,
+        ge=1,
+        le=1024,
+        description="open Wyoming connections at most; a new one past it gets an error and is"
+        " closed (Home Assistant opens one per request)",
+    )
+    idle_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="a connection that sends no whole event (or reads none of the reply) for"
+        " this long is closed",
+    )
+    max_audio_bytes_total: int = Field(
+        default=32 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="asr audio held at once across every connection; audio past it is refused"
+        " with an error (speech.max_audio_bytes still limits each stream)",
+    )

@@ -1,5 +1,6 @@
 """Wyoming `asr` audio: audio-start, audio-chunk…, audio-stop gathered within speech's limits and
-turned into what /chat/audio takes as raw PCM (16-bit mono at the stream's own rate)."""
+the daemon-wide audio budget, and turned into what /chat/audio takes as raw PCM (16-bit mono at
+the stream's own rate)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,53 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from wyoming.audio import AudioChunk, AudioStart
+from wyoming.event import Event
 
 from lobug.config import SpeechConfig
-from lobug.errors import invalid_request, payload_too_large
+from lobug.errors import ApiError, invalid_request, payload_too_large, unavailable
 from lobug.speech.audio import MAX_RAW_RATE, MIN_RAW_RATE
 
 WIDTHS = (1, 2, 3, 4)  # bytes per sample: 8-bit unsigned, 16/24/32-bit signed little-endian
 MAX_CHANNELS = 8
+FORMAT = ("rate", "width", "channels")
+
+
+def audio_start(event: Event) -> AudioStart:
+    """An audio-start (or the format an audio-chunk names), its fields checked: whole numbers."""
+    values: list[int] = []
+    for key in FORMAT:
+        value = event.data.get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise invalid_request(f"an {event.type} event's '{key}' must be a whole number")
+        values.append(value)
+    rate, width, channels = values
+    return AudioStart(rate=rate, width=width, channels=channels)
+
+
+def audio_chunk(event: Event) -> AudioChunk:
+    start = audio_start(event)
+    return AudioChunk(start.rate, start.width, start.channels, audio=event.payload or b"")
+
+
+class AudioBudget:
+    """Bytes of asr audio held at once by every connection together
+    (wyoming.max_audio_bytes_total): a chunk's payload is taken before it is read and given
+    back when its stream ends or is refused."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+
+    def take(self, size: int) -> None:
+        if self.used + size > self.total:
+            raise unavailable(
+                "Lo-Bug is holding as much Wyoming audio as it may"
+                " (wyoming.max_audio_bytes_total); try again shortly"
+            )
+        self.used += size
+
+    def give(self, size: int) -> None:
+        self.used -= size
 
 
 @dataclass
@@ -54,23 +95,36 @@ class AudioStream:
     def seconds(self) -> float:
         return self.size / (self.rate * self.width * self.channels)
 
+    @property
+    def held(self) -> int:
+        """Bytes of audio this stream keeps (a refused one keeps none)."""
+        return 0 if self.refused else self.size
+
+    def _refuse(self, error: ApiError) -> ApiError:
+        self.refused = True
+        self.chunks.clear()
+        return error
+
     def add(self, chunk: AudioChunk) -> None:
         if (chunk.rate, chunk.width, chunk.channels) != (self.rate, self.width, self.channels):
-            self.refused = True
-            raise invalid_request(
-                f"an audio chunk is {chunk.rate} Hz/{chunk.width} B/{chunk.channels} ch; its "
-                f"audio-start said {self.rate} Hz/{self.width} B/{self.channels} ch"
+            raise self._refuse(
+                invalid_request(
+                    f"an audio chunk is {chunk.rate} Hz/{chunk.width} B/{chunk.channels} ch; its "
+                    f"audio-start said {self.rate} Hz/{self.width} B/{self.channels} ch"
+                )
             )
         self.size += len(chunk.audio)
         if self.size > self.max_bytes:
-            self.refused = True
-            raise payload_too_large(
-                f"audio is over {self.max_bytes / 2**20:g} MiB (speech.max_audio_bytes)"
+            raise self._refuse(
+                payload_too_large(
+                    f"audio is over {self.max_bytes / 2**20:g} MiB (speech.max_audio_bytes)"
+                )
             )
         if self.seconds > self.max_seconds:
-            self.refused = True
-            raise payload_too_large(
-                f"audio is over {self.max_seconds:g} s (speech.max_audio_seconds)"
+            raise self._refuse(
+                payload_too_large(
+                    f"audio is over {self.max_seconds:g} s (speech.max_audio_seconds)"
+                )
             )
         self.chunks.append(chunk.audio)
 
@@ -80,6 +134,8 @@ class AudioStream:
         frame = self.width * self.channels
         raw = b"".join(self.chunks)
         raw = raw[: len(raw) - len(raw) % frame]
+        if (self.width, self.channels) == (2, 1):  # Home Assistant's usual: already the answer
+            return raw
         if self.width == 1:  # 8-bit WAV-style PCM is unsigned, centred on 128
             samples = (np.frombuffer(raw, np.uint8).astype(np.int32) - 128) * 256
         else:  # little-endian: the last two bytes of a sample are its top 16 bits

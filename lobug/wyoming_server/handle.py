@@ -66,7 +66,7 @@ async def reply(
     apology = chat.config.apology
     try:
         turn = await chat.stream_turn(
-            text, device_id=DEVICE_ID, session_id=session_id, stores=stores
+            text, device_id=DEVICE_ID, session_id=session_id, voice=True, stores=stores
         )
     except LLMUnavailable as exc:
         log.warning("Wyoming turn answered with the apology: %s", exc)

@@ -1,22 +1,22 @@
 """WyomingHandler: one Wyoming connection — describe, ping, asr (audio in, transcript out) and
-handle (a transcript's text in, the turn's reply out)."""
+handle (a transcript's text in, the turn's reply out) — read with Lo-Bug's own bounds
+(`frames`), closed when idle, its audio counted against the daemon-wide budget."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_write_event
 from wyoming.handle import NotHandled
 from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
-from wyoming.server import AsyncEventHandler
 
 from lobug import conversation
 from lobug.access import STORES_BY_TRUST
@@ -26,11 +26,14 @@ from lobug.config import Config
 from lobug.errors import ApiError, invalid_request
 from lobug.speech.audio import RAW_TYPE
 from lobug.speech.service import SpeechService
-from lobug.wyoming_server import handle
-from lobug.wyoming_server.asr import AudioStream
+from lobug.wyoming_server import frames, handle
+from lobug.wyoming_server.asr import AudioBudget, AudioStream, audio_chunk, audio_start
 from lobug.wyoming_server.info import describe
 
 log = logging.getLogger(__name__)
+
+LINGER_S = 1.0  # after refusing a frame: what the peer still sends is read and dropped so
+# that the close is a FIN, not a reset that could discard the error event before it is read
 
 
 @dataclass(frozen=True)
@@ -42,35 +45,98 @@ class Services:
     speech: SpeechService
 
 
-class WyomingHandler(AsyncEventHandler):
+class WyomingHandler:
     def __init__(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         services: Services,
-        on_close: Callable[[WyomingHandler], None] = lambda handler: None,
+        budget: AudioBudget,
     ) -> None:
-        super().__init__(reader, writer)
+        self.reader = reader
+        self.writer = writer
         self.services = services
-        self._on_close = on_close
+        self.budget = budget
+        self.idle_s = services.config.wyoming.idle_timeout_s
         peer = writer.get_extra_info("peername")
         self.peer: str | None = peer[0] if isinstance(peer, tuple) and peer else None
         self.task: asyncio.Task[Any] | None = None
         self._audio: AudioStream | None = None
+        self._held = 0  # bytes of the audio budget this connection holds
         self._session = handle.SESSION_PREFIX + conversation.new_session_id()
 
     async def run(self) -> None:
+        """Events until the peer leaves, idles, sends a malformed one, or the daemon stops."""
         self.task = asyncio.current_task()  # so the daemon can end it on shutdown
-        await super().run()
+        try:
+            await self._serve()
+        except OSError:  # BrokenPipeError, ConnectionResetError…: the client's socket is gone
+            pass
+        finally:
+            self.budget.give(self._held)
+            self._held = 0
+            self._audio = None
+            self.writer.close()
 
-    async def disconnect(self) -> None:
-        self._on_close(self)
+    def stop(self) -> None:
+        self.writer.close()
+        self.reader.feed_eof()
+
+    async def write_event(self, event: Event) -> None:
+        """Send an event; a peer that reads none of it for wyoming.idle_timeout_s has left."""
+        try:
+            async with asyncio.timeout(self.idle_s):
+                await async_write_event(event, self.writer)
+        except TimeoutError:
+            raise ConnectionAbortedError("the Wyoming peer stopped reading") from None
+
+    async def _serve(self) -> None:
+        limits = frames.FrameLimits.of(self.services.config)
+        while True:
+            try:
+                async with asyncio.timeout(self.idle_s):
+                    event = await frames.read_event(self.reader, limits, self._reserve)
+            except TimeoutError:
+                log.info("Wyoming: closed %s, idle for %g s", self.peer, self.idle_s)
+                return
+            except ApiError as exc:  # malformed or too big: answered once, then closed
+                await self._refuse(exc)
+                return
+            if event is None:
+                return
+            try:
+                if not await self.handle_event(event):
+                    return
+            finally:
+                self._settle()
+
+    async def _refuse(self, exc: ApiError) -> None:
+        log.warning("Wyoming: closed %s: %s", self.peer, exc.message)
+        await self.write_event(Error(text=exc.message, code=exc.code).event())
+        with contextlib.suppress(OSError, TimeoutError):
+            self.writer.write_eof()
+            async with asyncio.timeout(LINGER_S):
+                while await self.reader.read(frames.LINE_BYTES):
+                    pass
+
+    def _reserve(self, size: int) -> None:
+        self.budget.take(size)
+        self._held += size
+
+    def _settle(self) -> None:
+        """After each event: hold exactly what the audio stream keeps."""
+        keep = self._audio.held if self._audio is not None else 0
+        self.budget.give(self._held - keep)
+        self._held = keep
 
     async def handle_event(self, event: Event) -> bool:
         try:
             await self._dispatch(event)
-        except ConnectionError:  # BrokenPipeError, ConnectionResetError
+        except ConnectionError:
             return False  # the client left; a turn in progress was committed by then
+        except ApiError as exc:  # limits, format, bad fields, model unavailable
+            log.info("Wyoming %s from %s refused: %s", event.type, self.peer, exc.message)
+            await self.write_event(Error(text=exc.message, code=exc.code).event())
         except Exception:  # a bug must cost one request, not the connection or the daemon
             log.exception("Wyoming %s event from %s failed", event.type, self.peer)
             await self.write_event(Error(text="internal error (see the Lo-Bug log)",
@@ -86,27 +152,16 @@ class WyomingHandler(AsyncEventHandler):
         elif Transcribe.is_type(event.type):
             pass  # the model is the loaded one; its language is speech.language or detected
         elif AudioStart.is_type(event.type):
-            await self._guard(self._audio_start, AudioStart.from_event(event))
+            self._audio = None
+            self._audio = AudioStream.begin(audio_start(event), self.services.config.speech)
         elif AudioChunk.is_type(event.type):
-            await self._guard(self._audio_chunk, AudioChunk.from_event(event))
+            await self._audio_chunk(audio_chunk(event))
         elif AudioStop.is_type(event.type):
-            await self._guard(self._audio_stop)
+            await self._audio_stop()
         elif Transcript.is_type(event.type):
-            await self._handle(Transcript.from_event(event))
+            await self._handle(event.data.get("text"), event.data.get("context"))
         else:
             log.debug("Wyoming: ignored a %s event from %s", event.type, self.peer)
-
-    async def _guard(self, step: Any, *args: Any) -> None:
-        """An audio step's ApiError (limits, format, model unavailable) → an `error` event."""
-        try:
-            await step(*args)
-        except ApiError as exc:
-            log.info("Wyoming asr from %s refused: %s", self.peer, exc.message)
-            await self.write_event(Error(text=exc.message, code=exc.code).event())
-
-    async def _audio_start(self, start: AudioStart) -> None:
-        self._audio = None
-        self._audio = AudioStream.begin(start, self.services.config.speech)
 
     async def _audio_chunk(self, chunk: AudioChunk) -> None:
         if self._audio is None:  # no audio-start: the first chunk says the format
@@ -116,21 +171,24 @@ class WyomingHandler(AsyncEventHandler):
             self._audio.add(chunk)
 
     async def _audio_stop(self) -> None:
-        audio, self._audio = self._audio, None
+        audio, self._audio = self._audio, None  # its budget is held until this returns
         if audio is None:
             raise invalid_request("audio-stop without any audio")
         if audio.refused:
             return
         pcm = await asyncio.to_thread(audio.pcm16_mono)
+        audio.chunks.clear()
         # The same path as a raw-PCM /chat/audio body: limits, silence, one model run at a time.
         result = await self.services.speech.transcribe_body(pcm, RAW_TYPE, str(audio.rate))
         await self.write_event(Transcript(text=result.text.strip(),
                                           language=result.language).event())  # fmt: skip
 
-    async def _handle(self, transcript: Transcript) -> None:
+    async def _handle(self, text: Any, context: Any) -> None:
+        if not isinstance(context, dict):
+            context = {}  # absent (or not an object): nothing to carry back
         config = self.services.config
-        session = handle.session_for(transcript.context, self._session)
-        context = {**(transcript.context or {}), "session_id": session}
+        session = handle.session_for(context, self._session)
+        context = {**context, "session_id": session}
         allowlist = config.api.device_allowlist
         if allowlist and handle.DEVICE_ID not in allowlist:
             message = f"device {handle.DEVICE_ID!r} is not allowed (api.device_allowlist)"
@@ -142,11 +200,11 @@ class WyomingHandler(AsyncEventHandler):
             await handle.reply(
                 self.services.chat,
                 self.write_event,
-                transcript.text,
+                text,
                 session_id=session,
                 stores=stores,
                 context=context,
             )
-        except ApiError as exc:  # empty or over-long text, a full disk: the protocol's refusal
+        except ApiError as exc:  # not text, empty or over-long, a full disk: a refusal
             log.info("Wyoming handle from %s refused: %s", self.peer, exc.message)
             await self.write_event(NotHandled(text=exc.message, context=context).event())

@@ -1,26 +1,36 @@
-"""WyomingServer: the listener's lifetime inside the daemon, and what /health says about it."""
+"""WyomingServer: the listener's lifetime inside the daemon, its connection cap and shared audio
+budget, and what /health says about it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
-from wyoming.server import AsyncServer
+from wyoming.error import Error
+from wyoming.event import async_write_event
 
+from lobug.wyoming_server.asr import AudioBudget
+from lobug.wyoming_server.frames import LINE_BYTES
 from lobug.wyoming_server.handler import Services, WyomingHandler
 
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0  # a turn still streaming at shutdown: its commit is shielded, then it ends
+REFUSAL_WRITE_S = 1.0  # the "too many connections" answer: sent if it fits, never waited for
 
 
 class WyomingServer:
     def __init__(self, uri: str, services: Services) -> None:
         self.uri = uri
         self._services = services
-        self._server: AsyncServer | None = None
+        self._max_connections = services.config.wyoming.max_connections
+        self._budget = AudioBudget(services.config.wyoming.max_audio_bytes_total)
+        self._server: asyncio.Server | None = None
         self._handlers: set[WyomingHandler] = set()
+        self.refused = 0
         self.error: str | None = None
 
     @property
@@ -30,9 +40,11 @@ class WyomingServer:
     async def start(self) -> bool:
         """Listen; a port that is taken (or an address this host lacks) is logged and reported
         on /health, and the rest of the daemon carries on without Wyoming."""
-        server = AsyncServer.from_uri(self.uri)
+        parts = urlsplit(self.uri)  # tcp://host:port, checked by the config
         try:
-            await server.start(self._new_handler)
+            self._server = await asyncio.start_server(
+                self._connected, parts.hostname, parts.port, limit=LINE_BYTES
+            )
         except OSError as exc:
             self.error = f"cannot listen on {self.uri}: {exc.strerror or exc}"
             log.warning(
@@ -40,7 +52,6 @@ class WyomingServer:
                 self.error,
             )
             return False
-        self._server = server
         log.info("Wyoming (asr, handle) listening on %s", self.uri)
         return True
 
@@ -48,7 +59,9 @@ class WyomingServer:
         server, self._server = self._server, None
         if server is None:
             return
-        await server.stop()  # closes the listener and every connection's socket
+        server.close()  # no new connections; then every open one's socket is closed
+        for handler in self._handlers:
+            handler.stop()
         tasks = [h.task for h in self._handlers if h.task is not None and not h.task.done()]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_S)
@@ -67,9 +80,31 @@ class WyomingServer:
             report["error"] = self.error
         return report
 
-    def _new_handler(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> WyomingHandler:
-        handler = WyomingHandler(reader, writer, self._services, on_close=self._handlers.discard)
+    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._handlers) >= self._max_connections:
+            await self._refuse(writer)
+            return
+        handler = WyomingHandler(reader, writer, self._services, self._budget)
         self._handlers.add(handler)
-        return handler
+        try:
+            await handler.run()
+        finally:
+            self._handlers.discard(handler)
+
+    async def _refuse(self, writer: asyncio.StreamWriter) -> None:
+        """Past wyoming.max_connections: one `error` event, then the socket is closed."""
+        self.refused += 1
+        log.warning(
+            "Wyoming: %d connections open (wyoming.max_connections); refused %d so far",
+            len(self._handlers),
+            self.refused,
+        )
+        busy = Error(
+            text=f"Lo-Bug has {self._max_connections} Wyoming connections open, its limit"
+            " (wyoming.max_connections); try again shortly",
+            code="unavailable",
+        )
+        with contextlib.suppress(ConnectionError, TimeoutError):
+            async with asyncio.timeout(REFUSAL_WRITE_S):
+                await async_write_event(busy.event(), writer)
+        writer.close()

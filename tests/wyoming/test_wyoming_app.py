@@ -13,8 +13,6 @@ from typing import Any
 import numpy as np
 import pytest
 from audio_fixtures import FakeTranscriber, speak_wav, tone
-from daemon_proc import free_port
-from dbutil import query
 from memory_kit import drain
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
@@ -34,27 +32,6 @@ from wyoming_kit import (  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 APOLOGY = "Sorry, I can't think right now. I'll remember what you said."
-
-
-class Door:
-    """The app (for its DB and services) and its Wyoming port."""
-
-    def __init__(self, http: Any, port: int) -> None:
-        self.http = http
-        self.port = port
-
-    def rows(self, sql: str, *params: Any) -> list[Any]:
-        return [tuple(r) for r in query(self.http.app[keys.CONFIG].storage.db_path, sql, *params)]
-
-
-@pytest.fixture
-def make_door(make_client: Callable[..., Any]) -> Callable[..., Any]:
-    async def factory(**overrides: Any) -> Door:
-        port = free_port()
-        http = await make_client(**{"wyoming.uri": f"tcp://127.0.0.1:{port}", **overrides})
-        return Door(http, port)
-
-    return factory
 
 
 def pcm_wav(path: Path, samples: np.ndarray, rate: int, width: int, channels: int = 1) -> Path:
@@ -222,7 +199,7 @@ async def test_trust_follows_the_peer_address(
     await drain(door.http.app[keys.CONFIG].storage.db_path, memory.clock)
     async with client(door.port) as conn:
         reply = await handle(conn, "what is my bank PIN?")
-    assert reply.text == "You said: what is my bank PIN?"
+    assert reply.text.endswith("what is my bank PIN?")  # the fake model echoes the prompt
     prompt = json.dumps(state.chat_calls()[-1]["body"]["messages"])
     assert ("4417" in prompt) is sees_private
 
@@ -264,3 +241,19 @@ async def test_a_reply_cut_mid_stream_ends_with_the_apology(
         ("user", "When was the boiler serviced?", 0),
         ("assistant", "The boiler was", 1),
     ]
+
+
+async def test_a_spoken_name_waits_for_consent_as_on_chat_audio(
+    make_door: Callable[..., Any], ollama: Any
+) -> None:
+    """A Wyoming transcript was spoken (Home Assistant's speech-to-text): the name it gives is a
+    pending proposal, as from /chat/audio, not a fact written at once (seed 001 §10)."""
+    door = await make_door()
+    async with client(door.port) as conn:
+        assert (await handle(conn, "My name is Sam.")).types[-1] == "handled-stop"
+    await drain(door.http.app[keys.CONFIG].storage.db_path, door.http.app[keys.MEMORY].clock)
+    assert door.rows("SELECT ref FROM turns WHERE role = 'user'") == [("voice",)]
+    proposals = door.rows("SELECT field, value, status FROM proposals")
+    assert proposals == [("preferred_name", "Sam", "pending")]
+    sam = "The user's name is Sam."
+    assert door.rows("SELECT COUNT(*) FROM memories WHERE content = ?", sam) == [(0,)]

@@ -5,6 +5,8 @@ off switch and a port that is already taken."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,8 +21,10 @@ from wyoming.ping import Ping, Pong
 sys.path.insert(0, str(Path(__file__).parent))
 
 from wyoming_kit import (  # noqa: E402
+    AUDIO,
     client,
     describe,
+    frame,
     handle,
     port_closed,
     transcribe,
@@ -141,3 +145,59 @@ async def test_sigterm_with_a_client_connected_ends_promptly(daemons: DaemonPool
         assert await daemon.terminate(timeout=25) == 0
         assert time.monotonic() - started < 8, daemon.log()
         assert await conn.read_event() is None  # the daemon closed it
+
+
+def proc_status(pid: int, key: str) -> int:
+    """A /proc/<pid>/status figure in KiB (VmRSS; VmHWM is the peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {key} for pid {pid}")
+
+
+async def stream_audio(port: int, size: int) -> asyncio.StreamWriter:
+    """A connection that sends `size` bytes of audio in 64 KiB chunks and never stops: or as
+    much as the daemon takes before it refuses and closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    chunk = bytes(64 * 1024)
+    head = frame({"type": "audio-chunk", "data": AUDIO, "payload_length": len(chunk)})
+    with contextlib.suppress(ConnectionError):
+        writer.write(frame({"type": "audio-start", "data": AUDIO}))
+        for _ in range(size // len(chunk)):
+            writer.write(head + chunk)
+            await asyncio.wait_for(writer.drain(), 5)
+    return writer
+
+
+async def test_abuse_leaves_the_daemon_bounded_and_serving(daemons: DaemonPool) -> None:
+    """Issue 25: one event declaring 400 MB took 400 MB of RSS; 150 streams each within
+    speech.max_audio_bytes took ~290 MB together; 600 idle connections used up the fds."""
+    port = free_port()
+    daemon = await daemons.start(env=wyoming_env(port))
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+
+    huge = await stream_audio(port, 0)
+    huge.write(frame({"type": "audio-chunk", "data": AUDIO, "payload_length": 400_000_000}))
+    with contextlib.suppress(ConnectionError, TimeoutError):
+        for _ in range(64):  # 64 MiB of it, as far as the daemon reads
+            huge.write(bytes(2**20))
+            await asyncio.wait_for(huge.drain(), 2)
+    streams = await asyncio.gather(*(stream_audio(port, 2 * 2**20) for _ in range(150)))
+    idle = [(await asyncio.open_connection("127.0.0.1", port))[1] for _ in range(300)]
+
+    peak_mib = proc_status(pid, "VmHWM") / 1024
+    assert peak_mib < 150, f"peak RSS {peak_mib:.0f} MiB"
+    deadline = time.monotonic() + 5  # those past wyoming.max_connections (32) are closed
+    while len(os.listdir(f"/proc/{pid}/fd")) > fds + 40 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert len(os.listdir(f"/proc/{pid}/fd")) <= fds + 40
+    status, health = await daemon.request("GET", "/health")
+    assert status == 200 and health["wyoming"]["connections"] <= 32, health
+    status, body = await daemon.request("POST", "/chat/text", json={"text": "still there?"})
+    assert status == 200, body
+    for writer in [huge, *streams, *idle]:
+        writer.close()
+    assert "Traceback" not in daemon.log()
+    assert await daemon.terminate() == 0

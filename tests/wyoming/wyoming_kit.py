@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import wave
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,12 @@ from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import wav_to_chunks
 from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_read_event
 from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop, NotHandled
 from wyoming.info import Describe, Info
 
 READ_TIMEOUT_S = 15.0
+AUDIO = {"rate": 16000, "width": 2, "channels": 1}
 
 
 def client(port: int) -> AsyncTcpClient:
@@ -96,3 +98,31 @@ async def port_closed(port: int) -> bool:
         return True
     writer.close()
     return False
+
+
+def frame(header: dict[str, Any] | bytes, data: bytes = b"", payload: bytes = b"") -> bytes:
+    """An event as bytes, lengths and all as given: what a client that is not the library sends."""
+    line = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return line + b"\n" + data + payload
+
+
+async def raw(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+async def answer(reader: asyncio.StreamReader, timeout: float = 5.0) -> Event | None:
+    """The server's next event (None: it closed the connection)."""
+    try:
+        return await asyncio.wait_for(async_read_event(reader), timeout)
+    except ConnectionError:
+        return None
+
+
+async def refused_and_closed(reader: asyncio.StreamReader, code: str) -> Error:
+    """One `error` event with `code`, then the connection closed."""
+    event = await answer(reader)
+    assert event is not None and Error.is_type(event.type), event
+    error = Error.from_event(event)
+    assert error.code == code, error
+    assert await answer(reader) is None
+    return error
