@@ -63,7 +63,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app.add_routes(device.routes)
     app.add_routes(memory_routes.routes)
     app.add_routes(proposal_routes.routes)
-    app.add_routes(openai_api.routes)  # /v1/chat/completions, /v1/models
+    openai_api.setup(app)  # /v1/chat/completions, /v1/models; open streams end at shutdown
     metrics.setup(app, overrides.clock)  # GET /metrics
     ui.setup(app)  # the memory browser at /ui/ (lobug/ui)
     mcp_server.setup(app)  # MCP over streamable HTTP at /mcp (lobug/mcp_server)

@@ -362,6 +362,7 @@ class World:
                 "workers.backoff_base_s": 60.0,
                 "memory.hit_flush_s": 0.05,
                 "memory.llm_timeout_s": 2.0,
+                "memory.quiet_s": 0.0,  # simulated days: memory work follows each turn
                 "lifecycle.gc_interval_s": 0,  # the simulation runs it at each day's time
                 "speech.load_at_start": False,
                 "api.tokens": [{"token": TOKEN, "trust": "full", "agent": "owner"}],
@@ -460,7 +461,7 @@ async def run_year(world: World, weeks: int) -> None:
             note = {"content": NOTE, "importance": 0.1, "category": "event"}
             world.note_id = int((await world.call("POST", "/v1/memories", note))["id"])
         world.clock.now = START + day * DAY + 17 * 3600  # the nightly GC (03:00 next day)
-        await world.call("POST", "/v1/gc")
+        await world.call("POST", "/v1/gc", {})
 
 
 async def check(world: World, report: Report, weeks: int) -> None:

@@ -178,6 +178,7 @@ def memory_config(tmp_path: Path, ollama_url: str, **overrides: Any) -> Config:
         "memory.llm_timeout_s": 2.0,
         "workers.backoff_base_s": 1.0,
         "workers.poll_interval_s": 0.05,
+        "memory.quiet_s": 0.0,
         "log.level": "DEBUG",
     }
     values.update(overrides)

@@ -16,7 +16,13 @@ spelled path cannot reach a handler without passing the check that route needs:
   Authorization header a loopback peer is the full-trust agent "local" when `api.allow_loopback`
   is on. A token that is presented but wrong is 401 even from loopback: silently upgrading a
   client with a revoked or mistyped (possibly lower-trust) token to full access would hide the
-  mistake and widen its access. Tokens are never logged.
+  mistake and widen its access. Tokens are never logged. A POST must be `application/json`,
+  even without a body (`browser.json_refusal`).
+- every route but the firmware routes and /health (/v1, the OpenAI door, /ui, /mcp, /metrics):
+  the Host and Origin must be the daemon's own (`lobug.api.browser`), or 403, so a web page can
+  neither rebind a name to the daemon nor post to it from another origin. The firmware routes
+  answer any Host (a device may use the Pi's address or any name), but a loopback caller that
+  fails the rule is answered as a stranger there, not as the owner.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from aiohttp import web
 
 from lobug import errors, keys
 from lobug.access import Principal, Unauthorized, is_loopback, secret_matches
+from lobug.api import browser
 from lobug.api.middleware import Handler, error_response
 from lobug.config import ApiConfig
 
@@ -34,6 +41,7 @@ log = logging.getLogger(__name__)
 
 DEVICE_TOKEN_HEADER = "X-Device-Token"
 DEVICE_ROUTES = frozenset({"/chat/text", "/chat/audio", "/context/sensors"})
+ANY_HOST = DEVICE_ROUTES | {"/health"}  # the frozen firmware contract: no Host/Origin rule
 V1_PREFIX = "/v1/"
 PUBLIC_V1 = frozenset({"/v1/openapi.json"})  # the document of the API is no secret
 
@@ -44,8 +52,15 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     try:
         if route in DEVICE_ROUTES:
             request[keys.DEVICE_TRUST] = _device_trust(request)
-        elif (route + "/").startswith(V1_PREFIX) and route not in PUBLIC_V1:
-            request[keys.PRINCIPAL] = _authenticate(request)
+        elif route not in ANY_HOST:
+            if (refused := browser.refusal(request)) is not None:
+                log.warning("refused %s %s from %s: %s", request.method, request.path,
+                            request.remote, refused.message)  # fmt: skip
+                return error_response(refused)
+            if (route + "/").startswith(V1_PREFIX) and route not in PUBLIC_V1:
+                request[keys.PRINCIPAL] = _authenticate(request)
+                if (refused := browser.json_refusal(request)) is not None:
+                    return error_response(refused)
     except Unauthorized as exc:
         response = error_response(exc)
         response.headers["WWW-Authenticate"] = exc.challenge
@@ -91,6 +106,8 @@ def _device_trust(request: web.Request) -> str:
                 'DeviceToken realm="lobug"',
             )
         return "full"
+    if browser.refusal(request) is not None:  # a page on a rebound name or another origin
+        return api.unknown_device_trust
     return peer_trust(api, request.remote)
 
 

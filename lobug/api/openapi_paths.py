@@ -179,7 +179,7 @@ OPERATIONS = (
         "Undo a soft delete",
         ok=(200, "The restored (active) memory.", Memory),
         headers=("ETag",),
-        errors="400 401 403 404 409 500 503",
+        errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
         "post",
@@ -196,7 +196,7 @@ OPERATIONS = (
         ),
         ok=(200, "The confirmed memory (`confidence` 1, `decay_rate` 0).", Memory),
         headers=("ETag",),
-        errors="400 401 403 404 409 500 503",
+        errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
         "get",
@@ -250,7 +250,7 @@ OPERATIONS = (
         "Run decay, promotion, TTL soft-delete and purge now",
         description="Needs full trust and every category (403 otherwise).",
         ok=(200, "What the pass changed.", GcResult),
-        errors="400 401 403 500 503",
+        errors="400 401 403 415 500 503",
     ),
     Operation(
         "get",
@@ -287,7 +287,7 @@ OPERATIONS = (
             "repeated).",
             Proposal,
         ),
-        errors="400 401 403 404 409 500 503",
+        errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
         "post",
@@ -300,7 +300,7 @@ OPERATIONS = (
             " see), 409 when it is already decided or has expired."
         ),
         ok=(200, "The rejected proposal.", Proposal),
-        errors="400 401 403 404 409 500 503",
+        errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
         "get",

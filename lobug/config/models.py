@@ -272,6 +272,13 @@ class ApiConfig:
     device_allowlist: Names = Field(
         default=(), description="device ids allowed to talk to us; empty = any"
     )
+    # A browser must reach /v1, /ui and /mcp by a name of ours: a foreign Host is a page
+    # rebinding its own name to us (issue 25). The firmware routes answer any Host.
+    allowed_hosts: Names = Field(
+        default=(),
+        description="other names /v1, /ui and /mcp answer to (e.g. a proxy's lobug.home); IP"
+        " addresses, localhost and this machine's NAME and NAME.local always work",
+    )
     tokens: Annotated[tuple[TokenConfig, ...], BeforeValidator(_token_records)] = Field(
         default=(),
         description="/v1 bearer tokens, one [[api.tokens]] table each;"

@@ -4,48 +4,24 @@
 and category allowlist). Without the header a loopback peer is the full-trust agent "local"
 while `api.allow_loopback` is on. A token that is presented but wrong is 401 even from loopback.
 
-One thing /v1 does not need: MCP's streamable HTTP is meant to be reachable from browsers, so
-a page from another origin (DNS rebinding) must not borrow the loopback trust. A request with an
-`Origin` header that is not a loopback origin must carry a token.
+MCP's streamable HTTP is meant to be reachable from browsers, so a page must not borrow the
+loopback trust: the daemon's auth middleware applies /v1's browser rule (`lobug.api.browser`)
+to /mcp before this runs. A Host that is not one of the daemon's names (DNS rebinding) or an
+`Origin` that is not the daemon's own (another site, or another port of this machine: not
+every `http://localhost:<port>` is us) is 403, token or not, as the MCP transport requires.
 """
 
 from __future__ import annotations
 
-import logging
-
 from aiohttp import web
-from yarl import URL
 
-from lobug import errors, keys
-from lobug.access import Principal, is_loopback
-
-log = logging.getLogger(__name__)
-
-LOCAL_HOSTS = frozenset({"localhost"})
+from lobug import keys
+from lobug.access import Principal
 
 
 def authenticate(request: web.Request) -> Principal:
     """The caller of an /mcp request (AccessControl.principal_for, the /v1 rule), or
-    `Unauthorized` (401); 403 for a page from another origin without a token."""
-    access = request.app[keys.ACCESS]
-    header = request.headers.get("Authorization")
-    loopback_owner = header is None and access.allow_loopback and is_loopback(request.remote)
-    if loopback_owner and not local_origin(request.headers.get("Origin")):
-        log.warning("refused %s %s: a page from %r without a token", request.method,
-                    request.path, request.headers.get("Origin"))  # fmt: skip
-        raise errors.forbidden(
-            "a browser page from another origin must present a bearer token "
-            "(Authorization: Bearer <token>)"
-        )
-    return access.principal_for(header, request.remote)
-
-
-def local_origin(origin: str | None) -> bool:
-    """No Origin (not a browser) or a page served from this machine."""
-    if origin is None:
-        return True
-    try:
-        host = URL(origin.strip()).host
-    except ValueError:
-        return False
-    return host is not None and (host.lower() in LOCAL_HOSTS or is_loopback(host))
+    `Unauthorized` (401)."""
+    return request.app[keys.ACCESS].principal_for(
+        request.headers.get("Authorization"), request.remote
+    )

@@ -3,12 +3,14 @@
 The MCP SDK (starlette, anyio streams, pydantic models for every protocol era) adds ~30 MiB to
 the daemon and a second to its start; a household that never points an agent at /mcp should
 not pay for it. The route is mounted at start; the first authenticated request imports the
-SDK and starts the session manager (`http.start`); shutdown ends the sessions, if any.
+SDK in a thread (the event loop keeps serving every other request meanwhile; issue 25) and
+starts the session manager (`http.start`); shutdown ends the sessions, if any.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import Any
 
 from aiohttp import web
@@ -31,8 +33,7 @@ class Lazy:
             if self.closed:
                 raise errors.unavailable("the daemon is shutting down")
             if self.sessions is None:
-                from lobug.mcp_server import http
-
+                http = await asyncio.to_thread(_load_sdk)
                 self.sessions = await http.start(app)
             return self.sessions
 
@@ -44,6 +45,14 @@ class Lazy:
 
 
 MCP: web.AppKey[Lazy] = web.AppKey("mcp")
+# What the first request needs: the SDK (with lobug.mcp_server.http), and the anyio backend
+# it would otherwise import on the loop when the session manager starts.
+SDK_MODULES = ("anyio._backends._asyncio", "lobug.mcp_server.http")
+
+
+def _load_sdk() -> Any:
+    """In a thread: imports take ~0.5 s that the loop must not stall for."""
+    return [importlib.import_module(name) for name in SDK_MODULES][-1]
 
 
 def setup(app: web.Application, path: str) -> None:

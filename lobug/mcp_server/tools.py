@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
 
 from lobug import errors
 from lobug.access import Principal
@@ -17,9 +19,11 @@ from lobug.mcp_server.schemas import ID_FIELD, tool_schema
 from lobug.memory import Recall, Records
 from lobug.memory.shapes import MemoryCreate, MemoryPatch, QueryRequest, parse, parse_value
 from lobug.memory.shapes import params as q
-from lobug.memory.shapes.scalars import IdValue
+from lobug.memory.shapes.scalars import MAX_ID, IdValue, integer
 
 MAX_ETAG_CHARS = 256
+# A JSON integer in SQLite's range ("7" too, as lenient as before); not `true`, not 2**63.
+MemoryId = Annotated[IdValue, BeforeValidator(integer(1, MAX_ID, from_text=True))]
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ def memory_id(args: dict[str, Any]) -> int:
     """The `id` argument (a /v1 path id), or 400 naming it."""
     if args.get(ID_FIELD) is None:
         raise errors.invalid_request(f"'{ID_FIELD}' is required", field=ID_FIELD)
-    return int(parse_value(IdValue, args[ID_FIELD], ID_FIELD))
+    return int(parse_value(MemoryId, args[ID_FIELD], ID_FIELD))
 
 
 def without_id(args: dict[str, Any], *names: str) -> dict[str, Any]:

@@ -23,7 +23,8 @@ class DaemonMetrics:
         self.registry = CollectorRegistry()
         self.turns = Counter(
             "lobug_turns",
-            "Chat turns by endpoint and outcome (ok, degraded, ignored, rejected, error).",
+            "Chat turns by endpoint and outcome (ok, degraded, ignored, rejected, error,"
+            " client_closed).",
             ["endpoint", "outcome"],
             registry=self.registry,
         )

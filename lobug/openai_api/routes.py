@@ -27,6 +27,9 @@ routes = web.RouteTableDef()
 
 SESSION_HEADER = "X-Session-Id"
 DEVICE_ID = "openai"  # the turns' device: what the log and the browser show as the door
+# The metrics outcome of a stream the client ended (hung up, or stopped reading): nginx's 499.
+CLIENT_CLOSED = "client_closed"
+GOODBYE_S = 1.0  # at shutdown, for the last event to a client that still reads
 
 
 @routes.get("/v1/models")
@@ -79,24 +82,50 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 async def _stream(
     request: web.Request, turn: StreamedTurn, cid: str, created: int, headers: dict[str, str]
 ) -> web.StreamResponse:
+    """The reply as SSE. However it ends (whole, the LLM failing, the client hanging up or
+    stopping to read, shutdown), what was received is committed, once (`turn.finish`)."""
+    stream = sse.Stream(request, headers)
     try:
-        response = await sse.open_stream(request, headers)
-        await response.write(sse.event(shapes.chunk(cid, created, {"role": "assistant"})))
-        try:
-            async for piece in turn:
-                await response.write(sse.event(shapes.chunk(cid, created, {"content": piece})))
-        except LLMUnavailable as exc:
-            # Headers are gone: the error travels as an event, as OpenAI's own streams do.
-            last = sse.event(openai_error(_unavailable(request, exc).body()["error"], 503))
-        else:
-            last = sse.event(shapes.chunk(cid, created, {}, "stop"))
-            request[keys.TURN_OUTCOME] = "ok"
-        await turn.finish()  # committed before the client hears the end of the stream
-        await response.write(last + sse.DONE)
-        await response.write_eof()
-        return response
+        async with stream:
+            await stream.send(shapes.chunk(cid, created, {"role": "assistant"}))
+            try:
+                async for piece in turn:
+                    await stream.send(shapes.chunk(cid, created, {"content": piece}))
+            except LLMUnavailable as exc:
+                # Headers are gone: the error travels as an event, as OpenAI's streams do.
+                last = openai_error(_unavailable(request, exc).body()["error"], 503)
+            else:
+                last = shapes.chunk(cid, created, {}, "stop")
+                request[keys.TURN_OUTCOME] = "ok"
+            await turn.finish()  # committed before the client hears the end of the stream
+            await stream.send(last, done=True)
+            await stream.end()
+    except sse.Gone as gone:
+        # A normal end, not an error: the client left (or stopped reading) mid-answer.
+        log.info("turn %d: the stream ended early: %s", turn.user.id, gone)
+        request[keys.TURN_OUTCOME] = CLIENT_CLOSED
+        await turn.finish()
+        stream.drop()  # after the commit: aiohttp may cancel a handler whose client is gone
+    except sse.Stopped:
+        log.info("turn %d: the stream was stopped by shutdown", turn.user.id)
+        request[keys.TURN_OUTCOME] = "degraded"  # cut short, as when the LLM fails mid-way
+        await turn.finish()
+        await _goodbye(stream)
     finally:
-        await turn.finish()  # a client that left early: what was received is still committed
+        await turn.finish()  # what was received is committed, marked cut short if it was
+    return stream.response
+
+
+async def _goodbye(stream: sse.Stream) -> None:
+    """Tell a client that still reads that the daemon is stopping (briefly: it is)."""
+    if not stream.response.prepared:
+        return
+    error = errors.unavailable("the daemon is shutting down; what was said so far is kept")
+    try:
+        await stream.send(openai_error(error.body()["error"], 503), done=True, timeout=GOODBYE_S)
+        await stream.end(GOODBYE_S)
+    except sse.Gone:
+        stream.drop()
 
 
 def _unavailable(request: web.Request, exc: LLMUnavailable) -> errors.ApiError:

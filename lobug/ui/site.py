@@ -75,6 +75,7 @@ async def ui_middleware(request: web.Request, handler: Handler) -> web.StreamRes
     except errors.ApiError as exc:
         response = error_page(request, exc.status, exc.message)
     response.headers.update(HEADERS)
+    auth.keep_session(request, response)
     return response
 
 

@@ -52,8 +52,10 @@ async def test_trust_matrix(
         for method, path in (
             ("PATCH", ""), ("POST", "/confirm"), ("DELETE", ""), ("POST", "/restore"),
         ):  # fmt: skip
-            kwargs = {"json": {"importance": 0.9}} if method == "PATCH" else {}
-            status, _, _ = await caller.call(method, f"/v1/memories/{memory['id']}{path}", **kwargs)
+            body = {"importance": 0.9} if method == "PATCH" else {} if method == "POST" else None
+            status, _, _ = await caller.call(
+                method, f"/v1/memories/{memory['id']}{path}", json=body
+            )
             assert status == (200 if allowed else 404), (method, path)
         assert app.value("SELECT importance FROM memories") == (0.9 if allowed else 0.5)
         assert (app.value("SELECT decay_rate FROM memories") == 0) == allowed  # confirmed
@@ -104,7 +106,7 @@ async def test_conversation_turns_are_private(make_client: Callable[..., Any]) -
         assert "conversation turns" in body["error"]["message"]
         assert (await caller.get("/v1/stats"))["turns"] == 0
         await caller.call("GET", "/v1/export", 403)
-        await caller.call("POST", "/v1/gc", 403)
+        await caller.call("POST", "/v1/gc", 403, json={})
     assert app.value("SELECT COUNT(*) FROM turns") == 1
 
 
@@ -154,7 +156,7 @@ async def test_category_allowlist_over_http(make_client: Callable[..., Any]) -> 
     assert (await planner.get("/v1/entities?q=maria"))["entities"] == []
     await planner.get(f"/v1/entities/{maria[0]['id']}", 404)
     await planner.call("GET", "/v1/export", 403)
-    await planner.call("POST", "/v1/gc", 403)
+    await planner.call("POST", "/v1/gc", 403, json={})
 
 
 async def test_delta_is_filtered_by_what_the_caller_may_see(

@@ -106,9 +106,9 @@ async def test_soft_delete_restore_purge(make_client: Callable[..., Any]) -> Non
     assert ids(await app.local.get("/v1/memories")) == []
     assert ids(await app.local.get("/v1/memories?status=soft_deleted")) == [tea["id"]]
     assert (await app.local.delete(path))["status"] == "soft_deleted"  # again: no change
-    restored = await app.local.post(f"{path}/restore")
+    restored = await app.local.post(f"{path}/restore", {})
     assert restored["status"] == "active" and restored["purge_at"] is None
-    status, body, _ = await app.local.call("POST", f"{path}/restore", 409)
+    status, body, _ = await app.local.call("POST", f"{path}/restore", 409, json={})
     assert body["error"]["code"] == "conflict"
 
     purged = await app.local.delete(f"{path}?purge=true")
@@ -164,7 +164,7 @@ async def test_why_and_gc(make_client: Callable[..., Any]) -> None:
     ranked = await app.local.get(f"/v1/memories/{tea['id']}/why?q=green+tea")
     assert ranked["rank"] == 1 and ranked["score"] > why["score"]
     assert ranked["terms"]["rrf_norm"] > 0
-    result = await app.local.post("/v1/gc")
+    result = await app.local.post("/v1/gc", {})
     assert result["rescored"] == 2 and result["purged"] == 0
     await app.local.get("/v1/memories/999/why", 404)
 
@@ -176,7 +176,10 @@ async def test_every_memory_route_404s_on_unknown_and_malformed_ids(
     for raw in ("999", "0", "-1", "abc", "1.5", "99999999999999999999", "%C3%A9"):
         for method, suffix in (("GET", ""), ("DELETE", ""), ("POST", "/restore"),
                                ("GET", "/why"), ("GET", "/history")):  # fmt: skip
-            status, body, _ = await app.local.call(method, f"/v1/memories/{raw}{suffix}", 404)
+            body_ = {} if method == "POST" else None
+            status, body, _ = await app.local.call(
+                method, f"/v1/memories/{raw}{suffix}", 404, json=body_
+            )
             assert body["error"]["code"] == "not_found"
         await app.local.call("PATCH", f"/v1/memories/{raw}", 404, json={"importance": 0.5})
         await app.local.call("GET", f"/v1/entities/{raw}", 404)

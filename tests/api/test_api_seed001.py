@@ -79,7 +79,7 @@ async def test_confirm_protects_a_memory_for_good(make_client: Callable[..., Any
     assert app.value("SELECT decay_rate FROM memories WHERE id = ?", tea["id"]) > 0
     await app.local.get("/v1/context?session_id=watcher")  # the session's delta starts here
     status, confirmed, headers = await app.local.call(
-        "POST", f"/v1/memories/{tea['id']}/confirm", 200
+        "POST", f"/v1/memories/{tea['id']}/confirm", 200, json={}
     )
     assert headers["ETag"] == f'"{confirmed["etag"]}"'
     assert (confirmed["id"], confirmed["confidence"], confirmed["decay_rate"]) == (
@@ -95,14 +95,16 @@ async def test_confirm_protects_a_memory_for_good(make_client: Callable[..., Any
     assert [(d["event"], d["memory_id"]) for d in context["delta"]] == [("updated", tea["id"])]
 
     # Unknown, invisible (the planner's allowlist has no `preference`), soft-deleted.
-    await app.local.call("POST", "/v1/memories/999999/confirm", 404)
-    await app.local.call("POST", "/v1/memories/abc/confirm", 404)
+    await app.local.call("POST", "/v1/memories/999999/confirm", 404, json={})
+    await app.local.call("POST", "/v1/memories/abc/confirm", 404, json={})
     planner = app.planner
-    await planner.call("POST", f"/v1/memories/{tea['id']}/confirm", 404)
+    await planner.call("POST", f"/v1/memories/{tea['id']}/confirm", 404, json={})
     private = await app.remember(KAYAK, store="private")
-    await app.as_["familiar"].call("POST", f"/v1/memories/{private['id']}/confirm", 404)
+    await app.as_["familiar"].call("POST", f"/v1/memories/{private['id']}/confirm", 404, json={})
     await app.local.delete(f"/v1/memories/{private['id']}")
-    status, body, _ = await app.local.call("POST", f"/v1/memories/{private['id']}/confirm", 409)
+    status, body, _ = await app.local.call(
+        "POST", f"/v1/memories/{private['id']}/confirm", 409, json={}
+    )
     assert "restore it first" in body["error"]["message"]
     assert app.value("SELECT decay_rate FROM memories WHERE id = ?", private["id"]) > 0
 

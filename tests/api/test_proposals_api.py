@@ -50,7 +50,7 @@ async def test_list_accept_and_reject(make_client: Callable[..., Any]) -> None:
     ]  # fmt: skip
     assert listing["count"] == 2 and listing["proposals"][0]["sensitive"] is True
 
-    accepted = await app.local.post(f"/v1/proposals/{sam}/accept")
+    accepted = await app.local.post(f"/v1/proposals/{sam}/accept", {})
     assert (accepted["status"], accepted["action"], accepted["decided_by"]) == (
         "accepted", "added", "loopback:local",
     )  # fmt: skip
@@ -59,7 +59,7 @@ async def test_list_accept_and_reject(make_client: Callable[..., Any]) -> None:
     events = await app.local.get(f"/v1/memories/{accepted['memory_id']}/history")
     assert "ACCEPT" in [e["event"] for e in events["events"]]
 
-    rejected = await app.local.post(f"/v1/proposals/{lisbon}/reject")
+    rejected = await app.local.post(f"/v1/proposals/{lisbon}/reject", {})
     assert (rejected["status"], rejected["memory_id"]) == ("rejected", None)
     assert app.value("SELECT COUNT(*) FROM memories WHERE content = ?", LISBON) == 0
     assert (await app.local.get("/v1/proposals"))["proposals"] == []
@@ -76,20 +76,20 @@ async def test_list_accept_and_reject(make_client: Callable[..., Any]) -> None:
 async def test_errors_follow_the_contract(make_client: Callable[..., Any], clock: Any) -> None:
     app = await make_app(make_client)
     sam, lisbon = await spoken(app, SAM, LISBON)
-    await app.local.post(f"/v1/proposals/{sam}/accept")
+    await app.local.post(f"/v1/proposals/{sam}/accept", {})
     for verb in ("accept", "reject"):
-        body = await app.local.post(f"/v1/proposals/{sam}/{verb}", expect=409)
+        body = await app.local.post(f"/v1/proposals/{sam}/{verb}", {}, expect=409)
         assert (
             body["error"]["code"] == "conflict" and "already accepted" in body["error"]["message"]
         )
-        body = await app.local.post(f"/v1/proposals/999/{verb}", expect=404)
+        body = await app.local.post(f"/v1/proposals/999/{verb}", {}, expect=404)
         assert body["error"] == {"code": "not_found", "message": "no proposal 999"}
-        await app.local.post(f"/v1/proposals/abc/{verb}", expect=404)
+        await app.local.post(f"/v1/proposals/abc/{verb}", {}, expect=404)
     body = await app.local.get("/v1/proposals?status=maybe", expect=400)
     assert body["error"]["code"] == "invalid_request"
     clock.advance(7 * DAY + 1)  # memory.consent_days
     assert (await app.local.get("/v1/proposals"))["proposals"] == []
-    body = await app.local.post(f"/v1/proposals/{lisbon}/accept", expect=409)
+    body = await app.local.post(f"/v1/proposals/{lisbon}/accept", {}, expect=409)
     assert "expired" in body["error"]["message"]
 
 
@@ -99,11 +99,11 @@ async def test_who_may_see_and_decide(make_client: Callable[..., Any]) -> None:
     # `inner` trust cannot read the private store; the planner's allowlist has no `profile`.
     for caller in (app.as_["inner"], app.as_["public"], app.planner):
         assert (await caller.get("/v1/proposals"))["proposals"] == []
-        await caller.post(f"/v1/proposals/{sam}/accept", expect=404)
-        await caller.post(f"/v1/proposals/{sam}/reject", expect=404)
+        await caller.post(f"/v1/proposals/{sam}/accept", {}, expect=404)
+        await caller.post(f"/v1/proposals/{sam}/reject", {}, expect=404)
     body = await app.as_["full"].get("/v1/proposals")
     assert [p["id"] for p in body["proposals"]] == [sam]
-    assert (await app.as_["full"].post(f"/v1/proposals/{sam}/reject"))["status"] == "rejected"
+    assert (await app.as_["full"].post(f"/v1/proposals/{sam}/reject", {}))["status"] == "rejected"
     resp = await app.client.get("/v1/proposals", headers={"Authorization": "Bearer wrong"})
     assert resp.status == 401
 

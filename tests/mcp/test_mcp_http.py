@@ -139,19 +139,33 @@ async def test_wrong_token_is_refused_even_from_loopback(make_client: Any) -> No
         )
 
 
-async def test_a_page_from_another_origin_needs_a_token(make_client: Any) -> None:
+async def test_only_the_daemons_own_origin_and_names_reach_mcp(make_client: Any) -> None:
+    """Issue 25 (7, 16): a page from another origin, another port of this machine included
+    (not every http://localhost:<port> is us), or on a rebound name is 403, token or not."""
     app = await make_app(make_client)
+    own = str(app.client.make_url("")).rstrip("/")  # http://127.0.0.1:<port>
+    port = app.client.port
+    full = {"Authorization": f"Bearer {TOKENS['full']}"}
     async with aiohttp.ClientSession() as http:
-        evil = {**ACCEPT, "Origin": "http://rebound.example"}
-        async with http.post(mcp_url(app), json=INITIALIZE, headers=evil) as resp:
-            assert resp.status == 403
-            assert (await resp.json())["error"]["code"] == "forbidden"
-        local = {**ACCEPT, "Origin": "http://localhost:6274"}  # e.g. the MCP Inspector
-        async with http.post(mcp_url(app), json=INITIALIZE, headers=local) as resp:
-            assert resp.status == 200 and resp.headers["Mcp-Session-Id"]
-        with_token = {**evil, "Authorization": f"Bearer {TOKENS['full']}"}
-        async with http.post(mcp_url(app), json=INITIALIZE, headers=with_token) as resp:
-            assert resp.status == 200
+        for headers in (
+            {"Origin": "http://rebound.example"},
+            {"Origin": "http://localhost:1"},  # another service on this machine
+            {"Origin": f"http://localhost:{port + 1}"},
+            {"Origin": "null"},
+            {"Origin": "http://rebound.example", **full},
+            {"Origin": "http://localhost:1", **full},
+            {"Host": f"rebound.example:{port}"},  # DNS rebinding: the page's own name
+            {"Host": f"rebound.example:{port}", "Origin": f"http://rebound.example:{port}"},
+        ):
+            async with http.post(mcp_url(app), json=INITIALIZE,
+                                 headers={**ACCEPT, **headers}) as resp:  # fmt: skip
+                assert resp.status == 403, headers
+                assert (await resp.json())["error"]["code"] == "forbidden"
+                assert "Mcp-Session-Id" not in resp.headers
+        for headers in ({"Origin": own}, {"Origin": own, **full}, {"Host": f"localhost:{port}"}):
+            async with http.post(mcp_url(app), json=INITIALIZE,
+                                 headers={**ACCEPT, **headers}) as resp:  # fmt: skip
+                assert resp.status == 200 and resp.headers["Mcp-Session-Id"], headers
 
 
 async def test_a_session_answers_only_the_credential_that_opened_it(make_client: Any) -> None:

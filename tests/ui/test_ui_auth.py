@@ -8,7 +8,7 @@ from typing import Any
 from api_kit import TOKENS, App, make_app
 from ui_kit import csrf_of
 
-from lobug.ui.auth import COOKIE
+from lobug.ui.auth import COOKIE, SESSION_COOKIE
 
 NO_LOOPBACK = {"api.allow_loopback": False}
 
@@ -117,5 +117,56 @@ async def test_a_token_for_another_identity_is_refused(make_client: Callable[...
         data={"csrf_token": loopback_csrf},
         headers={"Authorization": f"Bearer {TOKENS['full']}"},
     )
+    assert resp.status == 403
+    assert app.value("SELECT status FROM memories WHERE id = ?", memory["id"]) == "active"
+
+
+async def test_the_login_forms_token_is_no_good_to_the_signed_in_owner(
+    make_client: Callable[..., Any],
+) -> None:
+    """Issue 25 (15): the anonymous login page's token was the loopback owner's too; a token is
+    bound to who is signed in and to this browser's session (cookie)."""
+    app = await make_app(make_client)
+    memory = await app.remember("The user's boat is called Wren.")
+    forget = f"/ui/memories/{memory['id']}/forget"
+    anonymous = csrf_of(await (await app.client.get("/ui/login")).text())
+    owner = csrf_of(await (await app.client.get("/ui/")).text())
+    assert anonymous != owner
+    resp = await app.client.post(forget, data={"csrf_token": anonymous})
+    assert resp.status == 403 and "security token" in await resp.text()
+    # The owner's own token from another browser session is refused too.
+    app.client.session.cookie_jar.clear()
+    other = csrf_of(await (await app.client.get("/ui/")).text())
+    assert other != owner
+    resp = await app.client.post(forget, data={"csrf_token": owner})
+    assert resp.status == 403
+    assert app.value("SELECT status FROM memories WHERE id = ?", memory["id"]) == "active"
+    cookie = (await app.client.get("/ui/login")).headers.getall("Set-Cookie", [])
+    assert not cookie  # the session cookie is set once, then kept
+    resp = await app.client.post(forget, data={"csrf_token": other}, allow_redirects=False)
+    assert resp.status == 303
+    assert app.value("SELECT status FROM memories WHERE id = ?", memory["id"]) == "soft_deleted"
+
+
+async def test_session_cookie_is_strict_and_httponly(make_client: Callable[..., Any]) -> None:
+    app = await make_app(make_client)
+    resp = await app.client.get("/ui/login")
+    cookie = resp.headers["Set-Cookie"]
+    assert cookie.startswith(f"{SESSION_COOKIE}=")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/ui/" in cookie
+
+
+async def test_a_ui_page_on_a_rebound_name_is_refused(make_client: Callable[..., Any]) -> None:
+    """Issue 25 (7): a page on a rebound name read a UI page for its CSRF token, then posted."""
+    app = await make_app(make_client)
+    memory = await app.remember("The user's locker code is 3141.")
+    rebound = {"Host": f"evil.example:{app.client.port}"}
+    for path in ("/ui/", f"/ui/memories/{memory['id']}", "/ui/login", "/ui/static/ui.css"):
+        resp = await app.client.get(path, headers=rebound)
+        assert resp.status == 403, path
+        assert (await resp.json())["error"]["code"] == "forbidden"
+    good = csrf_of(await (await app.client.get(f"/ui/memories/{memory['id']}")).text())
+    resp = await app.client.post(f"/ui/memories/{memory['id']}/forget",
+                                 data={"csrf_token": good}, headers=rebound)  # fmt: skip
     assert resp.status == 403
     assert app.value("SELECT status FROM memories WHERE id = ?", memory["id"]) == "active"

@@ -10,14 +10,13 @@ it). Without chromium the test is skipped on a workstation and FAILS under CI (C
 from __future__ import annotations
 
 import os
-import shutil
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from daemon_proc import Daemon
-from ui_kit import propose
+from ui_kit import chromium, propose
 
 from lobug.app import open_database
 from lobug.config import load_config
@@ -27,17 +26,6 @@ FACT = "The user's sister Ana lives in Lisbon."
 FIXED = "The user's sister Ana lives in Porto."
 ARTIFACTS = Path(os.environ.get("LOBUG_UI_ARTIFACTS", Path(__file__).parents[1] / "artifacts/ui"))
 PHONE = {"width": 375, "height": 740}
-
-
-def chromium() -> str:
-    found = os.environ.get("LOBUG_CHROMIUM") or shutil.which("chromium")
-    found = found or shutil.which("chromium-browser")
-    if found is None:
-        message = "no chromium: apt-get install chromium (scripts/test installs it)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
 
 
 @pytest.fixture

@@ -1,11 +1,16 @@
-"""Helpers for the memory browser's tests: CSRF tokens from pages, and rows a page shows
-(a conversation a fact came from, an entity, a consent proposal) written as the daemon does."""
+"""Helpers for the memory browser's tests: the system chromium, CSRF tokens from pages, and
+rows a page shows (a conversation a fact came from, an entity, a consent proposal) written as
+the daemon does."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from typing import Any
+
+import pytest
 
 from lobug import conversation as turns
 from lobug.config import Config
@@ -17,6 +22,19 @@ from lobug.memory.write.reconcile import Origin
 
 CSRF = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
 SESSION = "s-kitchen"
+
+
+def chromium() -> str:
+    """Debian's chromium for Playwright (LOBUG_CHROMIUM names another); skipped without one,
+    except under CI=true, where that fails."""
+    found = os.environ.get("LOBUG_CHROMIUM") or shutil.which("chromium")
+    found = found or shutil.which("chromium-browser")
+    if found is None:
+        message = "no chromium: apt-get install chromium (scripts/test installs it)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
 
 
 def csrf_of(html: str) -> str:
