@@ -91,6 +91,22 @@ def visible_stores(principal: Principal) -> tuple[str, ...]:
     return STORES_BY_TRUST[principal.trust]
 
 
+def trust_of(stores: Iterable[str]) -> str:
+    """The trust of a caller known by the stores it may read (what the doors hand a chat turn):
+    the highest level (TRUST_LEVELS, most trusted first) whose stores are all among them; all
+    of STORES is the owner ("full"), none is "public"."""
+    given = set(stores)
+    return next(t for t in TRUST_LEVELS if set(STORES_BY_TRUST[t]) <= given)
+
+
+def turn_store(trust: str) -> str | None:
+    """Where what a caller of `trust` says in a chat turn is remembered (issue 25): its default
+    store when its trust may write there, never a store above it; None when it may write none
+    (public: its words are logged, no fact is kept)."""
+    store = DEFAULT_STORE_BY_TRUST[trust]
+    return store if store in STORES_BY_TRUST[trust] else None
+
+
 def can_read_store(principal: Principal, store: str) -> bool:
     return store in STORES_BY_TRUST[principal.trust]
 

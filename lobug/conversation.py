@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -70,25 +71,52 @@ def resolve_session(
     now: float,
     idle_s: float,
     user_id: str = "default",
+    trust: str = "full",
 ) -> str:
-    """The given session, or the device's current one, or a new one after an idle gap."""
+    """The given session, or the device's current one, or a new one after an idle gap.
+
+    A session belongs to the trust of the caller that opened it (issue 25): a caller never
+    joins a session of another trust, whether by device or by name, so one below the owner sees
+    only turns it took part in. A named session of another trust stands for the caller's own
+    session of that name (`scoped_session_id`), so a client that keeps sending the id it was
+    given keeps one conversation, and neither caller can take a name from the other."""
     if session_id is None:
         row = conn.execute(
-            "SELECT id, last_active FROM sessions WHERE device_id = ? ORDER BY last_active DESC"
-            " LIMIT 1",
-            (device_id,),
+            "SELECT id, last_active FROM sessions WHERE device_id = ? AND trust = ?"
+            " ORDER BY last_active DESC LIMIT 1",
+            (device_id, trust),
         ).fetchone()
         if row is not None and now - row["last_active"] <= idle_s:
             session_id = row["id"]
         else:
             session_id = new_session_id()
+    elif _session_trust(conn, session_id) not in (None, trust):
+        session_id = scoped_session_id(session_id, trust)
+        if _session_trust(conn, session_id) not in (None, trust):
+            session_id = new_session_id()  # that name was taken on purpose: a fresh session
     conn.execute(
-        "INSERT INTO sessions (id, user_id, device_id, started_at, last_active)"
-        " VALUES (?, ?, ?, ?, ?)"
+        "INSERT INTO sessions (id, user_id, device_id, started_at, last_active, trust)"
+        " VALUES (?, ?, ?, ?, ?, ?)"
         " ON CONFLICT(id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
-        (session_id, user_id, device_id, now, now),
+        (session_id, user_id, device_id, now, now, trust),
     )
     return session_id
+
+
+def scoped_session_id(session_id: str, trust: str) -> str:
+    """The id, for a caller of `trust`, of a named session that another trust holds."""
+    digest = hashlib.sha256(f"{trust}\0{session_id}".encode("utf-8", "surrogatepass"))
+    return f"{trust}-{digest.hexdigest()[:16]}"
+
+
+def session_trust(conn: Any, session_id: str) -> str:
+    """The trust of the caller whose session it is ("full" for one not recorded)."""
+    return _session_trust(conn, session_id) or "full"
+
+
+def _session_trust(conn: Any, session_id: str) -> str | None:
+    row = conn.execute("SELECT trust FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 def insert_turn(
@@ -132,6 +160,9 @@ def set_action(conn: Any, turn_id: int, action: str) -> None:
 # Turns that carry the conversation: no noise (IGNORE) and no apologies (degraded replies).
 # Working memory, summaries, turn embeddings and retrieval windows all mean these.
 CONVERSATION_TURN = "(action IS NULL OR action != 'IGNORE') AND degraded = 0"
+# Turns of the owner's sessions: what a lower-trust caller said never reaches the summaries,
+# the base memory or the insights that every owner prompt carries (issue 25).
+OWNER_TURN = "session_id NOT IN (SELECT id FROM sessions WHERE trust != 'full')"
 
 
 def recent_context_turns(conn: Any, session_id: str, limit: int) -> list[TurnRecord]:

@@ -46,10 +46,10 @@ async def chat_audio(request: web.Request) -> web.Response:
         body, request.headers.get("Content-Type"), request.headers.get("X-Sample-Rate")
     )
     text = transcript.text.strip()
+    stores = STORES_BY_TRUST[device_trust(request)]
     if not text:
-        result = await chat.ignore("", device_id=device_id, session_id=session_id)
+        result = await chat.ignore("", device_id=device_id, session_id=session_id, stores=stores)
     else:
-        stores = STORES_BY_TRUST[device_trust(request)]
         result = await chat.turn(
             text, device_id=device_id, session_id=session_id, voice=True, stores=stores
         )

@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from lobug import conversation as turns
 from lobug import errors
-from lobug.access import STORES
+from lobug.access import STORES, trust_of
 from lobug.chat.hooks import MemoryHooks, NoMemory
 from lobug.chat.prompt import PROSE_FORMAT, REPLY_FORMAT, build_messages
 from lobug.chat.sensors import SensorService
@@ -93,7 +94,8 @@ class ChatService:
 
         `voice`: transcribed from /chat/audio; the turn is stored with `ref` VOICE_REF so that
         memory asks before keeping spoken profile fields (seed 001 §10). `stores`: what the
-        caller's prompt may draw on (an unknown device: none; lobug.api.auth)."""
+        caller's prompt may draw on (an unknown device: none; lobug.api.auth); they also name
+        its trust, and so the sessions it may join (`conversation.resolve_session`)."""
         async with self.llm.lane.turn():  # memory work gives way until the reply is out
             user, messages = await self._begin(
                 text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
@@ -160,11 +162,19 @@ class ChatService:
             raise
         return streamed
 
-    async def ignore(self, text: str, *, device_id: str, session_id: str | None) -> TurnResult:
+    async def ignore(
+        self,
+        text: str,
+        *,
+        device_id: str,
+        session_id: str | None,
+        stores: Sequence[str] = STORES,
+    ) -> TurnResult:
         """Log an utterance that needs no answer (e.g. silence after VAD) without an LLM call."""
         device_id = clean_id(device_id, "device_id") or "default"
         session_id = clean_id(session_id, "session_id")
-        user = await self.db.write(self._commit_user_turn, text, device_id, session_id, "IGNORE")
+        commit = partial(self._commit_user_turn, trust=trust_of(stores))
+        user = await self.db.write(commit, text, device_id, session_id, "IGNORE")
         return TurnResult("", "IGNORE", user.session_id, user.id)
 
     async def _begin(
@@ -183,7 +193,8 @@ class ChatService:
         device_id = clean_id(device_id, "device_id") or "default"
         session_id = clean_id(session_id, "session_id")
         ref = turns.VOICE_REF if voice else None
-        user = await self.db.write(self._commit_user_turn, text, device_id, session_id, None, ref)
+        commit = partial(self._commit_user_turn, trust=trust_of(stores))
+        user = await self.db.write(commit, text, device_id, session_id, None, ref)
         self.memory.wake()
         await self.working_memory.append(user)
 
@@ -234,6 +245,8 @@ class ChatService:
         session_id: str | None,
         action: str | None = None,
         ref: str | None = None,
+        *,
+        trust: str = "full",
     ) -> TurnRecord:
         now = self.clock()
         sid = turns.resolve_session(
@@ -242,6 +255,7 @@ class ChatService:
             session_id=session_id,
             now=now,
             idle_s=self.config.session_idle_minutes * 60,
+            trust=trust,
         )
         user = turns.insert_turn(
             conn,

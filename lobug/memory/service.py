@@ -21,7 +21,7 @@ from typing import Any
 from lobug import errors
 from lobug.access import STORES, CategoryPolicy
 from lobug.config import Config
-from lobug.conversation import TurnRecord
+from lobug.conversation import TurnRecord, session_trust
 from lobug.llm.embedders import Embedder, close_embedder, make_embedder
 from lobug.llm.lane import LLMLane
 from lobug.llm.ollama_chat import OllamaChat
@@ -226,6 +226,7 @@ class MemoryService:
         if not stores:
             return prompt.Sections([], [])
         owner = set(STORES) <= set(stores)
+        generation = self.base_cache.generation
         base = self.base_cache.get(user_id) if owner else ""
         header = None
         try:
@@ -260,7 +261,7 @@ class MemoryService:
             )
             if base is None:
                 base = got.base or ""
-                self.base_cache.put(user_id, base)
+                self.base_cache.put(user_id, base, generation)
             thoughts = got.extra if isinstance(got.extra, notes.Notes) else notes.Notes()
             if owner:
                 header = got.news.header
@@ -285,7 +286,8 @@ class MemoryService:
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):
             enqueue.embed_turn(conn, turn.id, now=now, max_attempts=self.max_attempts)
-        if turn.role == "user":  # "yes, remember that" decides pending proposals (seed 001 §10)
+        # "yes, remember that" decides pending proposals (seed 001 §10), said by the owner only
+        if turn.role == "user" and session_trust(conn, turn.session_id) == "full":
             with _guarded(conn, "consent in user turn", turn.id):
                 consent_chat.on_user_turn(
                     conn, turn, now=now, policy=self.policy, max_attempts=self.max_attempts

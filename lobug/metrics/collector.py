@@ -88,7 +88,6 @@ class StateCollector(Collector):
                 family.add_metric([name, kind], n)
         yield family
 
-
     def _llm_lane(self) -> Iterator[Metric]:
         llm = self.app.get(keys.LLM)
         if llm is None:

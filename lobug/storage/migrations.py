@@ -405,6 +405,13 @@ def _vector_changes_and_vocabulary(conn: Any) -> None:
         _sql(M008_VOCABULARY)(conn)
 
 
+# Issue 25: a session belongs to the trust of the caller that opened it; a caller of another
+# trust never joins it (lobug.conversation.resolve_session). Sessions from before were the
+# owner's: every door answered at full trust.
+M009_SESSION_TRUST = """
+ALTER TABLE sessions ADD COLUMN trust TEXT NOT NULL DEFAULT 'full';
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -414,6 +421,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m006_jobs_by_kind", _sql(M006_JOBS_BY_KIND)),
     ("m007_upkeep", _sql(M007_UPKEEP)),
     ("m008_vector_changes_and_vocabulary", _vector_changes_and_vocabulary),
+    ("m009_session_trust", _sql(M009_SESSION_TRUST)),
 ]
 
 

@@ -17,12 +17,19 @@ model only and reconciles its facts against what is stored: a fact the heuristic
 wrote (exact, near or judged `same`) is neither duplicated nor counted as a second mention
 (same turns: reconcile's one-exchange-one-mention rule); an `update` still supersedes.
 
+**Trust** (issue 25): the facts go to the store the turn's trust writes (`access.turn_store`,
+the trust its session was opened at): the owner's to `private`, an `inner` caller's to
+`shared`, a `familiar` one's to `social`, a stranger's (public) nowhere. Reconciliation stays
+inside that store, and profile fields said below the owner become proposals, never applied
+without the owner's yes.
+
 **Idempotent**: the facts, the job's completion and any refine job are one transaction; an
 exchange already extracted from is skipped by a re-run of its first job.
 
 **Caps** (seed 001 §13): at most `memory.max_writes_per_turn` new rows (added or superseding)
 per exchange — the refine pass counts what the heuristic pass added — and at most
-`memory.max_writes_per_day` per user in a rolling 24 h (ADD history rows by the extractor).
+`memory.max_writes_per_day` per user and store in a rolling 24 h (ADD history rows by the
+extractor): each trust writes its own store and spends its own budget.
 Candidates over the cap are dropped, the most important kept, counted
 (`extraction_capped_total`) and logged; repeats and merges are never capped.
 """
@@ -35,8 +42,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
+from lobug.access import DEFAULT_STORE_BY_TRUST, turn_store
 from lobug.config import MemoryConfig
-from lobug.conversation import TurnRecord, get_turn
+from lobug.conversation import TurnRecord, get_turn, session_trust
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
 from lobug.memory import enqueue
@@ -59,7 +67,7 @@ Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 REFINE_AFTER_S = 10.0  # the LLM pass owed after an outage; then the runner's outage backoff
 DAY_S = 86400.0
-STORE = "private"  # where extracted facts go
+OWNER_STORE = DEFAULT_STORE_BY_TRUST["full"]  # the owner's facts; only the owner writes it
 
 
 class ExtractJob:
@@ -92,8 +100,13 @@ class ExtractJob:
         except (KeyError, TypeError, ValueError):
             raise PermanentFailure(f"bad extract payload {job.payload!r}") from None
         refine = bool(job.payload.get("refine"))
-        user, assistant, done = await self.db.read(load_exchange, user_turn_id, assistant_id)
+        user, assistant, done, trust = await self.db.read(load_exchange, user_turn_id, assistant_id)
         if user is None or (done and not refine):
+            return
+        target = turn_store(trust)
+        if target is None:
+            log.info("extract #%d (turn %d): said at trust %s, which writes no store: "
+                     "nothing kept", job.id, user.id, trust)  # fmt: skip
             return
         counts: Counter[str] = Counter()
         model, llm_down = await self._model_facts(job, user, assistant, counts, refine=refine)
@@ -112,7 +125,7 @@ class ExtractJob:
             vectors = await self.embed([c.content for c in found])
         judged = None
         if found and not llm_down and self._llm_judges():
-            judged = await self._judge(job, user, found, vectors, counts)
+            judged = await self._judge(job, user, found, vectors, counts, target)
         outcomes = await self.db.write(
             partial(
                 self._store,
@@ -123,6 +136,7 @@ class ExtractJob:
                 judged=judged,
                 refine=refine,
                 owed=llm_down,
+                target=target,
             ),
             user,
             assistant,
@@ -192,11 +206,12 @@ class ExtractJob:
         found: list[Candidate],
         vectors: list[list[float]] | None,
         counts: Counter[str],
+        target: str,
     ) -> judge.Judged | None:
         """One LLM call labelling every (candidate, nearby stored fact) pair; None → the
         heuristic judge decides the whole exchange."""
         offers = await self.db.read(
-            partial(judge.pools, user_id=user.user_id, store_name=STORE, k=self.config.judge_k),
+            partial(judge.pools, user_id=user.user_id, store_name=target, k=self.config.judge_k),
             found,
             vectors,
         )
@@ -246,7 +261,10 @@ class ExtractJob:
         judged: judge.Judged | None,
         refine: bool,
         owed: bool,
+        target: str,
     ) -> list[Outcome]:
+        """target: the store the turn's trust writes (`access.turn_store`); below the owner's,
+        profile fields wait for the owner as proposals, whether typed or spoken."""
         if not refine and store.extracted_from(conn, user.id):
             return []  # a previous run of this job got as far as committing
         if not refine and (
@@ -264,7 +282,7 @@ class ExtractJob:
                 turn_ids=turn_ids,
                 actor=ACTOR,
                 job_id=job.id,
-                store=STORE,
+                store=target,
                 source="llm" if content_hash(cand.content) in from_model else "heuristic",
                 said=user.text,
             )
@@ -282,7 +300,9 @@ class ExtractJob:
             )
 
         # Profile fields heard by voice wait for the user's yes (seed 001 §10): consent holds
-        # them as proposals (or, a benign one corroborated enough, writes it itself).
+        # them as proposals (or, a benign one corroborated enough, writes it itself). Said by
+        # anyone but the owner, they are proposals at best, typed or not (issue 25).
+        owner = target == OWNER_STORE
         held = {
             i
             for i, cand in enumerate(found)
@@ -291,14 +311,17 @@ class ExtractJob:
                 cand,
                 vectors[i] if vectors else None,
                 origin=origin(cand),
-                voice=user.voice,
+                voice=user.voice or not owner,
+                auto=owner,
                 cfg=self.config,
                 policy=self.policy,
                 now=now,
             )
         }
         turn_left = self.config.max_writes_per_turn - added_for_turn(conn, user)
-        day_left = self.config.max_writes_per_day - added_since(conn, user.user_id, now - DAY_S)
+        day_left = self.config.max_writes_per_day - added_since(
+            conn, user.user_id, now - DAY_S, target
+        )
         budget = max(0, min(turn_left, day_left))
         dropped: set[int] = set()
         if len(found) > budget:
@@ -365,20 +388,25 @@ def added_for_turn(conn: Any, user: TurnRecord) -> int:
     return int(row[0])
 
 
-def added_since(conn: Any, user_id: str, since: float) -> int:
-    """Rows the extractor added for the user since `since` (the rolling daily cap)."""
+def added_since(conn: Any, user_id: str, since: float, store_name: str = OWNER_STORE) -> int:
+    """Rows the extractor added for the user to `store_name` since `since` (the rolling daily
+    cap): each trust writes its own store, so each spends its own budget (issue 25)."""
     row = conn.execute(
-        "SELECT COUNT(*) FROM history WHERE user_id = ? AND event = 'ADD' AND actor = ? AND ts > ?",
-        (user_id, ACTOR, since),
+        "SELECT COUNT(*) FROM history h JOIN memories m ON m.id = h.memory_id"
+        " WHERE h.user_id = ? AND h.event = 'ADD' AND h.actor = ? AND h.ts > ? AND m.store = ?",
+        (user_id, ACTOR, since, store_name),
     ).fetchone()
     return int(row[0])
 
 
 def load_exchange(
     conn: Any, user_turn_id: int, assistant_turn_id: int | None
-) -> tuple[TurnRecord | None, TurnRecord | None, bool]:
+) -> tuple[TurnRecord | None, TurnRecord | None, bool, str]:
+    """The exchange, whether it was extracted from, and the trust of the caller who said it
+    (its session's: `conversation.resolve_session`)."""
     user = get_turn(conn, user_turn_id)
     assistant = get_turn(conn, int(assistant_turn_id)) if assistant_turn_id else None
     if assistant is not None and assistant.degraded:
         assistant = None  # an apology says nothing about the user
-    return user, assistant, store.extracted_from(conn, user_turn_id)
+    trust = session_trust(conn, user.session_id) if user is not None else "full"
+    return user, assistant, store.extracted_from(conn, user_turn_id), trust

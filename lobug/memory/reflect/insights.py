@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lobug.conversation import OWNER_TURN
 from lobug.llm.ask import InvalidOutput, strip_reasoning
 from lobug.llm.replies import find_json, json_items
 from lobug.memory import enqueue
@@ -64,7 +65,7 @@ def inputs(conn: Any, user_id: str) -> tuple[list[str], list[str], str]:
     used = 0
     for role, text in conn.execute(
         "SELECT role, text FROM turns WHERE user_id = ? AND role IN ('user', 'assistant')"
-        " ORDER BY id DESC LIMIT 20",
+        f" AND {OWNER_TURN} ORDER BY id DESC LIMIT 20",
         (user_id,),
     ):
         line = f"{'User' if role == 'user' else 'Assistant'}: {' '.join(str(text).split())}"

@@ -196,13 +196,21 @@ def depth(k: int) -> int:
 class BaseMemoryCache:
     """The base memory per user, kept in memory: it is in every prompt and changes rarely.
 
-    Invalidated when a cascade in this process rewrites it; a TTL catches other writers.
+    Invalidated when a cascade in this process rewrites it; a TTL catches other writers. A
+    read that began before an invalidation cannot put what it read back (`generation`): a turn
+    that read the old base while a cascade rewrote it would otherwise cache the old one.
     """
 
     def __init__(self, ttl_s: float = BASE_TTL_S, monotonic: Callable[[], float] = time.monotonic):
         self.ttl_s = ttl_s
         self.monotonic = monotonic
         self._entries: dict[str, tuple[str, float]] = {}
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """Take it before reading the base from the database; hand it to `put`."""
+        return self._generation
 
     def get(self, user_id: str) -> str | None:
         entry = self._entries.get(user_id)
@@ -210,10 +218,12 @@ class BaseMemoryCache:
             return None
         return entry[0]
 
-    def put(self, user_id: str, content: str) -> None:
-        self._entries[user_id] = (content, self.monotonic())
+    def put(self, user_id: str, content: str, generation: int) -> None:
+        if generation == self._generation:  # else the base was rewritten after it was read
+            self._entries[user_id] = (content, self.monotonic())
 
     def invalidate(self, user_id: str | None = None) -> None:
+        self._generation += 1
         if user_id is None:
             self._entries.clear()
         else:

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from lobug.config import MemoryConfig
-from lobug.conversation import CONVERSATION_TURN
+from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import enqueue, prompts
@@ -36,7 +36,7 @@ MAX_BATCH_TURNS = 40
 MAX_BATCH_SUMMARIES = 40
 MAX_TURN_CHARS = 600
 TOP_FACTS = 10
-_ELIGIBLE = CONVERSATION_TURN
+_ELIGIBLE = f"{CONVERSATION_TURN} AND {OWNER_TURN}"
 _LABEL = re.compile(r"^(?:summary|here is the summary)\s*:\s*", re.IGNORECASE)
 
 

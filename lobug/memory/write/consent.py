@@ -127,10 +127,13 @@ def intercept(
     cfg: MemoryConfig,
     policy: WritePolicy,
     now: float,
+    auto: bool = True,
 ) -> bool:
     """Called on each extracted candidate before `reconcile`. True: consent took it (held as a
     proposal, or — a benign field corroborated often enough — written here); do not reconcile
-    it again. False: write it as usual (typed, no profile field, or nothing would change)."""
+    it again. False: write it as usual (typed, no profile field, or nothing would change).
+    auto False (said by someone other than the owner): a proposal at most, never applied without
+    the owner's yes; it neither replaces nor corroborates a pending one."""
     if not voice or cand.kind != "fact":
         return False
     found = detect(cand.content)
@@ -141,9 +144,11 @@ def intercept(
         return True  # a re-run for this turn (the LLM pass after an outage): already decided
     row = _open(conn, origin.user_id, found, now)
     if row is None:
-        if found.name not in _MULTI:
+        if auto and found.name not in _MULTI:  # below the owner: never displaces a proposal
             _replace_older(conn, origin.user_id, found, now)
         row = _propose(conn, cand, found, origin, cfg, now)
+    elif not auto:
+        return True  # below the owner: no corroboration either
     else:
         seen = json.loads(row["turn_ids"])
         if turn is None or turn in seen:
@@ -155,7 +160,7 @@ def intercept(
              now + cfg.consent_days * DAY_S, row["id"]),
         )  # fmt: skip
         row = proposal_row(conn, row["id"])
-    if not found.sensitive and row["signals"] >= cfg.consent_signals:
+    if auto and not found.sensitive and row["signals"] >= cfg.consent_signals:
         _apply(conn, row, vector, actor=AUTO, decision="auto_applied", policy=policy, now=now,
                max_attempts=DEFAULT_ATTEMPTS, job_id=origin.job_id)  # fmt: skip
     return True

@@ -13,7 +13,9 @@ Inside the caller's write transaction, `decide` then `apply`:
      `attributes.superseded_by` the new id, history SUPERSEDE (meta: reason update |
      contradiction, superseded_by, judge llm | heuristic), and a `supersedes` relation edge
      from new to old. Pinned facts are the user's word: never retired, the new fact is added
-     beside them. A candidate that is `same` as one row and replaces others is merged into the
+     beside them; so are confirmed facts, unless the writer is the owner (its store is the
+     private one: a writer below the owner writes its own store and never retires a fact the
+     owner confirmed). A candidate that is `same` as one row and replaces others is merged into the
      first and retires the others (superseded_by = the row it was merged into);
    - `unrelated` to all → **added**.
 
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lobug.access import DEFAULT_STORE_BY_TRUST
 from lobug.memory.graph import relations
 from lobug.memory.graph.entities import extract_entities, link_entities
 from lobug.memory.lifecycle.status import Sql, change_status
@@ -46,6 +49,7 @@ from lobug.memory.write.judge import Judgement, Verdict
 from lobug.memory.write.pii import pii_tags
 
 ACTOR = "extractor"
+OWNER_STORE = DEFAULT_STORE_BY_TRUST["full"]  # only the owner's words are written there
 NEAR_K = judge.NEAR_K  # vector neighbours checked for the distance band
 
 
@@ -171,8 +175,8 @@ def decide(
     retire = tuple(
         j
         for j in verdict.replacing()
-        if not j.row.pinned
-        and j.row.store == origin.store
+        if j.row.store == origin.store
+        and not _protected(conn, j.row, origin)
         and (kept is None or j.row.id != kept.row.id)
     )
     if kept is not None and kept.row.store == origin.store:
@@ -180,6 +184,18 @@ def decide(
     if retire:
         return Plan("supersede", retire=retire, neighbours=tuple(neighbours))
     return Plan("add", neighbours=tuple(neighbours))
+
+
+def _protected(conn: Any, row: store.MemoryRow, origin: Origin) -> bool:
+    """A fact no candidate retires: a pinned one (the user's word), or a confirmed one (decay
+    rate 0) unless the owner's own words replace it (issue 25: a writer below the owner never
+    rewrites what the owner confirmed). The new fact is added beside it."""
+    if row.pinned:
+        return True
+    if origin.store == OWNER_STORE:
+        return False
+    got = conn.execute("SELECT decay_rate FROM memories WHERE id = ?", (row.id,)).fetchone()
+    return got is not None and got[0] == 0
 
 
 def apply(

@@ -9,6 +9,8 @@ import pytest
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, facts_json
 
+from lobug import conversation as turns
+from lobug.memory.search import prompt as prompt_search
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import count_unincorporated, count_unsummarized
@@ -232,3 +234,46 @@ async def test_long_cascade_boundary_and_failure_changes_nothing(
     await check()
     assert await mem.db.read(count_unincorporated, "default") == 10
     assert mem.value("SELECT content FROM base_memory") == BASE
+
+
+async def test_a_turn_that_read_the_base_before_a_rewrite_does_not_cache_the_old_one(
+    mem: MemoryEnv, monkeypatch: Any
+) -> None:
+    """Issue 25 finding 19: the turn reads the (empty) base, a cascade rewrites it and
+    invalidates the cache, then the turn would put what it read in the cache for 30 s."""
+    service = mem.service
+    read_context = prompt_search.context
+
+    async def rewritten_while_read(*args: Any, **kwargs: Any) -> Any:
+        got = await read_context(*args, **kwargs)  # the old (empty) base was read
+        await mem.db.write(
+            lambda c: base_memory.set_base(
+                c, "default", "User Profile:\n- Alex", now=2.0, actor="cascade", meta={}
+            )
+        )
+        service.base_cache.invalidate("default")  # what the cascade's on_base_written does
+        return got
+
+    monkeypatch.setattr(prompt_search, "context", rewritten_while_read)
+    first = await service.prompt_sections(user_id="default", session_id="s", text="hi")
+    assert first.stable == []  # this turn saw the old base; fine
+    monkeypatch.setattr(prompt_search, "context", read_context)
+    second = await service.prompt_sections(user_id="default", session_id="s", text="hi")
+    assert second.stable == ["[Long-term memory]\nUser Profile:\n- Alex"]
+
+
+async def test_a_strangers_words_never_reach_the_summaries(mem: MemoryEnv) -> None:
+    """Issue 25: turns of a session below the owner's trust are not summarised (so never reach
+    the base memory every owner prompt carries)."""
+
+    def stranger_turns(conn: Any) -> None:
+        sid = turns.resolve_session(
+            conn, device_id="lan", session_id=None, now=1.0, idle_s=60, trust="public"
+        )
+        for i in range(40):
+            turns.insert_turn(conn, session_id=sid, role="user", text=f"I am Eve {i}", ts=1.0 + i)
+
+    await mem.db.write(stranger_turns)
+    assert await mem.db.read(count_unsummarized, "default") == 0
+    await messages(mem, 3)
+    assert await mem.db.read(count_unsummarized, "default") == 3
