@@ -15,10 +15,12 @@ class MemoryHooks(Protocol):
         session_id: str,
         text: str,
         stores: tuple[str, ...],
+        categories: frozenset[str] | None = None,
         window_start: float | None = None,
     ) -> tuple[list[str], list[str]]:
         """Rendered prompt sections ([Long-term memory], delta, [Relevant memories]) drawn
-        from `stores` only (the caller's trust), as (stable, this turn's): the stable ones
+        from `stores` only (the caller's trust) and `categories` (its allowlist; None: all;
+        the owner's is both unrestricted), as (stable, this turn's): the stable ones
         go before the conversation, this turn's right before the user's new words
         (lobug.chat.prompt). `window_start`: when the oldest message the working memory holds
         was said (None: it holds the whole session), so memories the conversation in view
@@ -53,6 +55,7 @@ class NoMemory:
         session_id: str,
         text: str,
         stores: tuple[str, ...],
+        categories: frozenset[str] | None = None,
         window_start: float | None = None,
     ) -> tuple[list[str], list[str]]:
         return [], []

@@ -126,6 +126,7 @@ class ChatService:
         session_id: str | None = None,
         voice: bool = False,
         stores: Sequence[str] = STORES,
+        categories: frozenset[str] | None = None,
         instructions: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -135,7 +136,9 @@ class ChatService:
         returns, so an unreachable LLM is an LLMUnavailable here, before anything was sent.
         The reply is committed when the stream ends (`StreamedTurn.finish`).
 
-        `instructions`: the client app's own system prompt, added as a prompt section."""
+        `categories`: the caller's category allowlist (None: every category), which the
+        prompt's memories keep to like /v1's. `instructions`: the client app's own system
+        prompt, added as a prompt section."""
         extra = [f"[Instructions from the client app]\n{instructions}"] if instructions else []
         lane = self.llm.lane
         lane.enter()  # left when the stream is committed, however it ends
@@ -146,6 +149,7 @@ class ChatService:
                 session_id=session_id,
                 voice=voice,
                 stores=stores,
+                categories=categories,
                 reply_format=PROSE_FORMAT,
                 extra_sections=extra,
             )
@@ -185,6 +189,7 @@ class ChatService:
         session_id: str | None,
         voice: bool = False,
         stores: Sequence[str] = STORES,
+        categories: frozenset[str] | None = None,
         reply_format: str = REPLY_FORMAT,
         extra_sections: Sequence[str] = (),
     ) -> tuple[TurnRecord, list[Message]]:
@@ -203,6 +208,7 @@ class ChatService:
             session_id=user.session_id,
             text=text,
             stores=tuple(stores),
+            categories=categories,
             window_start=self.working_memory.window_start(user.session_id),
         )
         sensor_line = await self.sensors.summary(device_id)

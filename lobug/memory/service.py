@@ -213,6 +213,7 @@ class MemoryService:
         session_id: str,
         text: str,
         stores: tuple[str, ...] = STORES,
+        categories: frozenset[str] | None = None,
         window_start: float | None = None,
     ) -> prompt.Sections:
         """[Long-term memory], what is always known (context `all`), the delta header,
@@ -222,10 +223,12 @@ class MemoryService:
         `stores`: what the caller's device may draw on (lobug.api.auth). The base memory, the
         delta header and the proposals are distilled from everything, the private store
         included, so only the owner's devices get them; a device of lower trust gets the
-        facts of its stores, and one with none (a stranger on the LAN) no memory at all."""
-        if not stores:
+        facts of its stores, and one with none (a stranger on the LAN) no memory at all.
+        `categories`: the caller's allowlist (None: every category); a caller held to some
+        categories is not the owner either, and gets only the facts of those (issue 25)."""
+        if not stores or categories == frozenset():
             return prompt.Sections([], [])
-        owner = set(STORES) <= set(stores)
+        owner = set(STORES) <= set(stores) and categories is None
         generation = self.base_cache.generation
         base = self.base_cache.get(user_id) if owner else ""
         header = None
@@ -241,6 +244,7 @@ class MemoryService:
                 window_start=window_start,
                 now=now,
                 stores=stores,
+                categories=categories,
             )
             to_confirm = partial(
                 consent.to_confirm, user_id=user_id, session_id=session_id, now=now

@@ -52,12 +52,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     wanted = shapes.parse_chat_request(body, max_instruction_chars=config.chat.max_text_chars)
     _check_model(request, wanted.model)
     session_id = request.headers.get(SESSION_HEADER) or wanted.user
+    principal = principal_of(request)
     try:
         turn = await chat.stream_turn(
             wanted.text,
             device_id=DEVICE_ID,
             session_id=session_id,
-            stores=STORES_BY_TRUST[principal_of(request).trust],
+            stores=STORES_BY_TRUST[principal.trust],
+            categories=app[keys.ACCESS].policy.allowed(principal),
             instructions=wanted.instructions,
             temperature=wanted.temperature,
             max_tokens=wanted.max_tokens,

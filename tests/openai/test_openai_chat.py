@@ -8,10 +8,11 @@ from typing import Any
 
 import openai
 import pytest
-from api_kit import TOKENS, App, make_app
+from api_kit import PLANNER, TOKENS, App, make_app
 from memory_kit import drain
 
 from lobug import keys
+from lobug.memory.summaries import base_memory
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -150,6 +151,30 @@ async def test_a_memory_is_retrieved_into_the_prompt_by_trust(
     ) as stranger:
         await stranger.chat.completions.create(model="lobug", messages=question)  # type: ignore[arg-type]
     assert "4417" not in prompt_of(state.chat_calls()[-1])
+
+
+async def test_an_agents_category_allowlist_holds_in_its_prompt(app: App, ollama: Any) -> None:
+    """Issue 25 finding 4: the `planner` (full trust, goals/tasks/projects) gets neither the bank
+    PIN, a health fact nor the base memory through the OpenAI door, as /v1 and MCP refuse them."""
+    state, _ = ollama
+    memory = app.client.app[keys.MEMORY]
+    assert memory is not None
+    await app.remember("The user's bank PIN is 4417.", store="private")
+    await app.remember("The user is allergic to latex.", store="private", category="health")
+    await app.remember("The user plans to repaint the shed.", store="private", category="tasks")
+    profile = "User Profile:\n- Alex, bank PIN 4417"
+    await app.client.app[keys.DB].write(
+        lambda c: base_memory.set_base(c, "default", profile, now=1.0, actor="test", meta={})
+    )
+    await drain(app.db_path, memory.clock)
+    question = [{"role": "user", "content": "my bank PIN, my latex allergy and the shed plan?"}]
+    async with openai.AsyncOpenAI(
+        base_url=str(app.client.make_url("/v1")), api_key=PLANNER, max_retries=0
+    ) as planner:
+        await planner.chat.completions.create(model="lobug", messages=question)  # type: ignore[arg-type]
+    prompt = prompt_of(state.chat_calls()[-1]).rsplit("\n\n", 1)[0]  # not the question
+    assert "repaint the shed" in prompt
+    assert "4417" not in prompt and "latex" not in prompt and "Long-term memory" not in prompt
 
 
 async def test_errors_have_openais_shape(app: App, ai: openai.AsyncOpenAI) -> None:

@@ -261,15 +261,17 @@ def context_plan(
     window_start: float | None,
     now: float,
     stores: tuple[str, ...] = STORES,
+    categories: Collection[str] | None = None,
 ) -> search.Plan:
     """The prompt's search: facts only, above the similarity floor, not what the working
     memory still holds of this session (learned since `window_start`; None: all of it), in
-    the caller's `stores`. It ranks `depth(k)` facts: `pick_relevant` cuts them to `k` by the
+    the caller's `stores` and `categories` (None: all). It ranks `depth(k)` facts: `pick_relevant` cuts them to `k` by the
     categories' context modes."""
     req = QueryRequest(
         text=text,
         kinds=("fact",),
         stores=stores,
+        categories=None if categories is None else tuple(sorted(categories)),
         # Archived facts answer when they match best; replaced ones are not the truth now.
         filters=QueryFilters(user_id=user_id, superseded=False),
         top_k=depth(k),
