@@ -63,6 +63,12 @@ class FakeOllamaState:
         messages = self.chat_calls()[index]["body"]["messages"]
         return str(messages[0]["content"]) + "\n\n" + str(messages[-1]["content"])
 
+    def conversation(self, index: int = -1) -> list[str]:
+        """The conversation a device turn's prompt shows, as said: the window's messages, the
+        last one without this turn's context block before the user's words."""
+        said = [str(m["content"]) for m in self.chat_calls()[index]["body"]["messages"][1:]]
+        return [*said[:-1], said[-1].rsplit("\n\n", 1)[-1]] if said else []
+
     def chat_calls(self) -> list[dict[str, Any]]:
         """The device turns' chat calls (memory jobs' calls are in `memory_calls`)."""
         return [r for r in self._all_chats() if _task(r["body"]) is None]

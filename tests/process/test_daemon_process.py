@@ -48,15 +48,13 @@ async def test_serve_sigterm_restart_keeps_turns_and_working_memory(
         "POST", "/chat/text", json={"text": "what is my cat called", "session_id": "s-keep"}
     )
     assert status == 200
-    messages = state.chat_calls()[-1]["body"]["messages"]
-    assert [m["content"] for m in messages[1:]] == [
+    assert state.conversation() == [
         "my cat is Tom",
         "You said: my cat is Tom",
         "what is my cat called",
     ]
-    assert (
-        "[Current physical state: Device orientation: face_up, battery 80%]"
-        in messages[0]["content"]
+    assert "[Current physical state: Device orientation: face_up, battery 80%]" in (
+        state.prompt_text()
     )
     assert await again.terminate() == 0
 

@@ -57,12 +57,11 @@ async def test_memories_and_working_memory_survive_a_restart(
     )
     assert status == 200
     assert_valid("chat_text.response", body)
-    messages = state.chat_calls()[-1]["body"]["messages"]
     # The deque came back from the log; the fact is not repeated as a relevant memory of the
     # session that said it (the deque holds that), the delta header tells it was learned.
-    assert [m["content"] for m in messages[1:]] == [first, f"You said: {first}", ASK_ALEX]
-    assert "[Relevant memories]" not in messages[0]["content"]
-    assert f"+created: [personal] {ALEX}" in messages[0]["content"]
+    assert state.conversation() == [first, f"You said: {first}", ASK_ALEX]
+    assert "[Relevant memories]" not in state.prompt_text()
+    assert f"+created: [personal] {ALEX}" in state.prompt_text()
     # Another conversation gets it from the memory store.
     status, body = await again.request(
         "POST", "/chat/text", json={"text": ASK_ALEX, "session_id": "s-other"}
