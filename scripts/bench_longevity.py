@@ -55,7 +55,7 @@ from fake_ollama import MEMORY_DEFAULTS, FakeOllamaState, build_app  # noqa: E40
 
 from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.config import load_config  # noqa: E402
-from lobug.memory.prompts import task_of  # noqa: E402
+from lobug.memory.prompts import SHARED_TASKS, task_of  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
 
 DAY = 86_400.0
@@ -244,6 +244,8 @@ class Brain:
             return json.dumps({"action": "RESPOND", "response": "Noted."})
         self.calls[task] = self.calls.get(task, 0) + 1
         first_user = next(m["content"] for m in messages if m["role"] == "user")
+        if task in SHARED_TASKS:  # the exchange or the pairs after the task's line
+            first_user = first_user.split("\n", 1)[-1]
         if task == "extract":
             line = first_user.split("\n")[0]
             found = [f for f in FACTS if f.said in line]

@@ -17,7 +17,7 @@ from fake_ollama import MEMORY_DEFAULTS
 from lobug import conversation as turns
 from lobug.config import Config
 from lobug.conversation import TurnRecord
-from lobug.memory.prompts import task_of
+from lobug.memory.prompts import SHARED_TASKS, task_of
 from lobug.memory.service import MemoryService
 from lobug.storage.database import Database
 from lobug.workers.runner import JobRunner
@@ -53,6 +53,8 @@ class Script:
             return json.dumps({"action": "RESPOND", "response": f"You said: {last_user}"})
         self.seen.setdefault(task, []).append(messages)
         first_user = next(m["content"] for m in messages if m["role"] == "user")
+        if task in SHARED_TASKS:  # the exchange or the pairs after the task's line
+            first_user = first_user.split("\n", 1)[-1]
         return getattr(self, task)(first_user)
 
 

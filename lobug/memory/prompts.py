@@ -10,11 +10,16 @@ from collections.abc import Sequence
 
 Message = dict[str, str]
 
-EXTRACTION_SYSTEM = """\
-You extract long-term memories about the user from one exchange between the user and Lo-Bug, \
-their voice assistant.
+# Extraction and judging, the two calls memory makes for every exchange, share one system
+# message and differ only in the user message (issue 22): a model server that keeps the last
+# prompt's cache (Ollama, llama.cpp: one slot) re-reads only the exchange or the pairs, not the
+# instructions, however the two alternate. The task is named on the user message's first line.
+MEMORY_SYSTEM = """\
+You keep the long-term memory about the user for Lo-Bug, their voice assistant. Each request \
+names its task on its first line; follow that task's rules only.
 
-Rules:
+Task "extract": extract long-term memories about the user from one exchange between the user \
+and Lo-Bug.
 - Write every fact as a standalone sentence in the third person about "the user", \
 understandable without the conversation: "The user's name is Alex.", "The user works at NASA."
 - Be selective. Keep what is worth remembering next week: who the user is, people and pets in \
@@ -26,7 +31,22 @@ something) is one item of type "procedural", written as numbered imperative step
 "How the user likes to make coffee: 1) grind the beans; 2) pour slowly."
 - "type" is one of: personal, preference, knowledge, event, procedural.
 - Output only a JSON array, no commentary: [{"fact": "...", "type": "personal"}]. \
-Output [] when nothing is worth remembering."""
+Output [] when nothing is worth remembering.
+
+Task "judge": compare new facts about the user with facts already stored in the memory, and \
+label the pairs you are given.
+- "same": both say the same thing, perhaps in other words or with a small detail added.
+- "update": the new fact replaces the stored one because something changed: "The user now \
+drives a Tesla." after "The user drives a Honda.".
+- "contradiction": both cannot be true at once; the new fact is the one to believe.
+- "unrelated": they are about different things, or both can be true together.
+- Output only a JSON array with one object per pair that is same, update or contradiction, no \
+commentary: [{"new": 1, "stored": 12, "label": "update"}]. "new" is the new fact's number and \
+"stored" the stored fact's number, exactly as given. Leave out the unrelated pairs; output [] \
+when every pair is unrelated."""
+
+EXTRACT_TASK = 'Task "extract". The exchange:'
+JUDGE_TASK = 'Task "judge". The pairs:'
 
 EXTRACTION_REMINDER = (
     "That was not a valid answer. Reply again with only the JSON array and nothing else, e.g. "
@@ -67,36 +87,17 @@ DISTILL_REMINDER = (
 
 DISTILL_HEADINGS = ("User Profile", "Preferences", "Ongoing Topics", "Key History")
 
-JUDGE_SYSTEM = """\
-You compare new facts about the user with facts already stored in the memory of Lo-Bug, their \
-voice assistant, and label each pair you are given.
-
-Labels:
-- "same": both say the same thing, perhaps in other words or with a small detail added.
-- "update": the new fact replaces the stored one because something changed: "The user now \
-drives a Tesla." after "The user drives a Honda.".
-- "contradiction": both cannot be true at once; the new fact is the one to believe.
-- "unrelated": they are about different things, or both can be true together.
-
-Output only a JSON array with one object per pair, no commentary: \
-[{"new": 1, "stored": 12, "label": "update"}]. "new" is the new fact's number and "stored" the \
-stored fact's number, exactly as given."""
-
 JUDGE_REMINDER = (
-    "That was not a valid answer. Reply again with only the JSON array, one object per pair, "
-    'e.g. [{"new": 1, "stored": 12, "label": "same"}]. Labels: same, update, contradiction, '
-    "unrelated. No prose, no code fences."
+    "That was not a valid answer. Reply again with only the JSON array, one object per pair "
+    'that is not unrelated, e.g. [{"new": 1, "stored": 12, "label": "same"}], or [] when every '
+    "pair is unrelated. Labels: same, update, contradiction. No prose, no code fences."
 )
 
 ASSISTANT_NAME = "Lo-Bug"
 
 # How the prompts are told apart (the fake Ollama and tests route on it).
-TASKS = {
-    "extract": EXTRACTION_SYSTEM[:40],
-    "summarize": SUMMARY_SYSTEM[:40],
-    "distill": DISTILL_SYSTEM[:40],
-    "judge": JUDGE_SYSTEM[:40],
-}
+TASKS = {"summarize": SUMMARY_SYSTEM[:40], "distill": DISTILL_SYSTEM[:40]}  # by system message
+SHARED_TASKS = {"extract": EXTRACT_TASK, "judge": JUDGE_TASK}  # by the user message's first line
 
 
 def fact_extraction_messages(user_text: str, assistant_text: str | None) -> list[Message]:
@@ -104,8 +105,8 @@ def fact_extraction_messages(user_text: str, assistant_text: str | None) -> list
     if assistant_text:
         exchange += f"\n{ASSISTANT_NAME}: {assistant_text}"
     return [
-        {"role": "system", "content": EXTRACTION_SYSTEM},
-        {"role": "user", "content": exchange},
+        {"role": "system", "content": MEMORY_SYSTEM},
+        {"role": "user", "content": f"{EXTRACT_TASK}\n{exchange}"},
     ]
 
 
@@ -142,15 +143,15 @@ def judge_messages(
         lines.append(f"New fact {number}: {text}")
         lines.extend(f"  stored {memory_id}: {old}" for memory_id, old in stored)
     return [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": "\n".join(lines)},
+        {"role": "system", "content": MEMORY_SYSTEM},
+        {"role": "user", "content": "\n".join([JUDGE_TASK, *lines])},
     ]
 
 
 def task_of(messages: Sequence[Message]) -> str | None:
     """`extract`, `summarize`, `distill` or `judge` for a memory prompt; None for anything else."""
     system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-    for task, opening in TASKS.items():
-        if system.startswith(opening):
-            return task
-    return None
+    if system == MEMORY_SYSTEM:
+        asked = next((m.get("content", "") for m in messages if m.get("role") == "user"), "")
+        return next((t for t, line in SHARED_TASKS.items() if asked.startswith(line)), None)
+    return next((task for task, opening in TASKS.items() if system.startswith(opening)), None)

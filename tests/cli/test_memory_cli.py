@@ -121,7 +121,7 @@ async def test_import_stores_extracts_embeds_and_reports_bad_lines(
     facts = [r[0] for r in query(db_path, "SELECT content FROM memories ORDER BY id")]
     assert facts == [ALEX, TEA, JAZZ]
     # The exchange was extracted as a pair; the lone user lines on their own.
-    prompts = [m[1]["content"] for m in script.seen["extract"]]
+    prompts = [m[1]["content"].split("\n", 1)[1] for m in script.seen["extract"]]
     assert "User: My name is Alex and I work at NASA\nLo-Bug: Nice to meet you, Alex." in prompts
     assert "User: I listen to jazz while cooking" in prompts
     sources = query(db_path, "SELECT turn_id FROM memory_sources WHERE memory_id = 1")

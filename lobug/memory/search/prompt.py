@@ -265,8 +265,8 @@ def context_plan(
 ) -> search.Plan:
     """The prompt's search: facts only, above the similarity floor, not what the working
     memory still holds of this session (learned since `window_start`; None: all of it), in
-    the caller's `stores` and `categories` (None: all). It ranks `depth(k)` facts: `pick_relevant` cuts them to `k` by the
-    categories' context modes."""
+    the caller's `stores` and `categories` (None: all). It ranks `depth(k)` facts:
+    `pick_relevant` cuts them to `k` by the categories' context modes."""
     req = QueryRequest(
         text=text,
         kinds=("fact",),

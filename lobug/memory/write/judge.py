@@ -12,9 +12,12 @@ compared are the active ones and the archived ones no newer statement replaced y
 archives idle facts, which stay findable; an update must still mark them superseded); `same`
 merges into an active fact only.
 
-**The LLM judge** labels every pair of one exchange in one call: for each new fact its
+**The LLM judge** labels the pairs of one exchange in one call: for each new fact its
 `memory.judge_k` nearest stored facts of the same user and store — the ones with its fact key
 first (the likeliest contradictions), then its vector (KNN) and BM25 neighbours, interleaved.
+It is asked to leave the unrelated pairs out (issue 22: on a Pi every label written costs
+seconds, and most pairs offered are unrelated); a pair it leaves out goes to the heuristic
+judge, which finds most unrelated too, so "[]" costs two tokens instead of a label per pair.
 Its answer is parsed defensively (`parse_labels`): a label outside the four, or a pair that was
 not offered, is dropped and that pair goes to the heuristic judge; an answer with no usable
 label at all is invalid (one reminder, then the heuristic judge for the whole exchange).

@@ -17,6 +17,7 @@ from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, memory
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import HashingEmbedder
 from lobug.memory.extract.llm import Candidate, parse_facts
+from lobug.memory.prompts import EXTRACT_TASK
 from lobug.memory.store.rows import counters, history_of
 from lobug.workers import queue
 
@@ -306,4 +307,4 @@ async def test_a_degraded_turn_is_extracted_from_the_user_text_later(
         (TEA, 1)
     ]
     # The apology is not part of what the model was shown.
-    assert script.seen["extract"][-1][1]["content"] == "User: I like green tea"
+    assert script.seen["extract"][-1][1]["content"] == f"{EXTRACT_TASK}\nUser: I like green tea"

@@ -263,7 +263,9 @@ async def test_one_call_labels_the_whole_exchange() -> None:
     assert answer.for_candidate(0) == {12: "update"} and answer.for_candidate(1) == {}
     (messages,) = fake.calls
     assert prompts.task_of(messages) == "judge"
+    assert messages[0]["content"] == prompts.MEMORY_SYSTEM  # shared with extraction: cached
     assert messages[1]["content"] == (
+        f"{prompts.JUDGE_TASK}\n"
         "New fact 1: The user drives a Tesla.\n"
         f"  stored 12: {HONDA}\n"
         "  stored 7: The user drives to work.\n"
