@@ -59,6 +59,10 @@ from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import contradicts, key_string
 
 SAME, UPDATE, CONTRADICTION, UNRELATED = "same", "update", "contradiction", "unrelated"
+# A vector neighbour farther than this (cosine distance; similarity below 0.5) is about
+# something else: asking the model about it costs a Pi seconds of prefill for an "unrelated"
+# (issue 22). Neighbours by fact key or shared rare words are offered at any distance.
+JUDGE_MAX_DISTANCE = 0.5
 LABELS = (SAME, UPDATE, CONTRADICTION, UNRELATED)
 REPLACING = (UPDATE, CONTRADICTION)
 LLM, HEURISTIC = "llm", "heuristic"
@@ -269,8 +273,8 @@ def offered(
     k: int,
 ) -> list[tuple[MemoryRow, float | None]]:
     """The candidate's k nearest stored facts for the LLM judge: same fact key first, then
-    KNN and BM25 neighbours interleaved. Nothing for an exact repeat (reconcile's first check
-    settles it) or a non-fact."""
+    KNN neighbours within JUDGE_MAX_DISTANCE and BM25 neighbours, interleaved. Nothing for an
+    exact repeat (reconcile's first check settles it) or a non-fact."""
     if k <= 0 or cand.kind != "fact":
         return []
     if store.active_by_hash(conn, user_id, content_hash(cand.content), store=store_name):
@@ -279,8 +283,9 @@ def offered(
     near: list[int] = []
     if vector is not None:
         for neighbour, distance in knn.nearest_facts(conn, vector, user_id=user_id, k=k):
-            near.append(neighbour.id)
             distances[neighbour.id] = distance
+            if distance <= JUDGE_MAX_DISTANCE:
+                near.append(neighbour.id)
     lexical = text_ranks(conn, cand.content, k, flt=_lexical(user_id, cand))
     key = key_string(cand.content)
     ranked = _key_rows(conn, key, user_id, store_name) if key else []
