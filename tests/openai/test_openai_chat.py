@@ -3,32 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import openai
 import pytest
-from api_kit import PLANNER, TOKENS, App, make_app
+from api_kit import PLANNER, TOKENS, App
 from memory_kit import drain
 
 from lobug import keys
 from lobug.memory.summaries import base_memory
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def app(make_client: Callable[..., Any]) -> App:
-    return await make_app(make_client)
-
-
-@pytest.fixture
-async def ai(app: App) -> AsyncIterator[openai.AsyncOpenAI]:
-    """The real client, pointed at the test server as a user would point it at Lo-Bug."""
-    async with openai.AsyncOpenAI(
-        base_url=str(app.client.make_url("/v1")), api_key=TOKENS["full"], max_retries=0
-    ) as client:
-        yield client
 
 
 def turn_rows(app: App) -> list[tuple[str, str, str | None, int, str]]:

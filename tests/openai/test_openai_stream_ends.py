@@ -8,13 +8,13 @@ import json
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import aiohttp
 import openai
 import pytest
-from api_kit import TOKENS, App, make_app
+from api_kit import TOKENS, App
 from faultkit import DaemonPool, db_rows
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,11 +26,6 @@ pytestmark = pytest.mark.timeout(90)
 # (a few MB on loopback): the daemon's writes must come to wait for the client.
 BIG_REPLY = " ".join(["x" * 8000] * 1000)
 ASK = {"model": "lobug", "stream": True, "messages": [{"role": "user", "content": "tell all"}]}
-
-
-@pytest.fixture
-async def app(make_client: Callable[..., Any]) -> App:
-    return await make_app(make_client)
 
 
 @pytest.fixture
@@ -55,14 +50,6 @@ def stalled() -> Iterator[Callable[..., socket.socket]]:
     yield connect
     for sock in opened:
         sock.close()
-
-
-@pytest.fixture
-async def ai(app: App) -> AsyncIterator[openai.AsyncOpenAI]:
-    async with openai.AsyncOpenAI(
-        base_url=str(app.client.make_url("/v1")), api_key=TOKENS["full"], max_retries=0
-    ) as client:
-        yield client
 
 
 def assistant_rows(rows: list[Any]) -> list[tuple[int, int]]:

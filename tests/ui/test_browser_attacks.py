@@ -11,17 +11,13 @@ machine (`api.allow_loopback`, the default), as the owner's own browser would be
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 from daemon_proc import Daemon
-from ui_kit import chromium, propose
-
-from lobug.app import open_database
-from lobug.config import load_config
+from ui_kit import chromium, daemon_with_a_proposal
 
 FACT = "The user's garage door code is 8642."
 ATTACK = """<!doctype html><title>cute cats</title>
@@ -45,15 +41,7 @@ ATTACK = """<!doctype html><title>cute cats</title>
 
 @pytest.fixture
 async def daemon(tmp_path: Path, ollama: tuple[Any, str]) -> Any:
-    proc = Daemon(tmp_path / "data", ollama_url=ollama[1])  # loopback is the owner
-    config = load_config(None, env={k: v for k, v in proc.env.items() if k.startswith("LOBUG_")})
-    db = open_database(config)
-    try:
-        db.write_sync(partial(propose, config=config, now=1_750_000_000.0 + 10**8),
-                      ["The user's name is Sam."])  # fmt: skip
-    finally:
-        db.close_sync()
-    await proc.start()
+    proc = await daemon_with_a_proposal(tmp_path / "data", ollama[1])  # loopback: owner
     yield proc
     await proc.terminate()
 

@@ -10,16 +10,12 @@ it). Without chromium the test is skipped on a workstation and FAILS under CI (C
 from __future__ import annotations
 
 import os
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from daemon_proc import Daemon
-from ui_kit import chromium, propose
-
-from lobug.app import open_database
-from lobug.config import load_config
+from ui_kit import chromium, daemon_with_a_proposal
 
 TOKEN = "owner-token-0123456789abcdef"
 FACT = "The user's sister Ana lives in Lisbon."
@@ -33,15 +29,7 @@ async def daemon(tmp_path: Path, ollama: tuple[Any, str]) -> Any:
     """A daemon that trusts no one without a token (a browser on the LAN), one proposal
     already heard by voice."""
     env = {"LOBUG_API_ALLOW_LOOPBACK": "false", "LOBUG_API_TOKENS": f"{TOKEN}:full:supervisor"}
-    proc = Daemon(tmp_path / "data", ollama_url=ollama[1], env=env)
-    config = load_config(None, env={k: v for k, v in proc.env.items() if k.startswith("LOBUG_")})
-    db = open_database(config)
-    try:
-        db.write_sync(partial(propose, config=config, now=1_750_000_000.0 + 10**8),
-                      ["The user's name is Sam."])  # fmt: skip
-    finally:
-        db.close_sync()
-    await proc.start()
+    proc = await daemon_with_a_proposal(tmp_path / "data", ollama[1], env)
     yield proc
     await proc.terminate()
 

@@ -8,12 +8,16 @@ import json
 import os
 import re
 import shutil
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
+from daemon_proc import Daemon
 
 from lobug import conversation as turns
-from lobug.config import Config
+from lobug.app import open_database
+from lobug.config import Config, load_config
 from lobug.memory import settings
 from lobug.memory.store.rows import link_sources
 from lobug.memory.write import consent
@@ -76,3 +80,19 @@ def propose(conn: Any, facts: list[str], *, config: Config, now: float) -> list[
                                  now=now)  # fmt: skip
         assert held, fact
     return [r[0] for r in conn.execute("SELECT id FROM proposals ORDER BY id")]
+
+
+async def daemon_with_a_proposal(
+    data_dir: Path, ollama_url: str, env: dict[str, str] | None = None
+) -> Daemon:
+    """A started daemon whose database holds one pending proposal ("The user's name is
+    Sam."), proposed before it started (so the browser has something to accept)."""
+    proc = Daemon(data_dir, ollama_url=ollama_url, env=env)
+    config = load_config(None, env={k: v for k, v in proc.env.items() if k.startswith("LOBUG_")})
+    db = open_database(config)
+    try:
+        db.write_sync(partial(propose, config=config, now=1_750_000_000.0 + 10**8),
+                      ["The user's name is Sam."])  # fmt: skip
+    finally:
+        db.close_sync()
+    return await proc.start()
