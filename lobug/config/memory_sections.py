@@ -73,7 +73,10 @@ class MemoryConfig:
         default=3, ge=1, le=100, description="new memories per exchange at most (seed 001 §13)..."
     )
     max_writes_per_day: int = Field(
-        default=100, ge=1, le=1_000_000, description="...and per user per rolling day"
+        default=100,
+        ge=1,
+        le=1_000_000,
+        description="...and per user and store per rolling day (a stranger spends its own)",
     )
     judge_k: int = Field(
         default=3,
