@@ -45,8 +45,10 @@ STORES_BY_TRUST: Mapping[str, tuple[str, ...]] = MappingProxyType(
 DEFAULT_STORE_BY_TRUST: Mapping[str, str] = MappingProxyType(
     {"full": "private", "inner": "shared", "familiar": "social", "public": "social"}
 )
+OWNER_STORE = DEFAULT_STORE_BY_TRUST["full"]  # only the owner's words are written there
 LOCAL_AGENT = "local"  # loopback clients without a token
 CLI_AGENT = "cli"
+MCP_AGENT = "mcp"  # `lobug mcp` over stdio
 CONTEXT_MODES = ("all", "rag", "none")  # "none": only on explicit request (seed 001 §12)
 UNCATEGORIZED = "general"
 WILDCARD = "*"

@@ -15,12 +15,10 @@ from lobug.llm.ollama_chat import OllamaChat
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.storage.database import Database
+from lobug.storage.sqlite import MIB, MIN_FREE_BYTES, pages_in_use
 from lobug.workers import queue
 
 EMBEDDING_WAIT_S = 0.1
-MIB = 1024 * 1024
-# Below this much free disk, SQLite may not append to the WAL or checkpoint (as `lobug doctor`).
-DISK_FULL_BYTES = 50 * MIB
 # Fewer free pages than this under storage.max_page_count and a long turn's write (its text,
 # FTS and index entries) no longer fits.
 PAGE_SLACK = 8
@@ -118,15 +116,14 @@ def storage_problem(conn: Any, path: Path, max_pages: int) -> str | None:
     """Why writes fail for want of space, or None: the disk under the database, then the
     database's page budget (`storage.max_page_count`, 0 = none)."""
     free = shutil.disk_usage(path.parent).free
-    if free < DISK_FULL_BYTES:
+    if free < MIN_FREE_BYTES:
         return (
             f"the disk holding the database is full ({free / MIB:.0f} MiB free at {path.parent},"
-            f" SQLite needs {DISK_FULL_BYTES // MIB} MiB): writes answer 503 storage_full until"
+            f" SQLite needs {MIN_FREE_BYTES // MIB} MiB): writes answer 503 storage_full until"
             " space is freed"
         )
     if max_pages > 0:
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        used = pages - conn.execute("PRAGMA freelist_count").fetchone()[0]
+        used = pages_in_use(conn)
         if max_pages - used < PAGE_SLACK:
             return (
                 f"the database is full ({used} of storage.max_page_count {max_pages} pages in"

@@ -13,11 +13,10 @@ import asyncio
 import sys
 from typing import Any
 
-from lobug.access import AccessControl, Principal, cli_principal
+from lobug.access import MCP_AGENT, AccessControl, Principal, cli_principal
 from lobug.cli.main import EXIT_OK, EXIT_USAGE
 from lobug.config import Config
 
-MCP_AGENT = "mcp"
 EMBED_WAIT_S = 10.0  # after a write, make its vector now (no daemon may be running), this long
 
 

@@ -17,12 +17,10 @@ from lobug.ops.backup import verify
 from lobug.ops.lock import is_locked
 from lobug.speech.transcriber import Transcriber
 from lobug.storage.migrations import MIGRATIONS
-from lobug.storage.sqlite import Error, capabilities, connect
+from lobug.storage.sqlite import MIB, MIN_FREE_BYTES, Error, capabilities, connect, pages_in_use
 from lobug.storage.vectors import embedding_state
 
-MIB = 1024 * 1024
 DISK_WARN_BYTES = 500 * MIB  # a few days of journald and WAL growth on a busy Pi
-DISK_FAIL_BYTES = 50 * MIB  # SQLite needs room for the WAL and a checkpoint to write at all
 STALE_PENDING_S = 3600.0  # a job ready this long without running: the workers are stuck
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "FAIL", "skip"
@@ -316,10 +314,9 @@ def _queue(conn: Any) -> Check:
 
 def _page_budget(config: Config, conn: Any) -> Check:
     limit = config.storage.max_page_count
-    used = conn.execute("PRAGMA page_count").fetchone()[0]
-    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
-    share = (used - free) / limit
-    detail = f"{used - free} of storage.max_page_count {limit} pages in use ({share:.0%})"
+    used = pages_in_use(conn)
+    share = used / limit
+    detail = f"{used} of storage.max_page_count {limit} pages in use ({share:.0%})"
     if share >= 0.9:
         return Check(
             "page budget",
@@ -342,7 +339,7 @@ def _disk(config: Config) -> Check:
         "free space on that filesystem (old backups, `journalctl --vacuum-size=100M`) or move "
         "storage.data_dir to a larger disk"
     )
-    if usage.free < DISK_FAIL_BYTES:
+    if usage.free < MIN_FREE_BYTES:
         return Check("disk space", FAIL, detail + "; writes will fail (503 storage_full)", fix)
     if usage.free < DISK_WARN_BYTES:
         return Check("disk space", WARN, detail + f"; below {DISK_WARN_BYTES // MIB} MiB", fix)

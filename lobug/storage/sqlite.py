@@ -39,6 +39,19 @@ class Capabilities:
     driver: str
 
 
+MIB = 1024 * 1024
+# SQLite needs room for the WAL and a checkpoint to write at all: below this much free disk,
+# writes fail (`lobug doctor` fails its disk check, /health reports it).
+MIN_FREE_BYTES = 50 * MIB
+
+
+def pages_in_use(conn: Any) -> int:
+    """Pages of the database that hold data: its size in pages less the free list (what
+    `storage.max_page_count` bounds)."""
+    pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+    return pages - int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+
+
 class StorageFull(Exception):
     """The disk (or the database's page budget) is full."""
 

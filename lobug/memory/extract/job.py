@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
-from lobug.access import DEFAULT_STORE_BY_TRUST, turn_store
+from lobug.access import OWNER_STORE, turn_store
 from lobug.config import MemoryConfig
 from lobug.conversation import TurnRecord, get_turn, session_trust
 from lobug.llm.ask import InvalidOutput
@@ -67,7 +67,6 @@ Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 REFINE_AFTER_S = 10.0  # the LLM pass owed after an outage; then the runner's outage backoff
 DAY_S = 86400.0
-OWNER_STORE = DEFAULT_STORE_BY_TRUST["full"]  # the owner's facts; only the owner writes it
 
 
 class ExtractJob:
@@ -388,7 +387,7 @@ def added_for_turn(conn: Any, user: TurnRecord) -> int:
     return int(row[0])
 
 
-def added_since(conn: Any, user_id: str, since: float, store_name: str = OWNER_STORE) -> int:
+def added_since(conn: Any, user_id: str, since: float, store_name: str) -> int:
     """Rows the extractor added for the user to `store_name` since `since` (the rolling daily
     cap): each trust writes its own store, so each spends its own budget (issue 25)."""
     row = conn.execute(

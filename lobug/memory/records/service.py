@@ -14,7 +14,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from lobug import errors
-from lobug.access import CLI_AGENT, LOCAL_AGENT, CategoryPolicy, Principal, check_write_store
+from lobug.access import (
+    CLI_AGENT,
+    LOCAL_AGENT,
+    MCP_AGENT,
+    CategoryPolicy,
+    Principal,
+    check_write_store,
+)
 from lobug.memory.query import InvalidMemory
 from lobug.memory.records import writes
 from lobug.memory.records.rows import (
@@ -48,7 +55,7 @@ log = logging.getLogger(__name__)
 USER = "default"  # one household per daemon (ARCHITECTURE.md); the CLI may name another
 # The owner's own identities (loopback, the CLI and its MCP server, and the word itself): a
 # writer below full trust may not put them on a row (issue 25, item 17).
-OWNER_NAMES = frozenset({LOCAL_AGENT, CLI_AGENT, "mcp", "owner"})
+OWNER_NAMES = frozenset({LOCAL_AGENT, CLI_AGENT, MCP_AGENT, "owner"})
 
 
 class Records:

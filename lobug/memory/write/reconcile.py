@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lobug.access import DEFAULT_STORE_BY_TRUST
+from lobug.access import OWNER_STORE
 from lobug.memory.graph import relations
 from lobug.memory.graph.entities import extract_entities, link_entities
 from lobug.memory.lifecycle.status import Sql, change_status
@@ -49,7 +49,6 @@ from lobug.memory.write.judge import Judgement, Verdict
 from lobug.memory.write.pii import pii_tags
 
 ACTOR = "extractor"
-OWNER_STORE = DEFAULT_STORE_BY_TRUST["full"]  # only the owner's words are written there
 NEAR_K = judge.NEAR_K  # vector neighbours checked for the distance band
 
 
