@@ -246,9 +246,9 @@ class Brain:
         first_user = next(m["content"] for m in messages if m["role"] == "user")
         if task in SHARED_TASKS:  # the exchange or the pairs after the task's line
             first_user = first_user.split("\n", 1)[-1]
-        if task == "extract":
-            line = first_user.split("\n")[0]
-            found = [f for f in FACTS if f.said in line]
+        if task == "extract":  # every exchange's user line (several: extract.batch)
+            said = [line for line in first_user.split("\n") if line.startswith("User:")]
+            found = [f for line in said for f in FACTS if f.said in line]
             return json.dumps([{"fact": f.fact, "type": f.category} for f in found])
         if task == "judge":
             return self.judgement(first_user)

@@ -124,6 +124,7 @@ def common_prefix(a: list[str], b: list[str]) -> int:
 LEGACY_TASKS = {
     "extract": "You extract long-term memories about the",
     "judge": "You compare new facts about the user with",
+    "summarize": "You summarise a conversation between the",
 }
 
 
@@ -571,9 +572,13 @@ class Model:
         self.records.append(record)
         return record
 
-    async def sleep(self, model_s: float, request: web.Request | None) -> None:
-        """Sleep `model_s` model seconds (scaled), checking the client is still there."""
-        deadline = time.monotonic() + model_s / self.options.speedup
+    async def sleep(
+        self, model_s: float, request: web.Request | None, *, since: float | None = None
+    ) -> None:
+        """Sleep `model_s` model seconds (scaled), checking the client is still there; with
+        `since` (a wall-clock monotonic time), until `model_s` after it, so a run of sleeps
+        (one per generated token) does not add up the event loop's lateness."""
+        deadline = (time.monotonic() if since is None else since) + model_s / self.options.speedup
         while True:
             if request is not None and _gone(request):
                 raise Aborted
@@ -831,8 +836,9 @@ async def _run_chat(
                 response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
                 await response.prepare(request)
             pieces = _pieces_of(content, generated)
-            for piece in pieces:
-                await model.sleep(1.0 / opts.gen_rate, request)
+            generating = time.monotonic()
+            for i, piece in enumerate(pieces, 1):
+                await model.sleep(i / opts.gen_rate, request, since=generating)
                 done_pieces += 1
                 if response is not None:
                     chunk = {

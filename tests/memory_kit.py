@@ -55,7 +55,25 @@ class Script:
         first_user = next(m["content"] for m in messages if m["role"] == "user")
         if task in SHARED_TASKS:  # the exchange or the pairs after the task's line
             first_user = first_user.split("\n", 1)[-1]
+        if task == "extract":  # one exchange, or several a blank line apart (extract.batch)
+            return per_exchange(self.extract, first_user)
         return getattr(self, task)(first_user)
+
+
+def per_exchange(extract: Reply, exchanges: str) -> str:
+    """A batched extraction answered as a model does: every exchange's facts in one array (an
+    answer that is no JSON array stands for the whole, as a model's garbage would)."""
+    answers = [extract(exchange) for exchange in exchanges.split("\n\n")]
+    merged: list[Any] = []
+    for raw in answers:
+        try:
+            items = json.loads(raw)
+        except ValueError:
+            return raw
+        if not isinstance(items, list):
+            return raw
+        merged.extend(items)
+    return answers[0] if len(answers) == 1 else json.dumps(merged)
 
 
 def extract_by_keyword(table: dict[str, list[str]], kind: str = "personal") -> Reply:

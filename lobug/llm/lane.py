@@ -103,6 +103,13 @@ class LLMLane:
             return await make()
         return await self._foreground_call(make)
 
+    async def opened(self) -> None:
+        """Background work: wait until a memory call would be let through (a job reads what
+        the conversation left for it then, e.g. the exchanges an extraction takes along). No
+        wait elsewhere, nor with the lane off; the call itself still takes its place in line."""
+        if self.enabled and BACKGROUND.get():
+            await self._until(self._open)
+
     async def _foreground_call(self, make: Callable[[], Awaitable[T]]) -> T:
         self._foreground += 1
         try:

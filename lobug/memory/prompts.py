@@ -1,7 +1,7 @@
 """The memory prompts: fact extraction, summarisation, distillation (seed 004 §4.2), and the
 judgement of new facts against stored ones ("newer wins").
 
-Each builder returns chat messages ready for `OllamaChat.chat`; no state, no side effects.
+Each builder returns chat messages ready for `LLMClient.chat`; no state, no side effects.
 """
 
 from __future__ import annotations
@@ -10,16 +10,17 @@ from collections.abc import Sequence
 
 Message = dict[str, str]
 
-# Extraction and judging, the two calls memory makes for every exchange, share one system
-# message and differ only in the user message (issue 22): a model server that keeps the last
-# prompt's cache (Ollama, llama.cpp: one slot) re-reads only the exchange or the pairs, not the
-# instructions, however the two alternate. The task is named on the user message's first line.
+# Extraction and judging, the two calls memory makes for every exchange, and the summary that
+# follows a conversation share one system message and differ only in the user message (issue
+# 22): a model server that keeps the last prompt's cache (Ollama, llama.cpp: one slot) re-reads
+# only the exchange, the pairs or the transcript, not the instructions, however they alternate.
+# The task is named on the user message's first line.
 MEMORY_SYSTEM = """\
 You keep the long-term memory about the user for Lo-Bug, their voice assistant. Each request \
 names its task on its first line; follow that task's rules only.
 
-Task "extract": extract long-term memories about the user from one exchange between the user \
-and Lo-Bug.
+Task "extract": extract long-term memories about the user from an exchange between the user \
+and Lo-Bug, or from several (oldest first, a blank line apart).
 - Write every fact as a standalone sentence in the third person about "the user", \
 understandable without the conversation: "The user's name is Alex.", "The user works at NASA."
 - Be selective. Keep what is worth remembering next week: who the user is, people and pets in \
@@ -43,24 +44,24 @@ drives a Tesla." after "The user drives a Honda.".
 - Output only a JSON array with one object per pair that is same, update or contradiction, no \
 commentary: [{"new": 1, "stored": 12, "label": "update"}]. "new" is the new fact's number and \
 "stored" the stored fact's number, exactly as given. Leave out the unrelated pairs; output [] \
-when every pair is unrelated."""
+when every pair is unrelated.
+
+Task "summarize": summarise a conversation between the user and Lo-Bug for Lo-Bug's long-term \
+memory.
+- Write one paragraph of 3-5 sentences, in the third person ("The user ...", "Lo-Bug ...") and \
+the past tense. Keep the specifics: names, dates, times, numbers, places, decisions.
+- Output only the paragraph: no title, no bullet points, no preamble."""
 
 EXTRACT_TASK = 'Task "extract". The exchange:'
+EXTRACT_MANY_TASK = 'Task "extract". The exchanges, oldest first:'
 JUDGE_TASK = 'Task "judge". The pairs:'
+SUMMARY_TASK = 'Task "summarize". The conversation:'
 
 EXTRACTION_REMINDER = (
     "That was not a valid answer. Reply again with only the JSON array and nothing else, e.g. "
     '[{"fact": "The user likes green tea.", "type": "preference"}], or [] when nothing is worth '
     "remembering. No prose, no code fences."
 )
-
-SUMMARY_SYSTEM = """\
-You summarise a conversation between the user and Lo-Bug, their voice assistant, for Lo-Bug's \
-long-term memory.
-
-Write one paragraph of 3-5 sentences, in the third person ("The user ...", "Lo-Bug ...") and \
-the past tense. Keep the specifics: names, dates, times, numbers, places, decisions. \
-Output only the paragraph: no title, no bullet points, no preamble."""
 
 SUMMARY_REMINDER = (
     "Reply again with only the summary paragraph: 3-5 plain sentences, third person, past tense. "
@@ -96,24 +97,32 @@ JUDGE_REMINDER = (
 ASSISTANT_NAME = "Lo-Bug"
 
 # How the prompts are told apart (the fake Ollama and tests route on it).
-TASKS = {"summarize": SUMMARY_SYSTEM[:40], "distill": DISTILL_SYSTEM[:40]}  # by system message
-SHARED_TASKS = {"extract": EXTRACT_TASK, "judge": JUDGE_TASK}  # by the user message's first line
+TASKS = {"distill": DISTILL_SYSTEM[:40]}  # by system message
+SHARED_TASKS = {  # by the user message's first line
+    task: f'Task "{task}".' for task in ("extract", "judge", "summarize")
+}
 
 
-def fact_extraction_messages(user_text: str, assistant_text: str | None) -> list[Message]:
-    exchange = f"User: {user_text}"
-    if assistant_text:
-        exchange += f"\n{ASSISTANT_NAME}: {assistant_text}"
+def extraction_messages(exchanges: Sequence[tuple[str, str | None]]) -> list[Message]:
+    """One exchange (user's words, Lo-Bug's reply or None), or several of one conversation,
+    oldest first (lobug.memory.extract.batch)."""
+    shown = []
+    for user_text, assistant_text in exchanges:
+        exchange = f"User: {user_text}"
+        if assistant_text:
+            exchange += f"\n{ASSISTANT_NAME}: {assistant_text}"
+        shown.append(exchange)
+    task = EXTRACT_TASK if len(shown) == 1 else EXTRACT_MANY_TASK
     return [
         {"role": "system", "content": MEMORY_SYSTEM},
-        {"role": "user", "content": f"{EXTRACT_TASK}\n{exchange}"},
+        {"role": "user", "content": "\n".join([task, "\n\n".join(shown)])},
     ]
 
 
 def summarize_conversation_messages(transcript: str) -> list[Message]:
     return [
-        {"role": "system", "content": SUMMARY_SYSTEM},
-        {"role": "user", "content": f"Conversation:\n{transcript}"},
+        {"role": "system", "content": MEMORY_SYSTEM},
+        {"role": "user", "content": f"{SUMMARY_TASK}\n{transcript}"},
     ]
 
 

@@ -7,8 +7,10 @@ import asyncio
 from typing import Any
 
 from dbutil import query
+from memory_kit import Script, extract_by_keyword
 
 from lobug import keys
+from lobug.memory import prompts
 
 
 def rows(client: Any, sql: str, *params: Any) -> list[Any]:
@@ -93,3 +95,88 @@ async def test_no_memory_call_starts_while_a_turn_is_in_flight(
     assert turns and memory
     for start in memory:
         assert not any(s < start < e for s, e in turns), (start, turns)
+
+
+async def test_the_exchanges_a_conversation_left_are_extracted_in_one_call(
+    make_client: Any, ollama: Any
+) -> None:
+    """Item 4: when the lane opens, the session's pending exchanges go to the model together;
+    each exchange keeps its own facts and provenance, and no job spends an extra attempt."""
+    state, _ = ollama
+    state.script = Script(
+        extract=extract_by_keyword(
+            {
+                "Biscuit": ["The user adopted a puppy called Biscuit."],
+                "Oliver": ["The user's brother Oliver visits on Sundays."],
+                "Bristol": ["The user's sister Rosalind lives in Bristol."],
+            }
+        )
+    )
+    client = await make_client(**{"memory.extraction_mode": "llm", "memory.quiet_s": 1.0})
+    said = (
+        "We adopted a puppy called Biscuit.",
+        "My brother Oliver visits on Sundays.",
+        "What's the time?",
+        "My sister Rosalind lives in Bristol.",
+    )
+    for text in said:
+        await say(client, text)
+    assert not state.memory_calls("extract")  # the conversation is not quiet yet
+    await wait_for(
+        lambda: len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'"))
+        == len(said),
+        timeout=20,
+    )
+    (call,) = state.memory_calls("extract")
+    prompt = call["body"]["messages"][-1]["content"]
+    assert prompt.startswith(prompts.EXTRACT_MANY_TASK)
+    assert all(f"User: {text}" in prompt for text in said)
+    facts = rows(
+        client,
+        "SELECT m.content, t.text FROM memories m JOIN history h ON h.memory_id = m.id"
+        " AND h.event = 'ADD' JOIN turns t ON t.id = json_extract(h.meta, '$.turns[0]')"
+        " WHERE m.kind = 'fact' ORDER BY m.id",
+    )
+    assert [(f["content"], f["text"]) for f in facts] == [
+        ("The user adopted a puppy called Biscuit.", said[0]),
+        ("The user's brother Oliver visits on Sundays.", said[1]),
+        ("The user's sister Rosalind lives in Bristol.", said[3]),
+    ]
+    attempts = rows(client, "SELECT attempts FROM jobs WHERE kind = 'extract'")
+    assert [a["attempts"] for a in attempts] == [1] * len(said)
+    # The handed-out facts leave the queue with their jobs: the memories hold what was kept.
+    assert not rows(client, "SELECT 1 FROM jobs WHERE json_extract(payload, '$.facts') IS NOT NULL")
+
+
+async def test_a_preempted_batch_loses_no_exchange(make_client: Any, ollama: Any) -> None:
+    state, _ = ollama
+    state.script = Script(
+        extract=extract_by_keyword(
+            {
+                "Biscuit": ["The user adopted a puppy called Biscuit."],
+                "Oliver": ["The user's brother Oliver visits on Sundays."],
+            }
+        )
+    )
+    client = await make_client(**{"memory.extraction_mode": "llm", "memory.quiet_s": 0.5})
+    await say(client, "We adopted a puppy called Biscuit.")
+    await say(client, "My brother Oliver visits on Sundays.")
+    state.memory_delay_s = 30.0
+    await wait_for(lambda: bool(state.memory_calls("extract")))
+    await say(client, "What's the time?")  # cancels the batched call in flight
+    state.memory_delay_s = 0.0
+    await wait_for(
+        lambda: len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'"))
+        == 3,
+        timeout=20,
+    )
+    first, *later = (c["body"]["messages"][-1]["content"] for c in state.memory_calls("extract"))
+    assert "Biscuit" in first and "Oliver" in first  # the cut-short call held both
+    assert any("Biscuit" in p and "Oliver" in p for p in later)  # asked together again
+    facts = rows(client, "SELECT content FROM memories WHERE kind = 'fact' ORDER BY id")
+    assert [f["content"] for f in facts] == [
+        "The user adopted a puppy called Biscuit.",
+        "The user's brother Oliver visits on Sundays.",
+    ]
+    attempts = rows(client, "SELECT attempts FROM jobs WHERE kind = 'extract'")
+    assert [a["attempts"] for a in attempts] == [1, 1, 1]

@@ -82,7 +82,7 @@ async def test_a_new_prompt_prefills_only_what_follows_the_cached_prefix(front: 
 
 async def test_one_slot_serves_requests_first_come_first_served(front: Any) -> None:
     _, url = front
-    memory_prompt = prompts.fact_extraction_messages("I love green tea in the morning.", "Nice.")
+    memory_prompt = prompts.extraction_messages([("I love green tea in the morning.", "Nice.")])
     async with aiohttp.ClientSession() as session:
         extraction = asyncio.create_task(chat(session, url, memory_prompt))
         await asyncio.sleep(0.01)

@@ -1,0 +1,51 @@
+"""Which exchange of a batched extraction a fact came from (lobug.memory.extract.batch)."""
+
+from __future__ import annotations
+
+from lobug.memory.extract.batch import attribute, given
+from lobug.memory.extract.llm import Candidate
+
+EXCHANGES = [
+    ("We adopted a puppy called Biscuit.", "A puppy! What breed is Biscuit?"),
+    ("He's a beagle. My brother Oliver is coming on Sunday.", "Lovely, say hi to Oliver."),
+    ("I don't eat meat any more.", None),
+]
+
+
+def fact(text: str) -> Candidate:
+    return Candidate(text, "personal")
+
+
+def test_each_fact_goes_to_the_exchange_it_shares_most_words_with() -> None:
+    found = [
+        fact("The user adopted a puppy called Biscuit."),
+        fact("The user's brother Oliver visits on Sunday."),
+        fact("The user's dog is a beagle."),  # the reply before it names no beagle
+        fact("The user is vegetarian."),  # no word in common: the last exchange
+    ]
+    assert attribute(found, EXCHANGES) == [
+        [found[0]],
+        [found[1], found[2]],
+        [found[3]],
+    ]
+
+
+def test_a_tie_goes_to_the_later_exchange() -> None:
+    same = [("I love tea.", None), ("Actually I love tea with milk now.", None)]
+    assert attribute([fact("The user loves tea.")], same) == [[], [fact("The user loves tea.")]]
+
+
+def test_handed_facts_are_read_back_and_absent_ones_are_not() -> None:
+    payload = {"facts": [{"fact": "The user loves tea.", "type": "preference"}, {"bad": 1}]}
+    assert given(payload) == [Candidate("The user loves tea.", "preference")]
+    assert given({"user_turn_id": 3}) is None
+    assert given({"facts": []}) == []
+
+
+def test_the_replys_words_break_a_tie_between_what_the_user_said() -> None:
+    # "Biscuit" said in the first, "beagle" in the second: the first reply named Biscuit too.
+    assert attribute([fact("Biscuit is a beagle.")], EXCHANGES) == [
+        [fact("Biscuit is a beagle.")],
+        [],
+        [],
+    ]
