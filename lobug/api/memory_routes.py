@@ -131,7 +131,7 @@ async def query(request: web.Request) -> web.Response:
 async def list_entities(request: web.Request) -> web.Response:
     args = p.query(request, q.EntityListParams)
     found = await request.app[keys.RECORDS].entities(
-        principal_of(request), q=args.q, limit=args.limit
+        principal_of(request), q=args.q, type=args.type, limit=args.limit
     )
     return web.json_response(found)
 

@@ -23,9 +23,11 @@ def tool_schema(
     *,
     memory_id: bool = False,
     extra: dict[str, Any] | None = None,
+    id_of: str = "Memory",
 ) -> dict[str, Any]:
     """The model's request schema as a tool's arguments; `memory_id` adds the required `id` of
-    the memory the tool acts on (a /v1 path parameter), `extra` more optional properties."""
+    the memory (or what `id_of` names) the tool acts on (a /v1 path parameter), `extra` more
+    optional properties."""
     components = component_schemas([model] if model is not None else [])
     root: dict[str, Any] = {"type": "object", "properties": {}}
     if model is not None:
@@ -36,7 +38,7 @@ def tool_schema(
     required: list[str] = []
     if memory_id:
         id_schema = TypeAdapter(IdValue).json_schema(schema_generator=ComponentSchema)
-        properties[ID_FIELD] = {**id_schema, "description": "Memory id."}
+        properties[ID_FIELD] = {**id_schema, "description": f"{id_of} id."}
         required.append(ID_FIELD)
     properties.update(root.get("properties", {}))
     properties.update(extra or {})

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 
 from lobug import errors
 from lobug.access import Principal
@@ -22,8 +22,10 @@ from lobug.memory.shapes import params as q
 from lobug.memory.shapes.scalars import MAX_ID, IdValue, integer
 
 MAX_ETAG_CHARS = 256
+MAX_IDS = 100  # memories one `get` reads
 # A JSON integer in SQLite's range ("7" too, as lenient as before); not `true`, not 2**63.
 MemoryId = Annotated[IdValue, BeforeValidator(integer(1, MAX_ID, from_text=True))]
+MemoryIds = Annotated[list[MemoryId], Field(min_length=1, max_length=MAX_IDS)]
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,22 @@ async def confirm(s: Services, who: Principal, args: dict[str, Any]) -> dict[str
 
 
 async def get(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:
-    return await s.records.get(who, memory_id(args))
+    """One memory by `id` (as GET /v1/memories/{id}), or several by `ids` (seed 002): those the
+    caller may read, and the ids it may not or that do not exist under `missing`."""
+    if args.get("ids") is None:
+        return await s.records.get(who, memory_id(args))
+    if args.get(ID_FIELD) is not None:
+        raise errors.invalid_request(f"give '{ID_FIELD}' or 'ids', not both", field="ids")
+    wanted = parse_value(MemoryIds, args["ids"], "ids")
+    found, missing = [], []
+    for target in dict.fromkeys(wanted):
+        try:
+            found.append(await s.records.get(who, target))
+        except errors.ApiError as exc:
+            if exc.code != "not_found":
+                raise
+            missing.append(target)
+    return {"memories": found, "missing": missing}
 
 
 async def listing(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:
@@ -116,6 +133,20 @@ async def history(s: Services, who: Principal, args: dict[str, Any]) -> dict[str
     return await s.records.history(who, target, limit=limit)
 
 
+async def entities(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:
+    given = parse(q.EntityListParams, args)
+    return await s.records.entities(who, q=given.q, type=given.type, limit=given.limit)
+
+
+async def entity(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:
+    return await s.records.entity(who, memory_id(args))
+
+
+async def timeline(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:
+    given = parse(q.TimelineParams, args)
+    return await s.records.timeline(who, given.anchor, before=given.before, after=given.after)
+
+
 async def context(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:
     given = parse(q.ContextParams, args)
     return await s.recall.context(who, given.session_id, q=given.q, k=given.k)
@@ -128,6 +159,16 @@ IF_MATCH = {
         "description": "The memory's `etag` as you read it: refuse (409 conflict) instead of "
         "overwriting a change made since.",
     }
+}
+IDS = {
+    ID_FIELD: {"type": "integer", "minimum": 1, "description": "Memory id."},
+    "ids": {
+        "type": "array",
+        "items": {"type": "integer", "minimum": 1},
+        "minItems": 1,
+        "maxItems": MAX_IDS,
+        "description": "Several memory ids instead of `id`.",
+    },
 }
 TOOLS: tuple[Tool, ...] = (
     Tool(
@@ -180,7 +221,13 @@ TOOLS: tuple[Tool, ...] = (
         confirm,
         read_only=False,
     ),
-    Tool("get", "One memory by id (GET /v1/memories/{id}).", tool_schema(memory_id=True), get),
+    Tool(
+        "get",
+        "One memory by `id` (GET /v1/memories/{id}), or several by `ids`: those you may read, "
+        "and under `missing` the ids that are not there for you.",
+        tool_schema(extra=IDS),
+        get,
+    ),
     Tool(
         "list",
         "List memories newest first, or full-text search them with `q` (GET /v1/memories).",
@@ -192,6 +239,27 @@ TOOLS: tuple[Tool, ...] = (
         "A memory's audit events, newest first (GET /v1/memories/{id}/history).",
         tool_schema(q.HistoryParams, memory_id=True),
         history,
+    ),
+    Tool(
+        "entities",
+        "The people, places and things the memory knows, most mentioned first (GET "
+        "/v1/entities); `type: person` is the people index, `q` matches a name or alias.",
+        tool_schema(q.EntityListParams),
+        entities,
+    ),
+    Tool(
+        "entity",
+        "One entity by `id` with the memories that name it, newest first (GET "
+        "/v1/entities/{id}).",
+        tool_schema(memory_id=True, id_of="Entity"),
+        entity,
+    ),
+    Tool(
+        "timeline",
+        "The memories made just before and after one (GET /v1/timeline): what else was going "
+        "on around `anchor`, oldest first.",
+        tool_schema(q.TimelineParams),
+        timeline,
     ),
     Tool(
         "context",

@@ -147,6 +147,14 @@ async def test_history_timeline_entities_stats(make_client: Callable[..., Any], 
     assert [m["id"] for m in maria["memories"]] == [made[3]["id"]]
     assert made[3]["content"].startswith("The user's sister Maria")
     assert (await app.local.get("/v1/entities?q=nobody"))["entities"] == []
+    # The people index (seed 002) is the person entities; a place is another type.
+    people = await app.local.get("/v1/entities?type=person")
+    assert [e["canonical_name"] for e in people["entities"]] == ["Maria"]
+    places = await app.local.get("/v1/entities?type=location")
+    assert [e["canonical_name"] for e in places["entities"]] == ["Lisbon"]
+    assert (await app.local.get("/v1/entities?q=%25"))["entities"] == []  # LIKE's % is literal
+    error = await app.local.get("/v1/entities?type=planet", 400)
+    assert error["error"]["details"]["field"] == "type"
 
     stats = await app.local.get("/v1/stats")
     assert stats["memories"]["total"] == 4 and stats["memories"]["by_store"] == {"private": 4}

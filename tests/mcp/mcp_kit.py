@@ -17,7 +17,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 SCRIPT = Path(sys.executable).parent / "lobug"
 TOOL_NAMES = {"query", "remember", "update", "forget", "restore", "confirm", "get", "list",
-              "history", "context"}  # fmt: skip
+              "history", "entities", "entity", "timeline", "context"}  # fmt: skip
 
 
 @contextlib.asynccontextmanager

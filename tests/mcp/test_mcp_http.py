@@ -83,6 +83,38 @@ async def test_familiar_token_sees_only_its_store_and_categories(make_client: An
     assert app.value("SELECT COUNT(*) FROM memories") == 1  # the refused write wrote nothing
 
 
+async def test_people_timeline_and_several_ids_within_the_callers_stores(
+    make_client: Any, clock: Any
+) -> None:
+    """Seed 002's people, timeline and several-ids tools, post-filtered by the caller's stores."""
+    app = await make_app(make_client)
+    private = await app.remember("The user's brother Oliver lives in Bristol.")
+    clock.advance(60)
+    social = await app.remember("The user's friend Priya plays chess in the park.", store="social")
+    async with http_session(mcp_url(app), TOKENS["full"]) as mcp:
+        people = await call(mcp, "entities", type="person")
+        assert {e["canonical_name"] for e in people["entities"]} == {"Oliver", "Priya"}
+        (oliver,) = [e for e in people["entities"] if e["canonical_name"] == "Oliver"]
+        assert [m["id"] for m in (await call(mcp, "entity", id=oliver["id"]))["memories"]] == [
+            private["id"]
+        ]
+        window = await call(mcp, "timeline", anchor=social["id"], before=1, after=0)
+        assert [m["id"] for m in window["items"]] == [private["id"], social["id"]]
+        both = await call(mcp, "get", ids=[social["id"], private["id"], 99999])
+        assert [m["id"] for m in both["memories"]] == [social["id"], private["id"]]
+        assert both["missing"] == [99999]
+        assert (await refused(mcp, "get", id=private["id"], ids=[1]))["code"] == "invalid_request"
+        assert (await refused(mcp, "get", ids=[]))["code"] == "invalid_request"
+    async with http_session(mcp_url(app), TOKENS["familiar"]) as mcp:
+        people = await call(mcp, "entities", type="person")
+        assert [e["canonical_name"] for e in people["entities"]] == ["Priya"]
+        assert (await refused(mcp, "entity", id=oliver["id"]))["code"] == "not_found"
+        both = await call(mcp, "get", ids=[social["id"], private["id"]])
+        assert [m["id"] for m in both["memories"]] == [social["id"]]
+        assert both["missing"] == [private["id"]]
+        assert (await refused(mcp, "timeline", anchor=private["id"]))["code"] == "not_found"
+
+
 async def test_resources_over_http(make_client: Any) -> None:
     app = await make_app(make_client)
     conn = connect(app.db_path)

@@ -111,6 +111,7 @@ def register(sub: Any) -> None:
     p = add("entities", views.entities, "people, places and things; one with its memories")
     p.add_argument("id", type=int, nargs="?")
     p.add_argument("-q", help="name or alias")
+    p.add_argument("--type", help="only this type (person: the people index)")
     p.add_argument("--limit", type=int, default=50)
     p = add("timeline", views.timeline, "memories around one, in time order")
     p.add_argument("anchor", type=int)

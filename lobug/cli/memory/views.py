@@ -219,8 +219,10 @@ async def entities(
         data = await rec.entity(who, args.id, user_id=args.user)
         head = f"#{data['id']} {data['canonical_name']} ({data['type']}), {data['mention_count']}×"
         return data, head + "\n" + table(data["memories"], MEMORY_COLUMNS, "(no memories)")
-    given = parse(q.EntityListParams, _given(q=args.q, limit=args.limit))
-    data = await rec.entities(who, q=given.q, limit=given.limit, user_id=args.user)
+    given = parse(q.EntityListParams, _given(q=args.q, type=args.type, limit=args.limit))
+    data = await rec.entities(
+        who, q=given.q, type=given.type, limit=given.limit, user_id=args.user
+    )
     return data, table(data["entities"], ENTITY_COLUMNS, "(no entities)")
 
 

@@ -8,18 +8,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lobug.memory.graph.ner import COMMON_WORDS, ENTITY_TYPES, Entity, extract_entities
-from lobug.storage.sqlite import escape_like
 
 __all__ = [
     "ENTITY_TYPES",
     "Entity",
     "create_or_get_entity",
     "entities_in_text",
-    "entity_profile",
     "extract_entities",
-    "find_entities",
     "link_entities",
-    "people",
 ]
 
 
@@ -79,49 +75,6 @@ def link_entities(
     return ids
 
 
-def find_entities(conn: Any, user_id: str, query: str, limit: int = 20) -> list[dict[str, Any]]:
-    """Entities whose name or alias contains query; exact names first, then most mentioned."""
-    pattern = "%" + escape_like(query.strip()) + "%"
-    rows = conn.execute(
-        "SELECT * FROM entities WHERE user_id = ? AND (canonical_name LIKE ? ESCAPE '\\'"
-        " OR EXISTS (SELECT 1 FROM json_each(entities.aliases) WHERE value LIKE ? ESCAPE '\\'))"
-        " ORDER BY lower(canonical_name) = lower(?) DESC, mention_count DESC, id LIMIT ?",
-        (user_id, pattern, pattern, query.strip(), limit),
-    ).fetchall()
-    return [_entity_dict(r) for r in rows]
-
-
-def entity_profile(conn: Any, entity_id: int, limit: int = 50) -> dict[str, Any] | None:
-    """The entity and its linked active memories, newest first ("tell me about Jen")."""
-    row = conn.execute("SELECT * FROM entities WHERE id = ?", (entity_id,)).fetchone()
-    if row is None:
-        return None
-    memories = conn.execute(
-        "SELECT m.id, m.content, m.category, m.kind, m.created_at FROM memories m"
-        " JOIN memory_entities me ON me.memory_id = m.id WHERE me.entity_id = ?"
-        " AND m.status = 'active' ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
-        (entity_id, limit),
-    ).fetchall()
-    return {**_entity_dict(row), "memories": [dict(m) for m in memories]}
-
-
-def people(conn: Any, user_id: str, q: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-    """The people index (seed 002): person entities, most mentioned first."""
-    found = (
-        find_entities(conn, user_id, q, limit=10_000)
-        if q
-        else [
-            _entity_dict(r)
-            for r in conn.execute(
-                "SELECT * FROM entities WHERE user_id = ? AND type = 'person'"
-                " ORDER BY mention_count DESC, last_mentioned DESC, id",
-                (user_id,),
-            )
-        ]
-    )
-    return [e for e in found if e["type"] == "person"][:limit]
-
-
 def entities_in_text(conn: Any, user_id: str, text: str, max_words: int = 4) -> list[int]:
     """Known entities named in text (any case, whole words), e.g. "where does jen live"."""
     words = re.findall(r"[\w'’@.-]+", text.lower())
@@ -148,9 +101,3 @@ def entities_in_text(conn: Any, user_id: str, text: str, max_words: int = 4) -> 
 
 def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _entity_dict(row: Any) -> dict[str, Any]:
-    data = dict(row)
-    data["aliases"] = json.loads(data.get("aliases") or "[]")
-    return data

@@ -50,6 +50,7 @@ COMMON_WORDS = frozenset(
     has had let lets remember remind tell set turn play call add buy get make put show find
     check stop start open close give take bring send text write read note today tomorrow
     yesterday tonight morning evening monday tuesday wednesday thursday friday saturday sunday
+    mondays tuesdays wednesdays thursdays fridays saturdays sundays weekends
     mon tue wed thu fri sat sun weekend christmas easter user assistant mom dad mum
     grandma grandpa honey dear dinner lunch breakfast traffic weather school work music pizza
     coffee tea everything nothing something anything everyone someone nobody all any some

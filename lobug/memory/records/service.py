@@ -161,9 +161,15 @@ class Records:
         return {"anchor": anchor, "items": [memory_dict(r) for r in rows]}
 
     async def entities(
-        self, principal: Principal, *, q: str | None = None, limit: int = 50, user_id: str = USER
+        self,
+        principal: Principal,
+        *,
+        q: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+        user_id: str = USER,
     ) -> dict[str, Any]:
-        rows = await self.db.read(entity_rows, self.scope(principal), q, limit, user_id)
+        rows = await self.db.read(entity_rows, self.scope(principal), q, limit, user_id, type)
         return {"entities": [entity_dict(r) for r in rows]}
 
     async def entity(self, principal: Principal, entity_id: int, *, user_id: str = USER) -> dict:

@@ -167,11 +167,17 @@ def upkeep_stats(conn: Any, user_id: str, *, model: str, dim: int) -> dict[str, 
     }
 
 
-def entity_rows(conn: Any, scope: Scope, q: str | None, limit: int, user_id: str) -> list[Any]:
-    """Entities the scope sees, by name or alias when `q`: exact names first, then mentions."""
+def entity_rows(
+    conn: Any, scope: Scope, q: str | None, limit: int, user_id: str, kind: str | None = None
+) -> list[Any]:
+    """Entities the scope sees, by name or alias when `q`, of one type when `kind` (`person`:
+    the people index, seed 002): exact names first, then the most mentioned."""
     visible, params = entity_visible_sql(scope)
     sql = f"SELECT e.* FROM entities e WHERE e.user_id = ? AND {visible}"
     args: list[Any] = [user_id, *params]
+    if kind is not None:
+        sql += " AND e.type = ?"
+        args.append(kind)
     order = "e.mention_count DESC, e.last_mentioned DESC, e.id"
     if q:
         pattern = "%" + escape_like(q.strip()) + "%"

@@ -3,10 +3,11 @@ CLI from its flags, so integers and flags are also read from text."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from lobug.memory.graph.ner import ENTITY_TYPES
 from lobug.memory.query import MAX_QUERY_CHARS
 from lobug.memory.shapes import scalars as s
 from lobug.memory.shapes.scalars import Category, Kind, Layer, SessionId, Status, Store, WriterId
@@ -110,6 +111,9 @@ class ProposalListParams(BaseModel):
 
 class EntityListParams(BaseModel):
     q: NameQuery | None = Field(None, description="Name or alias.")
+    type: Literal[ENTITY_TYPES] | None = Field(  # type: ignore[valid-type]
+        None, description="Only entities of this type: `person` is the people index."
+    )
     limit: Limit = 50
 
 

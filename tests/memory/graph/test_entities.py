@@ -16,11 +16,8 @@ from lobug.memory.graph.entities import (
     Entity,
     create_or_get_entity,
     entities_in_text,
-    entity_profile,
     extract_entities,
-    find_entities,
     link_entities,
-    people,
 )
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
@@ -163,41 +160,6 @@ def test_case_insensitive_canonical_and_alias_merge(conn: Any) -> None:
     )
     theirs, _ = create_or_get_entity(conn, "bob", Entity("Maria", "Maria", "person", (0, 5)), NOW)
     assert len({first, other, theirs}) == 3
-
-
-def test_find_entities_and_people(conn: Any) -> None:
-    m = add_memory(conn, "x")
-    text = "Tom Baker and Tom Hanks met Jen in Tomsk at NASA"
-    link_entities(conn, m, extract_entities(text), "default", NOW)
-    link_entities(conn, add_memory(conn, "y"), extract_entities("Jen said hi"), "default", NOW)
-    names = [e["canonical_name"] for e in find_entities(conn, "default", "tom")]
-    assert set(names) == {"Tom Baker", "Tom Hanks", "Tomsk"}
-    assert [e["canonical_name"] for e in find_entities(conn, "default", "jen")] == ["Jen"]
-    assert find_entities(conn, "default", "%") == []  # LIKE wildcards are literal
-    assert [p["canonical_name"] for p in people(conn, "default")] == [
-        "Jen",
-        "Tom Baker",
-        "Tom Hanks",
-    ]
-    assert [p["canonical_name"] for p in people(conn, "default", "tom")] == [
-        "Tom Baker",
-        "Tom Hanks",
-    ]
-    assert people(conn, "bob") == []
-
-
-def test_entity_profile_lists_active_memories_newest_first(conn: Any) -> None:
-    a = add_memory(conn, "Jen moved to Denver.")
-    b = add_memory(conn, "Jen likes skiing.")
-    gone = add_memory(conn, "Jen lived in Portland.", status="archived")
-    conn.execute("UPDATE memories SET created_at = created_at + id")
-    for mid in (a, b, gone):
-        link_entities(conn, mid, [Entity("Jen", "Jen", "person", (0, 3))], "default", NOW)
-    (jen,) = find_entities(conn, "default", "Jen")
-    profile = entity_profile(conn, jen["id"])
-    assert profile is not None and profile["mention_count"] == 3
-    assert [m["id"] for m in profile["memories"]] == [b, a]
-    assert entity_profile(conn, 999) is None
 
 
 def test_entities_in_text_finds_known_names_in_any_case(conn: Any) -> None:
