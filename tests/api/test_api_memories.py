@@ -356,3 +356,26 @@ async def test_the_app_serves_exactly_the_documented_routes(
         if method != "parameters"
     }
     assert served == documented
+
+
+async def test_list_by_the_score_the_upkeep_keeps(make_client: Callable[..., Any]) -> None:
+    """Seed 000's `GET /memories` ordered by score: the daily upkeep's stored score, highest
+    first; what was made since the last upkeep comes after, newest first."""
+    app = await make_app(make_client)
+    low = await app.remember(TEA, importance=0.1)
+    high = await app.remember(JAZZ, importance=0.9)
+    mid = await app.remember(BIKE, importance=0.5)
+    await app.local.post("/v1/gc", {})  # scores every live memory
+    later = await app.remember("The user's sister Maria lives in Lisbon.", importance=1.0)
+    assert ids(await app.local.get("/v1/memories?sort=score")) == [
+        high["id"], mid["id"], low["id"], later["id"],
+    ]  # fmt: skip
+    score = "SELECT json_extract(attributes, '$.score') FROM memories WHERE id = ?"
+    assert app.value(score, high["id"]) > app.value(score, mid["id"]) > app.value(score, low["id"])
+    assert app.value(score, later["id"]) is None
+    newest = [later["id"], mid["id"], high["id"], low["id"]]
+    assert ids(await app.local.get("/v1/memories")) == newest
+    found = ids(await app.local.get("/v1/memories?sort=score&q=tea+lisbon+jazz"))
+    assert found == [high["id"], low["id"], later["id"]]
+    error = await app.local.get("/v1/memories?sort=random", 400)
+    assert error["error"]["details"]["field"] == "sort"

@@ -66,6 +66,13 @@ async def test_cli_round_of_every_command(
     assert code == 1 and "changed since you read it" in err
     events = [e["event"] for e in history["events"] if e["event"] != "HIT"]  # HIT: retrievals
     assert events == ["UPDATE", "ADD"]
+    await lobug_json(config, "memory", "gc")  # stores every memory's score
+    by_score = await lobug_json(config, "memory", "list", "--sort", "score")
+    scored = query(db, "SELECT id FROM memories ORDER BY json_extract(attributes, '$.score') DESC")
+    assert [m["id"] for m in by_score["memories"]] == [r[0] for r in scored]
+    assert len(scored) == 2 and None not in [
+        r[0] for r in query(db, "SELECT json_extract(attributes, '$.score') FROM memories")
+    ]
     code, out, _ = await lobug(config, "memory", "forget", str(task["id"]), "--purge")
     assert code == 0 and "purged for good" in out
     assert query(db, "SELECT COUNT(*) FROM memories WHERE id = ?", task["id"])[0][0] == 0
@@ -152,3 +159,20 @@ async def test_cli_writers_confirm_and_floors(
     )  # fmt: skip
     assert [r["id"] for r in similar["results"]] == [best["id"]]
     assert [r["id"] for r in scored["results"]] == [results[0]["id"]]
+
+
+async def test_cli_forget_by_text(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> None:
+    """Seed 000's `forget --text`: the memory saying it, case and punctuation aside."""
+    _, url = ollama
+    config = config_file(tmp_path, url)
+    db = tmp_path / "data" / "lobug.db"
+    made = await lobug_json(config, "memory", "remember", TASK)
+    await lobug_json(config, "memory", "remember", "The user collects vintage postcards.")
+    gone = await lobug_json(config, "memory", "forget", "--text", TASK.upper().rstrip("."))
+    assert gone["status"] == "soft_deleted"
+    assert query(db, "SELECT status FROM memories WHERE id = ?", made["id"])[0][0] == "soft_deleted"
+    code, _, err = await lobug(config, "memory", "forget", "--text", "vintage postcards")
+    assert code != 0 and "no memory says that" in err and "collects vintage postcards" in err
+    code, _, err = await lobug(config, "memory", "forget")
+    assert code != 0 and "one of them" in err
+    assert query(db, "SELECT COUNT(*) FROM memories WHERE status = 'active'")[0][0] == 1

@@ -85,7 +85,8 @@ def register(sub: Any) -> None:
     p.add_argument("--status", choices=f.PATCH_STATUSES)
     p.add_argument("--if-match", help="the ETag you read; refuse (exit 1) if it changed since")
     p = add("forget", views.forget, "soft-delete a memory (restorable), or --purge it for good")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, nargs="?")
+    p.add_argument("--text", help="the memory whose text this is (case and punctuation aside)")
     p.add_argument("--purge", action="store_true", help="remove it and everything derived")
     p = add("why", views.why, "why a memory ranks where it does")
     p.add_argument("id", type=int)
@@ -155,6 +156,8 @@ def _list_options(p: argparse.ArgumentParser, *, kind: str | None = None) -> Non
     p.add_argument("--category")
     p.add_argument("--store", choices=f.STORES)
     _writer_options(p, "only memories written by")
+    p.add_argument("--sort", choices=("created", "score"), default="created",
+                   help="score: by the score the daily upkeep keeps, highest first")  # fmt: skip
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--offset", type=int, default=0)
 

@@ -37,6 +37,7 @@ from lobug.memory.shapes import (
 from lobug.memory.shapes import params as q
 from lobug.memory.shapes.queries import Timestamp
 from lobug.memory.shapes.scalars import WRITER_KEYS
+from lobug.memory.store.dedup import content_hash
 from lobug.memory.transfer.export_file import write_export
 
 Result = tuple[Any, str]
@@ -109,7 +110,7 @@ async def remember(
 
 
 async def listing(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
-    keys = ("q", "kind", "layer", "category", "store", "limit", "offset", *WRITER_KEYS)
+    keys = ("q", "kind", "layer", "category", "store", "sort", "limit", "offset", *WRITER_KEYS)
     given = parse(q.MemoryListParams, _body(args, keys))
     found = await rec.list_memories(
         who,
@@ -138,10 +139,29 @@ async def update(args: argparse.Namespace, rec: Records, recall: Recall, who: Pr
 
 
 async def forget(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
-    done = await rec.delete(who, args.id, purge=args.purge, user_id=args.user)
+    if (args.id is None) == (args.text is None):
+        raise errors.invalid_request("give a memory id or --text, one of them", field="id")
+    target = args.id if args.text is None else await _by_text(args.text, rec, who, args.user)
+    done = await rec.delete(who, target, purge=args.purge, user_id=args.user)
     if done["status"] == "purged":
-        return done, f"memory #{args.id} purged for good"
-    return done, f"memory #{args.id} soft-deleted; restorable until {when(done['purge_at'])} UTC"
+        return done, f"memory #{target} purged for good"
+    return done, f"memory #{target} soft-deleted; restorable until {when(done['purge_at'])} UTC"
+
+
+async def _by_text(text: str, rec: Records, who: Principal, user_id: str) -> int:
+    """The one live memory saying `text` (seed 000's `forget --text`), compared as the writer
+    compares duplicates (`content_hash`); else an error naming the closest, to pick by id."""
+    wanted = content_hash(text)
+    found = (await rec.list_memories(who, q=text, limit=20, user_id=user_id))["memories"]
+    same = [m for m in found if content_hash(m["content"]) == wanted]
+    if len(same) == 1:
+        return int(same[0]["id"])
+    shown = "; ".join(f"#{m['id']} {m['content'][:70]!r}" for m in (same or found)[:5])
+    if same:
+        raise errors.conflict(f"{len(same)} memories say that: {shown}; forget one by its id")
+    raise errors.not_found(
+        "no memory says that" + (f"; the closest: {shown}; forget one by its id" if shown else "")
+    )
 
 
 async def restore(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:

@@ -98,13 +98,15 @@ class Records:
         category: str | None = None,
         store: str | None = None,
         writers: dict[str, str | None] | None = None,
+        sort: str = "created",
         limit: int = 50,
         offset: int = 0,
         user_id: str = USER,
     ) -> dict[str, Any]:
-        """Newest first, or by FTS5 rank with `q`. An explicit category outside the agent's
-        allowlist is 403 (seed 001 §5); an explicit store the trust cannot read is simply
-        empty (seed 002 intersects stores). `writers`: agent_id, run_id, actor_id to match."""
+        """Newest first, or by FTS5 rank with `q`; `sort="score"`: by the stored score. An
+        explicit category outside the agent's allowlist is 403 (seed 001 §5); an explicit store
+        the trust cannot read is simply empty (seed 002 intersects stores). `writers`:
+        agent_id, run_id, actor_id to match."""
         if category is not None:
             self.policy.check_categories(principal, [category])
         rows = await self.db.read(
@@ -115,6 +117,7 @@ class Records:
                 q=q,
                 filters={"kind": kind, "layer": layer, "status": status,
                          "category": category, "store": store, **(writers or {})},
+                by_score=sort == "score",
                 limit=limit,
                 offset=offset,
             )

@@ -17,6 +17,7 @@ from lobug.storage.sqlite import escape_like
 from lobug.storage.vectors import embedding_state
 from lobug.workers import queue
 
+SCORE = "json_extract(m.attributes, '$.score')"
 LIST_COLUMNS = ("kind", "layer", "status", "category", "store", "agent_id", "run_id", "actor_id")
 
 
@@ -29,8 +30,13 @@ def list_rows(
     filters: Mapping[str, Any],
     limit: int,
     offset: int,
+    by_score: bool = False,
 ) -> list[Any]:
+    """Newest first, by text rank with `q`; `by_score`: by the score `lifecycle.policies.
+    store_scores` keeps (the daily upkeep), the unscored (made since) after, newest first."""
     where, params = scope.where("m")
+    newest = "m.created_at DESC, m.id DESC"
+    order = f"{SCORE} IS NULL, {SCORE} DESC, {newest}" if by_score else newest
     clauses, args = ["m.user_id = ?", where], [user_id, *params]
     for column in LIST_COLUMNS:
         value = filters.get(column)
@@ -42,8 +48,7 @@ def list_rows(
     sql = " AND ".join(clauses)
     if not q:
         return conn.execute(
-            f"SELECT m.* FROM memories m WHERE {sql} ORDER BY m.created_at DESC, m.id DESC"
-            " LIMIT ? OFFSET ?",
+            f"SELECT m.* FROM memories m WHERE {sql} ORDER BY {order} LIMIT ? OFFSET ?",
             [*args, limit, offset],
         ).fetchall()
     match = build_fts_query(q)
@@ -52,15 +57,14 @@ def list_rows(
     if fts_available(conn):
         return conn.execute(
             f"SELECT m.* FROM memories_fts f JOIN memories m ON m.id = f.rowid"
-            f" WHERE memories_fts MATCH ? AND {sql} ORDER BY bm25(memories_fts), m.id DESC"
-            " LIMIT ? OFFSET ?",
+            f" WHERE memories_fts MATCH ? AND {sql}"
+            f" ORDER BY {order if by_score else 'bm25(memories_fts), m.id DESC'} LIMIT ? OFFSET ?",
             [match, *args, limit, offset],
         ).fetchall()
     patterns = like_patterns(q)  # seed 000: LIKE where this SQLite has no FTS5
     like = " OR ".join("m.content LIKE ? ESCAPE '\\'" for _ in patterns)
     return conn.execute(
-        f"SELECT m.* FROM memories m WHERE ({like}) AND {sql}"
-        " ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
+        f"SELECT m.* FROM memories m WHERE ({like}) AND {sql} ORDER BY {order} LIMIT ? OFFSET ?",
         [*patterns, *args, limit, offset],
     ).fetchall()
 

@@ -78,6 +78,12 @@ class MemoryListParams(WriterParams):
     status: Status = "active"
     category: Category | None = None
     store: Store | None = None
+    sort: Literal["created", "score"] = Field(
+        "created",
+        description="`created`: newest first (by text rank with `q`); `score`: by the score the "
+        "daily upkeep keeps (importance, recency and use, seed 000), highest first, with memories "
+        "made since the last upkeep after the scored ones, newest first.",
+    )
     limit: Limit = 50
     offset: Offset = 0
 
