@@ -140,15 +140,6 @@ def check_write_store(principal: Principal, store: str | None = None) -> str:
     return target
 
 
-def read_stores(principal: Principal, requested: Iterable[str] | None = None) -> tuple[str, ...]:
-    """Stores a read covers: the requested ones intersected with the visible ones (seed 002)."""
-    visible = visible_stores(principal)
-    if requested is None:
-        return visible
-    wanted = [check_store_name(s) for s in requested]
-    return tuple(s for s in visible if s in wanted)
-
-
 # -- tokens ------------------------------------------------------------------------------------
 def _digest(secret: str) -> bytes:
     # Comparing fixed-length digests keeps the comparison constant-time in the token length too.

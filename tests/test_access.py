@@ -18,7 +18,6 @@ from lobug.access import (
     default_store,
     is_loopback,
     loopback_principal,
-    read_stores,
     visible_stores,
 )
 from lobug.config import ConfigError, TokenConfig, load_config
@@ -60,14 +59,6 @@ def test_write_store_checks() -> None:
     with pytest.raises(ApiError) as bad:
         check_write_store(FULL, "vault")
     assert (bad.value.status, bad.value.code) == (400, "invalid_request")
-
-
-def test_read_stores_intersect() -> None:
-    assert read_stores(INNER) == ("shared", "social")
-    assert read_stores(INNER, ["private", "social"]) == ("social",)
-    assert read_stores(PUBLIC, ["social"]) == ()
-    with pytest.raises(ApiError):
-        read_stores(FULL, ["vault"])
 
 
 def test_tokens_authenticate_and_every_token_is_compared(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -67,10 +67,6 @@ class Notifier:
     def ping(self) -> None:
         self._send("WATCHDOG=1")
 
-    def extend_timeout(self, seconds: float) -> None:
-        """Ask for more start/stop time, e.g. while a speech model loads on a slow Pi."""
-        self._send(f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}")
-
     def watchdog_interval(self) -> float | None:
         """Seconds between pings: half of WatchdogSec, as sd_watchdog_enabled(3) advises."""
         if not self.enabled or self._watchdog_usec is None:

@@ -94,11 +94,5 @@ def create_vector_tables(conn: Any, dim: int) -> None:
         )
 
 
-def drop_vector_tables(conn: Any) -> None:
-    record_change(conn, REBUILD)
-    for table in VECTOR_TABLES:
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
-
-
 def has_vector_tables(conn: Any) -> bool:
     return all(has_table(conn, table) for table in VECTOR_TABLES)

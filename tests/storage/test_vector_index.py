@@ -25,7 +25,7 @@ from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
 from lobug.storage.vector_index import VectorIndex, prune_changes
-from lobug.storage.vectors import create_vector_tables, drop_vector_tables, write_meta
+from lobug.storage.vectors import VECTOR_TABLES, create_vector_tables, write_meta
 
 DIM = 32
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,9 +143,11 @@ def test_writes_through_any_connection_reach_the_index(db: Database, db_path: Pa
     db.write_sync(lambda conn: knn.drop_memory_vector(conn, cli_id))
     assert cli_id not in [i for i, _ in vector_knn(db.writer, list(target), 10)]
 
-    # The tables replaced wholesale (reembed's swap): the index reloads them.
+    # The tables replaced wholesale (reembed's swap: dropped, then made anew): the index
+    # reloads them.
     def replaced(conn: Any) -> None:
-        drop_vector_tables(conn)
+        for table in VECTOR_TABLES:
+            conn.execute(f"DROP TABLE {table}")
         create_vector_tables(conn, DIM)
         knn.put_memory_vector(conn, cli_id, list(target))
 

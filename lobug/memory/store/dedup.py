@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -38,16 +38,6 @@ def jaccard(a: str, b: str) -> float:
     if not left and not right:
         return 1.0
     return len(left & right) / len(left | right)
-
-
-def best_match(text: str, others: Sequence[str]) -> tuple[int, float] | None:
-    """Index and Jaccard score of the most overlapping text in others (seed 003 level 2)."""
-    best: tuple[int, float] | None = None
-    for index, other in enumerate(others):
-        score = jaccard(text, other)
-        if best is None or score > best[1]:
-            best = (index, score)
-    return best
 
 
 def dedupe_batch(candidates: Iterable[T], text: Callable[[T], str] | None = None) -> list[T]:

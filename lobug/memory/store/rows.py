@@ -282,15 +282,6 @@ def add_history(
     )
 
 
-def history_of(conn: Any, memory_id: int) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        "SELECT event, old_value, new_value, actor, meta, ts FROM history WHERE memory_id = ?"
-        " ORDER BY id",
-        (memory_id,),
-    ).fetchall()
-    return [{**dict(r), "meta": json.loads(r["meta"])} for r in rows]
-
-
 def link_sources(
     conn: Any, memory_id: int, turn_ids: Iterable[int], reason: str = "extracted"
 ) -> None:
@@ -298,15 +289,6 @@ def link_sources(
         "INSERT OR IGNORE INTO memory_sources (memory_id, turn_id, reason) VALUES (?, ?, ?)",
         [(memory_id, turn_id, reason) for turn_id in turn_ids],
     )
-
-
-def sources_of(conn: Any, memory_id: int) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        "SELECT s.turn_id, s.reason, t.ref FROM memory_sources s JOIN turns t ON t.id = s.turn_id"
-        " WHERE s.memory_id = ? ORDER BY s.turn_id",
-        (memory_id,),
-    ).fetchall()
-    return [dict(r) for r in rows]
 
 
 def extracted_from(conn: Any, turn_id: int) -> bool:

@@ -153,11 +153,6 @@ def plan(lines: list[ImportLine]) -> tuple[dict[int, int], list[list[ImportLine]
     return by_lineno, batches
 
 
-def existing_refs(conn: Any) -> set[tuple[str, str]]:
-    rows = conn.execute("SELECT session_id, ref FROM turns WHERE ref IS NOT NULL").fetchall()
-    return {(r[0], r[1]) for r in rows}
-
-
 class _Stored:
     """What the batch's sessions already hold: refs, and ref-less turns counted by content."""
 

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from dbutil import query
 from fake_ollama import FakeOllamaState
-from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, memory_env
+from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, history_of, memory_env
 
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import HashingEmbedder
 from lobug.memory.extract.llm import Candidate, parse_facts
 from lobug.memory.prompts import EXTRACT_TASK
-from lobug.memory.store.rows import counters, history_of
+from lobug.memory.store.rows import counters
 from lobug.workers import queue
 
 TEA = "The user likes green tea."

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from fake_ollama import FakeOllamaState, judge_by, judge_pairs
-from memory_kit import MemoryEnv, Script, extract_by_keyword, memory_env
+from memory_kit import MemoryEnv, Script, extract_by_keyword, history_of, memory_env
 
 from lobug.memory.extract import job as extract_job
 from lobug.memory.query import QueryFilters, QueryRequest
-from lobug.memory.store.rows import counters, history_of
+from lobug.memory.store.rows import counters
 
 HONDA = "The user drives a Honda to work every day."
 TESLA = "The user drives a Tesla to work every day."  # near-identical wording (Jaccard 0.8)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.store.dedup import best_match, content_hash, dedupe_batch, jaccard, normalize
+from lobug.memory.store.dedup import content_hash, dedupe_batch, jaccard, normalize
 
 
 def test_normalize() -> None:
@@ -45,12 +45,6 @@ def test_jaccard_is_symmetric_and_bounded(a: str, b: str) -> None:
 @given(st.text(max_size=80))
 def test_normalize_is_idempotent(text: str) -> None:
     assert normalize(normalize(text)) == normalize(text)
-
-
-def test_best_match() -> None:
-    others = ["The user owns a cat.", "The user lives in Seattle.", "Tea."]
-    assert best_match("the user lives in seattle now", others) == (1, pytest.approx(5 / 6))
-    assert best_match("x", []) is None
 
 
 @dataclass

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from fake_ollama import FakeOllamaState
-from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, memory_env
+from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, history_of, memory_env
 
 from lobug.memory.query import InvalidMemory
 from lobug.memory.store import delta
-from lobug.memory.store.rows import counters, history_of
+from lobug.memory.store.rows import counters
 
 PORTLAND = "The user lives in Portland."
 SEATTLE = "The user moved to Seattle."
