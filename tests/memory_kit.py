@@ -25,6 +25,16 @@ from lobug.workers.runner import JobRunner
 Reply = Callable[[str], str]  # the memory prompt's user message -> the model's raw answer
 
 
+def history_of(conn: Any, memory_id: int) -> list[dict[str, Any]]:
+    """A memory's audit events, oldest first, with their meta decoded (for `db.read`)."""
+    rows = conn.execute(
+        "SELECT event, old_value, new_value, actor, meta, ts FROM history WHERE memory_id = ?"
+        " ORDER BY id",
+        (memory_id,),
+    ).fetchall()
+    return [{**dict(r), "meta": json.loads(r["meta"])} for r in rows]
+
+
 def facts_json(*facts: str, kind: str = "personal") -> str:
     return json.dumps([{"fact": f, "type": kind} for f in facts])
 
