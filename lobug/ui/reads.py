@@ -21,10 +21,11 @@ def memory_links(conn: Any, scope: Scope, memory_id: int) -> dict[str, list[dict
     sources: list[dict[str, Any]] = []
     if scope.reads_turns:
         rows = conn.execute(
-            "SELECT t.*, s.reason, se.device_id AS session_device, se.started_at"
+            "SELECT t.*, group_concat(s.reason, ', ') AS reason,"
+            " se.device_id AS session_device, se.started_at"
             " FROM memory_sources s JOIN turns t ON t.id = s.turn_id"
             " LEFT JOIN sessions se ON se.id = t.session_id"
-            " WHERE s.memory_id = ? ORDER BY t.ts, t.id LIMIT 50",
+            " WHERE s.memory_id = ? GROUP BY t.id ORDER BY t.ts, t.id LIMIT 50",
             (memory_id,),
         ).fetchall()
         sources = [{**turn_dict(r), "reason": r["reason"], "started_at": r["started_at"]}

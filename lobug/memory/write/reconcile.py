@@ -364,6 +364,8 @@ def _add(
         actor_id=origin.writer.actor_id,
     )
     store.link_sources(conn, memory_id, origin.turn_ids)
+    if supersedes is not None:  # seed 000: the turns that overturned a memory, marked so
+        store.link_sources(conn, memory_id, origin.turn_ids, reason="conflict")
     link_entities(conn, memory_id, extract_entities(cand.content), origin.user_id, now)
     if vector is not None and cand.kind == "fact":
         knn.put_memory_vector(conn, memory_id, vector)

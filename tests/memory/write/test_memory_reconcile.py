@@ -68,6 +68,10 @@ async def test_contradiction_supersedes_through_two_llm_exchanges(
     # Provenance of both stays; the new fact has its vector.
     sources = mem.rows("SELECT memory_id, turn_id FROM memory_sources WHERE reason = 'extracted'")
     assert {(old["id"], first.id), (new["id"], second.id)} <= {tuple(r) for r in sources}
+    # Seed 000: the new memory's link to the turn that overturned the old one says so.
+    conflict = mem.rows("SELECT memory_id, turn_id FROM memory_sources WHERE reason = 'conflict'")
+    assert (new["id"], second.id) in [tuple(r) for r in conflict]  # and Lo-Bug's reply
+    assert {r[0] for r in conflict} == {new["id"]}
     assert new["id"] in [r[0] for r in mem.rows("SELECT memory_id FROM memory_vectors")]
     # The delta log says "updated" once, for the session that caused it.
     changes = await mem.db.read(lambda c: delta.changes_since(c, "s1", 0))
