@@ -11,6 +11,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from lobug import keys
+from lobug.memory.store import rows
 from lobug.workers import queue
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class StateCollector(Collector):
         yield from self._from_database()
         yield from self._loop_lag()
         yield from self._ollama_errors()
+        yield from self._llm_outputs()
         yield from self._llm_lane()
 
     def _from_database(self) -> Iterator[Metric]:
@@ -36,7 +38,7 @@ class StateCollector(Collector):
         try:
             if db is None:
                 raise RuntimeError("the database is not open yet")
-            jobs, lag, memories = db.read_sync(_read_state, self.clock())
+            jobs, lag, memories, figures = db.read_sync(_read_state, self.clock())
         except Exception as exc:  # noqa: BLE001 - a scrape reports, never fails
             log.warning("metrics: cannot read the database: %s", exc)
             up.add_metric([], 0)
@@ -59,6 +61,16 @@ class StateCollector(Collector):
         for kind, status, n in memories:
             kinds.add_metric([kind, status], n)
         yield kinds
+        yield GaugeMetricFamily(
+            "lobug_memories_created_last_day", "Memories made in the last 24 hours.",
+            value=figures["created_last_day"],
+        )  # fmt: skip
+        for name, key, what in (
+            ("lobug_memory_score_mean", "mean_score", "score, as the daily upkeep stored it"),
+            ("lobug_memory_age_mean_days", "mean_age_days", "age in days"),
+        ):
+            if figures[key] is not None:
+                yield GaugeMetricFamily(name, f"The active memories' mean {what}.", figures[key])
 
     def _loop_lag(self) -> Iterator[Metric]:
         monitor = self.app.get(keys.LOOP)
@@ -78,7 +90,8 @@ class StateCollector(Collector):
     def _ollama_errors(self) -> Iterator[Metric]:
         family = CounterMetricFamily(
             "lobug_ollama_errors",
-            "Failed Ollama calls by client (chat: the turns; memory: background jobs) and kind.",
+            "Failed LLM calls (either llm.backend) by client (chat: the turns; memory: background"
+            " jobs) and kind.",
             labels=["client", "kind"],
         )
         memory = self.app.get(keys.MEMORY)
@@ -87,6 +100,31 @@ class StateCollector(Collector):
             for kind, n in sorted(getattr(client, "errors", {}).items()):
                 family.add_metric([name, kind], n)
         yield family
+
+    def _llm_outputs(self) -> Iterator[Metric]:
+        """Parsed model answers by task (the device reply, fact extraction, the judge…): an
+        owner sees which task the model gets wrong, with or without llm.schemas."""
+        memory = self.app.get(keys.MEMORY)
+        counts: dict[tuple[str, bool], int] = {}
+        for client in (self.app.get(keys.LLM), getattr(memory, "llm", None)):
+            for key, n in getattr(client, "outputs", {}).items():
+                counts[key] = counts.get(key, 0) + n
+        total = CounterMetricFamily(
+            "lobug_llm_outputs",
+            "Model answers a parser read, by task (valid or not; a reminder's retry counts).",
+            labels=["task"],
+        )
+        invalid = CounterMetricFamily(
+            "lobug_llm_invalid_outputs",
+            "Model answers of the wrong shape, by task (each one costs a reminder or a"
+            " degraded reply).",
+            labels=["task"],
+        )
+        for task in sorted({task for task, _ in counts}):
+            total.add_metric([task], counts.get((task, True), 0) + counts.get((task, False), 0))
+            invalid.add_metric([task], counts.get((task, False), 0))
+        yield total
+        yield invalid
 
     def _llm_lane(self) -> Iterator[Metric]:
         llm = self.app.get(keys.LLM)
@@ -109,7 +147,9 @@ class StateCollector(Collector):
         )
 
 
-def _read_state(conn: Any, now: float) -> tuple[dict[str, int], float, list[tuple[str, str, int]]]:
+def _read_state(
+    conn: Any, now: float
+) -> tuple[dict[str, int], float, list[tuple[str, str, int]], dict[str, Any]]:
     jobs = queue.counts(conn)
     oldest = conn.execute(
         "SELECT MIN(run_after) FROM jobs WHERE state = 'pending' AND run_after <= ?", (now,)
@@ -121,4 +161,4 @@ def _read_state(conn: Any, now: float) -> tuple[dict[str, int], float, list[tupl
             "SELECT kind, status, COUNT(*) FROM memories GROUP BY kind, status ORDER BY 1, 2"
         )
     ]
-    return jobs, lag, memories
+    return jobs, lag, memories, rows.figures(conn, now)

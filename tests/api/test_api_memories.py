@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from api_contract import document
 from api_kit import ids, make_app
 
@@ -158,6 +159,11 @@ async def test_history_timeline_entities_stats(make_client: Callable[..., Any], 
 
     stats = await app.local.get("/v1/stats")
     assert stats["memories"]["total"] == 4 and stats["memories"]["by_store"] == {"private": 4}
+    assert stats["memories"]["created_last_day"] == 4 and stats["memories"]["mean_score"] is None
+    ages = [(clock() - r[0]) / 86400 for r in app.rows("SELECT created_at FROM memories")]
+    assert stats["memories"]["mean_age_days"] == pytest.approx(sum(ages) / 4, abs=1e-4)
+    await app.local.post("/v1/gc", {})
+    assert (await app.local.get("/v1/stats"))["memories"]["mean_score"] > 0
     assert stats["entities"] >= 2 and stats["jobs"]["failed"] == 0
     assert stats["delta_rev"] == 5  # four memories created, one updated
 

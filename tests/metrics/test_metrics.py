@@ -121,6 +121,10 @@ async def test_a_scrape_after_a_few_turns(
     assert value(samples, "lobug_queue_lag_seconds") == pytest.approx(clock() - oldest, abs=1)
     assert value(samples, "lobug_queue_lag_seconds") >= 60
     assert value(samples, "lobug_memories", kind="fact", status="active") >= 1
+    made = value(samples, "lobug_memories_created_last_day")
+    assert made == sum(v for (name, _), v in samples.items() if name == "lobug_memories") >= 1
+    assert value(samples, "lobug_memory_age_mean_days") == pytest.approx(90 / 86400, abs=1e-3)
+    assert ("lobug_memory_score_mean", ()) not in samples  # no upkeep pass has scored yet
     assert value(samples, "lobug_event_loop_lag_max_seconds") >= 0
 
 

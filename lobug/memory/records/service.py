@@ -182,7 +182,7 @@ class Records:
     async def stats(self, principal: Principal, *, user_id: str = USER) -> dict[str, Any]:
         """Counts of what the caller may see, and the operations of the last days (counts,
         latencies, merges, the validator's pass rate: no memory's content)."""
-        found = await self.db.read(stats, self.scope(principal), user_id)
+        found = await self.db.read(stats, self.scope(principal), user_id, self.clock())
         ops = await self.db.read(partial(events.operations, now=self.clock()))
         return {**found, "operations": ops}
 
@@ -191,7 +191,7 @@ class Records:
     ) -> dict[str, Any]:
         """`stats` plus the machinery (cascade backlog, counters, embedding, jobs): the owner's."""
         self.scope(principal).require_unrestricted("the memory's upkeep figures")
-        found = await self.db.read(stats, self.scope(principal), user_id)
+        found = await self.db.read(stats, self.scope(principal), user_id, self.clock())
         return {**found, **await self.db.read(partial(upkeep_stats, model=model, dim=dim), user_id)}
 
     async def base(self, principal: Principal, *, user_id: str = USER) -> str:

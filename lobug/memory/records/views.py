@@ -96,8 +96,9 @@ def timeline_rows(
     return [*reversed(older), row, *newer]
 
 
-def stats(conn: Any, scope: Scope, user_id: str) -> dict[str, Any]:
-    """Counts of what the scope may see; turns count only for callers who may read them."""
+def stats(conn: Any, scope: Scope, user_id: str, now: float) -> dict[str, Any]:
+    """Counts of what the scope may see, with seed 000's figures (made in the last day, mean
+    score and age); turns count only for callers who may read them."""
     where, params = scope.where("m")
 
     def by(column: str) -> dict[str, int]:
@@ -128,6 +129,7 @@ def stats(conn: Any, scope: Scope, user_id: str) -> dict[str, Any]:
             "by_status": by("status"),
             "by_layer": by("layer"),
             "by_store": by("store"),
+            **rows.figures(conn, now, f"m.user_id = ? AND {where}", [user_id, *params]),
         },
         "turns": turns,
         "sessions": sessions,

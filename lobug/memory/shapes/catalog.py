@@ -87,6 +87,17 @@ class MemoryCounts(BaseModel):
     by_status: dict[str, Annotated[int, Field(ge=0)]] = absent()
     by_layer: dict[str, Annotated[int, Field(ge=0)]] = absent()
     by_store: dict[str, Annotated[int, Field(ge=0)]] = absent()
+    created_last_day: Annotated[int, Field(ge=0)] = absent(
+        description="Memories made in the last 24 hours."
+    )
+    mean_score: float | None = Field(
+        None,
+        description="The active memories' mean score as the daily upkeep last stored it (null "
+        "before its first pass).",
+    )
+    mean_age_days: float | None = Field(
+        None, description="The active memories' mean age in days (null: none)."
+    )
 
 
 class Stats(BaseModel):

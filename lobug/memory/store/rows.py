@@ -312,3 +312,24 @@ def bump_counter(conn: Any, name: str, n: int = 1) -> None:
 def counters(conn: Any) -> dict[str, int]:
     rows = conn.execute("SELECT key, value FROM meta WHERE key LIKE 'counter.%'").fetchall()
     return {r[0].removeprefix("counter."): int(r[1]) for r in rows}
+
+
+DAY_S = 86400.0
+
+
+def figures(conn: Any, now: float, where: str = "1", params: Iterable[Any] = ()) -> dict[str, Any]:
+    """Seed 000's memory metrics over the memories `m` that `where` admits: how many were made
+    in the last day, and the active ones' mean stored score (the daily upkeep's, None before
+    its first pass) and mean age in days."""
+    row = conn.execute(
+        "SELECT SUM(m.created_at >= ?),"
+        " AVG(CASE WHEN m.status = 'active' THEN json_extract(m.attributes, '$.score') END),"
+        " AVG(CASE WHEN m.status = 'active' THEN (? - m.created_at) / ? END)"
+        f" FROM memories m WHERE {where}",
+        [now - DAY_S, now, DAY_S, *params],
+    ).fetchone()
+    return {
+        "created_last_day": int(row[0] or 0),
+        "mean_score": None if row[1] is None else round(float(row[1]), 4),
+        "mean_age_days": None if row[2] is None else round(float(row[2]), 4),
+    }
