@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from lobug.memory.extract import llm as extraction
+from lobug.memory.extract import procedures
 from lobug.memory.extract.heuristics import extract_candidates
-from lobug.memory.extract.procedures import procedural_candidates
 from lobug.memory.store.dedup import dedupe_batch
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import subject_attribute
@@ -46,18 +46,19 @@ RULE_CATEGORIES = {
 }
 
 
-def from_llm(found: Iterable[extraction.Candidate]) -> list[Candidate]:
-    """The model's items; a `procedural` one is a procedure (seed 001 §12), not a fact."""
-    return [
-        Candidate(
-            c.content,
-            c.category,
-            LLM_IMPORTANCE.get(c.category, 0.5),
-            (),
-            "procedural" if c.category == extraction.PROCEDURAL else "fact",
-        )
-        for c in found
-    ]
+def from_llm(found: Iterable[extraction.Candidate], said: str) -> list[Candidate]:
+    """The model's items; a `procedural` one is a procedure (seed 001 §12), not a fact, when the
+    user's words (`said`) describe one; else the model's label is a guess, and the item a
+    preference fact."""
+    procedure = procedures.cued(said)
+    out = []
+    for c in found:
+        category = c.category
+        if category == extraction.PROCEDURAL and not procedure:
+            category = "preference"
+        kind = "procedural" if category == extraction.PROCEDURAL else "fact"
+        out.append(Candidate(c.content, category, LLM_IMPORTANCE.get(category, 0.5), (), kind))
+    return out
 
 
 def heuristic(user_text: str) -> list[Candidate]:
@@ -66,7 +67,7 @@ def heuristic(user_text: str) -> list[Candidate]:
         Candidate(c.content, _rule_category(c.category), c.importance, c.rules)
         for c in extract_candidates(user_text)
     ]
-    return facts + procedural_candidates(user_text)
+    return facts + procedures.procedural_candidates(user_text)
 
 
 def _rule_category(category: str | None) -> str | None:

@@ -56,6 +56,20 @@ _I_VERB = re.compile(r"^I (?:always |usually |like to |prefer to )*", re.I)
 _PRONOUNS = [(r"\bmy\b", "their"), (r"\bme\b", "them"), (r"\bmyself\b", "themselves")]
 
 
+# What a user says when they describe how they do something: a sequence, a routine, a way.
+_CUE = re.compile(
+    r"\b(?:first|then|after that|finally|step|steps|routine|the way I|how I (?:like|do|make)|"
+    r"remember how)\b",
+    re.I,
+)
+
+
+def cued(text: str) -> bool:
+    """Whether the user's words describe a procedure (seed 001 §12: one is kept only on a clear
+    cue): a rule matches, or they speak in steps, of a routine or of their way of doing it."""
+    return bool(_CUE.search(text)) or any(p.search(text) for _, p, _ in PATTERNS)
+
+
 def procedural_candidates(text: str) -> list[Candidate]:
     """The procedures a user's turn describes (usually none)."""
     found: list[Candidate] = []

@@ -83,3 +83,17 @@ async def test_a_procedure_is_stored_and_recalled_when_the_task_comes_up(
     assert PLANTS not in asked
     assert "How the user likes" not in await prompt("What is the weather like?")
     assert PLANTS in await prompt("Time to water the plants.")
+
+
+async def test_a_model_labelling_a_plain_habit_procedural_gets_a_preference(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """Seed 001 §12: a procedure only on a clear cue; the model's label alone is a guess."""
+    habit = "The user drinks black coffee every morning."
+    ollama[0].script = Script(
+        extract=lambda exchange: json.dumps([{"fact": habit, "type": "procedural"}])
+    )
+    await mem.exchange("I drink black coffee every morning.")
+    await mem.run()
+    rows = mem.rows("SELECT content, kind, category FROM memories")
+    assert [tuple(r) for r in rows] == [(habit, "fact", "preference")]
