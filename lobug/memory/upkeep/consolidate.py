@@ -5,9 +5,11 @@ A pair the write-time heuristic judge already calls `same` (word overlap ≥ nea
 cosine distance < duplicate_distance: written while vectors were off, imported, or in one
 exchange) is merged without asking. The others go to the LLM judge of "newer wins" (the same
 prompt and parser, write/judge.py), `pairs_per_prompt` pairs a call, at most `pairs_per_day`
-pairs per user a day, each call taken from the daily upkeep budget. Only `same` merges here:
-an update or a contradiction between two stored facts is recorded in the pair's fingerprint
-and left to the user (the write path retires facts when the user says something new).
+pairs per user a day, each call taken from the daily upkeep budget. The labels apply as at
+write time: `same` merges the two; `update` and `contradiction` retire the older for the newer
+("newer wins": the later statement stands, the older is archived with a SUPERSEDE event and a
+`supersedes` edge; a pinned fact is never retired), so two facts that missed each other when
+written (vectors off, an import) do not both stay current.
 
 An answer that is nonsense twice falls back to the heuristic labels for its batch (counted in
 `consolidate_invalid_total`); an empty answer or an outage raises LLMUnavailable / RetryLater:
@@ -25,12 +27,12 @@ from typing import Any
 
 from lobug.config import UpkeepConfig
 from lobug.llm.ask import InvalidOutput
-from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store.rows import bump_counter
 from lobug.memory.upkeep import events, pairs
 from lobug.memory.upkeep.budget import LlmBudget
-from lobug.memory.upkeep.merge import merge_pair
+from lobug.memory.upkeep.merge import merge_pair, retire_older
 from lobug.memory.upkeep.pairs import Pair
 from lobug.memory.write import judge
 from lobug.memory.write.candidate import Candidate
@@ -39,6 +41,7 @@ from lobug.storage.database import Database
 log = logging.getLogger(__name__)
 
 MERGED = "consolidate_merge"
+SUPERSEDED = "consolidate_supersede"
 
 
 class Consolidator:
@@ -46,7 +49,7 @@ class Consolidator:
         self,
         *,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         cfg: UpkeepConfig,
         policy: WritePolicy,
         budget: LlmBudget,
@@ -80,7 +83,7 @@ class Consolidator:
                 policy=self.policy,
             )
             (sure if label == judge.SAME else unsure).append(pair)
-        report["merged"] += await self._apply([(p, judge.SAME, judge.HEURISTIC) for p in sure])
+        report.update(await self._apply([(p, judge.SAME, judge.HEURISTIC) for p in sure]))
         checked = await self.db.read(pairs.judged_by_llm_since, user_id, events.day_start(now))
         todo = unsure[: max(0, self.cfg.pairs_per_day - checked)]
         size = max(1, self.cfg.pairs_per_prompt)
@@ -88,7 +91,7 @@ class Consolidator:
             batch = todo[start : start + size]
             await self.budget.take("consolidation")
             judged = await self._judge(batch, report)
-            report["merged"] += await self._apply(judged)
+            report.update(await self._apply(judged))
             report["llm_pairs"] += len(batch)
         log.info("consolidation for %s: %s", user_id, dict(report))
         return dict(report)
@@ -149,24 +152,34 @@ class Consolidator:
         )
         return label
 
-    async def _apply(self, judged: list[tuple[Pair, str, str]]) -> int:
+    async def _apply(self, judged: list[tuple[Pair, str, str]]) -> Counter[str]:
         if not judged:
-            return 0
-        return int(await self.db.write(partial(self._apply_in, now=self.clock()), judged))
+            return Counter()
+        done: Counter[str] = await self.db.write(partial(self._apply_in, now=self.clock()), judged)
+        return done
 
-    def _apply_in(self, conn: Any, judged: list[tuple[Pair, str, str]], *, now: float) -> int:
-        merged = 0
+    def _apply_in(
+        self, conn: Any, judged: list[tuple[Pair, str, str]], *, now: float
+    ) -> Counter[str]:
+        """Apply each label (seed 001 §4): `same` merges the two, `update` and `contradiction`
+        retire the older for the newer ("newer wins"); returns how many pairs changed."""
+        merged = retired = 0
         for pair, label, by in judged:
+            meta = {"judge": by, "similarity": pair.similarity}
             if label == judge.SAME:
-                meta = {"judge": by, "similarity": pair.similarity}
                 kept = merge_pair(
                     conn, pair.older, pair.newer, now=now, strength=self.policy.strength, meta=meta
                 )
                 merged += kept is not None
+            elif label in (judge.UPDATE, judge.CONTRADICTION):
+                meta["reason"] = label
+                retired += retire_older(conn, pair.older, pair.newer, meta=meta, now=now)
             pairs.remember_judged(conn, pair, label, by, now=now)
         if merged:
             events.record(conn, MERGED, now=now, n=merged)
-        return merged
+        if retired:
+            events.record(conn, SUPERSEDED, now=now, n=retired)
+        return Counter(merged=merged, superseded=retired)
 
 
 def _ms(started: float) -> float:

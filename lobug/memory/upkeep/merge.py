@@ -10,6 +10,7 @@ from lobug.memory.store import delta
 from lobug.memory.store import rows as store
 from lobug.memory.store.rows import MemoryRow
 from lobug.memory.store.strength import Strength
+from lobug.memory.write.reconcile import supersede
 
 ACTOR = "consolidator"
 
@@ -103,3 +104,24 @@ def merge_pair(
 def _hits(conn: Any, memory_id: int) -> int:
     row = conn.execute("SELECT hits FROM memories WHERE id = ?", (memory_id,)).fetchone()
     return int(row[0]) if row else 0
+
+
+def retire_older(conn: Any, older: MemoryRow, newer: MemoryRow, *, meta: dict[str, Any],
+                 now: float) -> bool:  # fmt: skip
+    """`newer` updates or contradicts `older` (judged so): the older is superseded, as when a
+    new statement replaces a stored fact ("newer wins", write.reconcile), if both still say
+    what was judged. Returns whether it was."""
+    fresh_old, fresh_new = store.get_memory(conn, older.id), store.get_memory(conn, newer.id)
+    if fresh_old is None or fresh_new is None or fresh_new.status != "active":
+        return False
+    if fresh_old.content != older.content or fresh_new.content != newer.content:
+        return False
+    done = supersede(conn, older.id, newer.id, newer.content, actor=ACTOR, meta=meta, now=now)
+    if done:
+        delta.bump(
+            conn, None, newer.id, "updated",
+            {"content": newer.content, "category": newer.category,
+             "importance": newer.importance, "store": newer.store},
+            now, newer.user_id,
+        )  # fmt: skip
+    return done

@@ -247,29 +247,33 @@ def apply(
 def _retire(
     conn: Any, old: Judgement, by: int, cand: Candidate, origin: Origin, now: float
 ) -> None:
-    """The stored fact `old` is replaced by memory `by`: archived (kept for history) with
-    `valid_until`, SUPERSEDE event, `supersedes` edge. An archived fact (idle, by the GC) that
-    no statement replaced yet is superseded the same way."""
-    row = store.get_memory(conn, old.row.id)
+    meta = {**origin.history_meta(), "reason": old.label, "judge": old.judge}
+    supersede(conn, old.row.id, by, cand.content, actor=origin.actor, meta=meta, now=now)
+
+
+def supersede(
+    conn: Any, memory_id: int, by: int, content: str, *, actor: str, meta: dict[str, Any],
+    now: float,
+) -> bool:  # fmt: skip
+    """The stored fact `memory_id` is replaced by memory `by` (saying `content`): archived (kept
+    for history) with `valid_until`, SUPERSEDE event, `supersedes` edge. An archived fact (idle,
+    by the GC) that no statement replaced yet is superseded the same way; a pinned one never.
+    `meta` (the reason, the judge…) goes into the history event. Returns whether it was."""
+    row = store.get_memory(conn, memory_id)
     if row is None or row.pinned or row.status not in judge.COMPARED:
-        return
+        return False
     if row.status != "active" and row.valid_until is not None:
-        return  # replaced already
+        return False  # replaced already
     change_status(
         conn,
         row,
         "archived",
         now=now,
         event="SUPERSEDE",
-        actor=origin.actor,
+        actor=actor,
         old_value=row.content,
-        new_value=cand.content,
-        meta={
-            **origin.history_meta(),
-            "reason": old.label,
-            "superseded_by": by,
-            "judge": old.judge,
-        },
+        new_value=content,
+        meta={**meta, "superseded_by": by},
         valid_until=now,
         updated_at=now,
         attributes=Sql(
@@ -278,7 +282,8 @@ def _retire(
             (by,),
         ),
     )
-    relations.link_supersedes(conn, by, row.id, user_id=row.user_id, now=now, actor=origin.actor)
+    relations.link_supersedes(conn, by, row.id, user_id=row.user_id, now=now, actor=actor)
+    return True
 
 
 def _same_exchange(conn: Any, memory_id: int, turn_ids: Sequence[int]) -> bool:

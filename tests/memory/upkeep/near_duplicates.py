@@ -40,7 +40,7 @@ def same_group(new: str, old: str) -> str:
 JUDGE = judge_by(same_group)
 
 
-def _insert(conn: Any, texts: list[str], *, now: float) -> list[int]:
+def insert(conn: Any, texts: list[str], *, now: float) -> list[int]:
     ids = []
     for text in texts:
         memory_id = store.insert_memory(
@@ -60,7 +60,7 @@ def _insert(conn: Any, texts: list[str], *, now: float) -> list[int]:
 async def load(mem: MemoryEnv) -> list[int]:
     """Every wording stored as its own active fact, with its vector (the embed jobs run)."""
     texts = [text for group in GROUPS for text in group]
-    ids = await mem.db.write(partial(_insert, now=mem.clock()), texts)
+    ids = await mem.db.write(partial(insert, now=mem.clock()), texts)
     await mem.run()
     return list(ids)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
-from fake_ollama import FakeOllamaState
+from fake_ollama import FakeOllamaState, judge_by
 from memory_kit import MemoryEnv
-from near_duplicates import GROUPS, JUDGE, duplicates, load
+from near_duplicates import GROUPS, JUDGE, duplicates, insert, load
 
 from lobug.memory.upkeep.jobs import CONSOLIDATE
 
@@ -168,3 +169,30 @@ async def test_the_schedule_survives_a_restart_and_catches_up_once(
         assert "consolidate" in await mem.service.periodic.run_due()
         assert "consolidate" not in await mem.service.periodic.run_due()
         assert len(mem.jobs(CONSOLIDATE)) == 2
+
+
+async def test_an_update_between_two_stored_facts_retires_the_older(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    """Seed 001 §4: labels apply as at write time; two facts that missed each other when
+    written (here: stored directly, as an import does) do not both stay current."""
+    old_text, new_text = "The user lives in Portland.", "The user lives in Seattle now."
+    state = ollama[0]
+    state.judge = judge_by(lambda new, old: "update" if (new, old) == (new_text, old_text)
+                           else "unrelated")  # fmt: skip
+    (old,) = await mem.db.write(partial(insert, now=clock()), [old_text])
+    clock.advance(60)
+    (new,) = await mem.db.write(partial(insert, now=clock()), [new_text])
+    await mem.run()  # their vectors
+    await scheduled(mem, clock)
+    await mem.run()
+    assert state.memory_calls("judge")
+    assert mem.facts() == [new_text]
+    assert mem.value("SELECT status FROM memories WHERE id = ?", old) == "archived"
+    event = mem.rows("SELECT * FROM history WHERE memory_id = ? ORDER BY id DESC LIMIT 1", old)[0]
+    meta = json.loads(event["meta"])
+    assert (event["event"], event["actor"]) == ("SUPERSEDE", "consolidator")
+    assert (meta["reason"], meta["superseded_by"], meta["judge"]) == ("update", new, "llm")
+    edge = mem.rows("SELECT from_id, to_id FROM relations WHERE relation_type = 'supersedes'")
+    assert [tuple(e) for e in edge] == [(new, old)]
+    assert mem.value("SELECT SUM(count) FROM op_events WHERE op = 'consolidate_supersede'") == 1
