@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lobug.speech.hints import NO_HINTS, Hints
 from lobug.speech.transcriber import SpeechUnavailable, Transcript
 
 
@@ -171,6 +172,7 @@ class FakeTranscriber:
         self.max_active = 0
         self.threads: set[str] = set()
         self.last_audio: np.ndarray | None = None
+        self.last_hints: Hints | None = None
         self._loaded = False
         self._error: str | None = None
         self._lock = threading.Lock()
@@ -191,8 +193,9 @@ class FakeTranscriber:
             raise SpeechUnavailable(self._error)
         self._loaded, self._error = True, None
 
-    def transcribe(self, audio: np.ndarray) -> Transcript:
+    def transcribe(self, audio: np.ndarray, hints: Hints = NO_HINTS) -> Transcript:
         with self._lock:
+            self.last_hints = hints
             self.transcribe_calls += 1
             self.active += 1
             self.max_active = max(self.max_active, self.active)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from lobug.metrics.registry import DaemonMetrics
+from lobug.speech.hints import NO_HINTS, Hints
 from lobug.speech.transcriber import Transcriber, Transcript
 
 
@@ -31,10 +32,10 @@ class TimedTranscriber:
     def load(self) -> None:
         self.inner.load()
 
-    def transcribe(self, audio: np.ndarray) -> Transcript:
+    def transcribe(self, audio: np.ndarray, hints: Hints = NO_HINTS) -> Transcript:
         started = time.perf_counter()
         try:
-            transcript = self.inner.transcribe(audio)
+            transcript = self.inner.transcribe(audio, hints)
         finally:
             self.metrics.stt_seconds.observe(time.perf_counter() - started)
         self.metrics.stt_audio_seconds.inc(transcript.duration_s)

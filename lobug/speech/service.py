@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
@@ -14,6 +15,7 @@ from lobug.config import SpeechConfig
 from lobug.errors import payload_too_large, unavailable
 from lobug.llm.lane import LLMLane
 from lobug.speech.audio import SAMPLE_RATE, check_request, decode_audio, media_type, rms_dbfs
+from lobug.speech.hints import NO_HINTS, Hints, VocabularySource, hints_for
 from lobug.speech.transcriber import SpeechUnavailable, Transcriber, Transcript
 
 log = logging.getLogger(__name__)
@@ -31,10 +33,17 @@ T = TypeVar("T")
 
 class SpeechService:
     def __init__(
-        self, transcriber: Transcriber, config: SpeechConfig, *, lane: LLMLane | None = None
+        self,
+        transcriber: Transcriber,
+        config: SpeechConfig,
+        *,
+        lane: LLMLane | None = None,
+        vocabulary: VocabularySource | None = None,
     ) -> None:
         self._transcriber = transcriber
         self._config = config
+        # The words the caller's household uses, by trust (lobug.speech.hints); None: no hints.
+        self._vocabulary = vocabulary
         # A transcription is part of a turn: memory work gives it the machine (lobug.llm.lane).
         self._lane = lane or LLMLane(enabled=False)
         # One transcription at a time: Whisper on a Pi saturates every core, so parallel runs
@@ -84,9 +93,15 @@ class SpeechService:
             log.warning("speech-to-text is unavailable (/chat/audio answers 503): %s", self.error)
 
     async def transcribe_body(
-        self, body: bytes, content_type: str | None, sample_rate_header: str | None
+        self,
+        body: bytes,
+        content_type: str | None,
+        sample_rate_header: str | None,
+        *,
+        trust: str,
     ) -> Transcript:
         """Decode, skip digital silence, transcribe; failures are ApiErrors (CONTRACT.md).
+        `trust` is the caller's: the names Whisper is given come only from what it may read.
 
         The request's own problems come first (413 size, 415 media type, 400 empty body or bad
         X-Sample-Rate, raw PCM's odd length or too many seconds): a client must learn what to
@@ -112,11 +127,27 @@ class SpeechService:
         duration = audio.size / SAMPLE_RATE
         if level < SILENCE_DBFS:
             return Transcript(text="", language=self._config.language, duration_s=duration)
+        hints = await self.hints(trust)
         try:
             async with self._lane.turn():
-                return await self._run_exclusive(self._transcriber.transcribe, audio)
+                return await self._run_exclusive(
+                    partial(self._transcriber.transcribe, hints=hints), audio
+                )
         except SpeechUnavailable as exc:
             raise unavailable(f"speech-to-text is unavailable: {exc}") from None
+
+    async def hints(self, trust: str) -> Hints:
+        """The names to expect for a caller of `trust`; none when they cannot be had (a failing
+        lookup costs the hint, never the transcription)."""
+        mode = self._config.vocabulary
+        if self._vocabulary is None or mode == "off":
+            return NO_HINTS
+        try:
+            terms = await self._vocabulary(trust)
+        except Exception:  # noqa: BLE001 - e.g. a locked or damaged database
+            log.warning("speech: the memory's names could not be read", exc_info=True)
+            return NO_HINTS
+        return hints_for(terms, mode, self._config.vocabulary_max_tokens)
 
     @staticmethod
     def check_content_type(content_type: str | None) -> None:

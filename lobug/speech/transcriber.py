@@ -7,6 +7,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from lobug.speech.hints import NO_HINTS, Hints
+
 
 @dataclass(frozen=True)
 class Transcript:
@@ -39,6 +41,6 @@ class Transcriber(Protocol):
         """Load the model (blocking); raise SpeechUnavailable with a how-to-fix message."""
         ...
 
-    def transcribe(self, audio: np.ndarray) -> Transcript:
-        """Transcribe float32 mono 16 kHz samples (blocking)."""
+    def transcribe(self, audio: np.ndarray, hints: Hints = NO_HINTS) -> Transcript:
+        """Transcribe float32 mono 16 kHz samples (blocking); `hints` name words to expect."""
         ...

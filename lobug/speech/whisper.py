@@ -10,6 +10,7 @@ import numpy as np
 
 from lobug.config import SpeechConfig
 from lobug.speech.audio import SAMPLE_RATE
+from lobug.speech.hints import NO_HINTS, Hints
 from lobug.speech.transcriber import SpeechUnavailable, Transcript
 
 ModelFactory = Callable[..., Any]
@@ -60,13 +61,16 @@ class WhisperTranscriber:
             self._error = f"could not load the faster-whisper model {self._config.model!r}: {exc}"
             raise SpeechUnavailable(self._error) from exc
 
-    def transcribe(self, audio: np.ndarray) -> Transcript:
+    def transcribe(self, audio: np.ndarray, hints: Hints = NO_HINTS) -> Transcript:
         model = self._model
         if model is None:
             raise SpeechUnavailable(self._error or "the faster-whisper model is not loaded yet")
         cfg = self._config
+        options: dict[str, Any] = {}
+        if not hints.empty:  # without hints, exactly the model's defaults
+            options = {"hotwords": hints.hotwords, "initial_prompt": hints.initial_prompt}
         segments, info = model.transcribe(
-            audio, language=cfg.language, beam_size=cfg.beam_size, vad_filter=cfg.vad
+            audio, language=cfg.language, beam_size=cfg.beam_size, vad_filter=cfg.vad, **options
         )
         # `segments` is lazy: the decoding happens while it is iterated, so it must be consumed
         # here, in the worker thread, and never on the event loop.

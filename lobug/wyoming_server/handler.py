@@ -179,9 +179,17 @@ class WyomingHandler:
         pcm = await asyncio.to_thread(audio.pcm16_mono)
         audio.chunks.clear()
         # The same path as a raw-PCM /chat/audio body: limits, silence, one model run at a time.
-        result = await self.services.speech.transcribe_body(pcm, RAW_TYPE, str(audio.rate))
+        result = await self.services.speech.transcribe_body(
+            pcm, RAW_TYPE, str(audio.rate), trust=self._trust()
+        )
         await self.write_event(Transcript(text=result.text.strip(),
                                           language=result.language).event())  # fmt: skip
+
+    def _trust(self) -> str:
+        """This connection's trust: what its turns may read, and the names its audio may hint."""
+        config = self.services.config
+        trusted = handle.in_networks(self.peer, config.wyoming.trusted_hosts)
+        return peer_trust(config.api, self.peer, trusted=trusted)
 
     async def _handle(self, text: Any, context: Any) -> None:
         if not isinstance(context, dict):
@@ -194,8 +202,7 @@ class WyomingHandler:
             message = f"device {handle.DEVICE_ID!r} is not allowed (api.device_allowlist)"
             await self.write_event(NotHandled(text=message, context=context).event())
             return
-        trusted = handle.in_networks(self.peer, config.wyoming.trusted_hosts)
-        stores = STORES_BY_TRUST[peer_trust(config.api, self.peer, trusted=trusted)]
+        stores = STORES_BY_TRUST[self._trust()]
         try:
             await handle.reply(
                 self.services.chat,

@@ -59,7 +59,7 @@ async def test_speech_is_decoded_and_transcribed(tmp_path: Path) -> None:
     fake = FakeTranscriber("what's the weather like")
     service = await loaded(fake)
     path = speak_wav("what is the weather like", tmp_path / "s.wav", rate=22050)
-    transcript = await service.transcribe_body(path.read_bytes(), "audio/wav", None)
+    transcript = await service.transcribe_body(path.read_bytes(), "audio/wav", None, trust="full")
     assert transcript.text == "what's the weather like"
     assert fake.transcribe_calls == 1
     assert fake.last_audio is not None and fake.last_audio.dtype.name == "float32"
@@ -71,7 +71,7 @@ async def test_digital_silence_is_not_sent_to_the_model(tmp_path: Path) -> None:
     fake = FakeTranscriber("Thank you.")  # what Whisper tends to hallucinate on silence
     service = await loaded(fake, language="en")
     body = silence_wav(tmp_path / "quiet.wav", 2.0).read_bytes()
-    transcript = await service.transcribe_body(body, "audio/wav", None)
+    transcript = await service.transcribe_body(body, "audio/wav", None, trust="full")
     assert (transcript.text, transcript.language, transcript.duration_s) == ("", "en", 2.0)
     assert fake.transcribe_calls == 0
 
@@ -80,7 +80,7 @@ async def test_raw_pcm_with_sample_rate_header_reaches_the_model() -> None:
     fake = FakeTranscriber()
     service = await loaded(fake)
     body = raw_pcm(1.0, rate=8000)
-    await service.transcribe_body(body, "application/octet-stream", "8000")
+    await service.transcribe_body(body, "application/octet-stream", "8000", trust="full")
     assert fake.last_audio is not None and fake.last_audio.size == 16000
 
 
@@ -98,7 +98,7 @@ async def test_failed_load_keeps_running_and_answers_503_with_the_fix(
 
     body = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
     with pytest.raises(ApiError) as info:
-        await service.transcribe_body(body, "audio/wav", None)
+        await service.transcribe_body(body, "audio/wav", None, trust="full")
     assert (info.value.status, info.value.code) == (503, "unavailable")
     assert "put it in /nowhere and restart" in info.value.message
     assert fake.load_calls == 1  # no reload on every request
@@ -123,7 +123,7 @@ async def test_the_requests_own_problems_come_before_503(tmp_path: Path) -> None
     ]
     for body, content_type, rate, status, code in cases:
         with pytest.raises(ApiError) as info:
-            await service.transcribe_body(body, content_type, rate)
+            await service.transcribe_body(body, content_type, rate, trust="full")
         assert (info.value.status, info.value.code) == (status, code), (content_type, rate)
     assert fake.load_calls == 1  # only the good request asked for the model
 
@@ -148,7 +148,7 @@ async def test_load_is_retried_later_so_a_copied_model_is_picked_up(
     fake.fail_load = False  # the operator copied the model into place
     monkeypatch.setattr(service_module, "RELOAD_AFTER_S", 0.0)
     body = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
-    transcript = await service.transcribe_body(body, "audio/wav", None)
+    transcript = await service.transcribe_body(body, "audio/wav", None, trust="full")
     assert transcript.text == fake.text
     assert service.ready and service.error is None and fake.load_calls == 2
 
@@ -159,7 +159,7 @@ async def test_lazy_load_happens_once_for_concurrent_first_requests(tmp_path: Pa
     assert not service.ready and service.error is not None and "not been loaded" in service.error
     body = tone_wav(tmp_path / "t.wav", 0.3).read_bytes()
     results = await asyncio.gather(
-        *(service.transcribe_body(body, "audio/wav", None) for _ in range(3))
+        *(service.transcribe_body(body, "audio/wav", None, trust="full") for _ in range(3))
     )
     assert [r.text for r in results] == [fake.text] * 3
     assert fake.load_calls == 1
@@ -170,7 +170,9 @@ async def test_transcription_runs_off_the_event_loop(tmp_path: Path) -> None:
     service = await loaded(fake)
     body = tone_wav(tmp_path / "t.wav", 1.0).read_bytes()
     started = time.perf_counter()
-    transcript, gap = await worst_loop_gap(service.transcribe_body(body, "audio/wav", None))
+    transcript, gap = await worst_loop_gap(
+        service.transcribe_body(body, "audio/wav", None, trust="full")
+    )
     assert transcript.text == fake.text
     assert time.perf_counter() - started >= 0.5
     assert gap < 0.1, f"the loop stalled for {gap:.3f} s"
@@ -183,7 +185,7 @@ async def test_heavy_decoding_runs_off_the_event_loop() -> None:
     body = raw_pcm(25.0, rate=192000)
     started = time.perf_counter()
     _, gap = await worst_loop_gap(
-        service.transcribe_body(body, "application/octet-stream", "192000")
+        service.transcribe_body(body, "application/octet-stream", "192000", trust="full")
     )
     elapsed = time.perf_counter() - started
     assert fake.last_audio is not None and fake.last_audio.size == 25 * 16000
@@ -195,7 +197,9 @@ async def test_one_transcription_at_a_time(tmp_path: Path) -> None:
     service = await loaded(fake)
     body = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
     started = time.perf_counter()
-    await asyncio.gather(*(service.transcribe_body(body, "audio/wav", None) for _ in range(3)))
+    await asyncio.gather(
+        *(service.transcribe_body(body, "audio/wav", None, trust="full") for _ in range(3))
+    )
     assert fake.transcribe_calls == 3 and fake.max_active == 1
     assert time.perf_counter() - started >= 0.45
 
@@ -204,13 +208,13 @@ async def test_a_cancelled_request_keeps_the_slot_until_its_thread_ends(tmp_path
     fake = FakeTranscriber(delay_s=0.3)
     service = await loaded(fake)
     body = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
-    first = asyncio.create_task(service.transcribe_body(body, "audio/wav", None))
+    first = asyncio.create_task(service.transcribe_body(body, "audio/wav", None, trust="full"))
     while fake.active == 0:  # wait until the model is really running in its thread
         await asyncio.sleep(0.01)
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first
-    await service.transcribe_body(body, "audio/wav", None)
+    await service.transcribe_body(body, "audio/wav", None, trust="full")
     assert fake.transcribe_calls == 2 and fake.max_active == 1
 
 
@@ -225,7 +229,7 @@ async def test_decode_errors_surface_as_api_errors() -> None:
     ]
     for body, content_type, header, status in cases:
         with pytest.raises(ApiError) as info:
-            await service.transcribe_body(body, content_type, header)
+            await service.transcribe_body(body, content_type, header, trust="full")
         assert info.value.status == status, (content_type, info.value)
 
 
@@ -233,20 +237,20 @@ async def test_limits_come_from_the_config(tmp_path: Path) -> None:
     service = await loaded(FakeTranscriber(), max_audio_seconds=1.0, max_audio_bytes=50_000)
     long_body = tone_wav(tmp_path / "t.wav", 1.5, rate=8000).read_bytes()
     with pytest.raises(ApiError) as info:
-        await service.transcribe_body(long_body, "audio/wav", None)
+        await service.transcribe_body(long_body, "audio/wav", None, trust="full")
     assert info.value.status == 413 and "limit is 1 s" in info.value.message
     with pytest.raises(ApiError) as info:
-        await service.transcribe_body(bytes(50_002), "application/octet-stream", None)
+        await service.transcribe_body(bytes(50_002), "application/octet-stream", None, trust="full")
     assert info.value.status == 413 and "MiB" in info.value.message
 
 
 async def test_transcriber_unavailable_mid_run_is_503(tmp_path: Path) -> None:
     class Vanishing(FakeTranscriber):
-        def transcribe(self, audio):  # type: ignore[no-untyped-def]
+        def transcribe(self, audio, hints):  # type: ignore[no-untyped-def]
             raise SpeechUnavailable("the model files were removed; copy them back")
 
     service = await loaded(Vanishing())
     body = tone_wav(tmp_path / "t.wav", 0.5).read_bytes()
     with pytest.raises(ApiError) as info:
-        await service.transcribe_body(body, "audio/wav", None)
+        await service.transcribe_body(body, "audio/wav", None, trust="full")
     assert info.value.status == 503 and "copy them back" in info.value.message

@@ -285,7 +285,7 @@ async def test_service_with_a_real_model(tiny_model: Path, tmp_path: Path) -> No
     await service.load()
     assert service.ready
     body = speak_wav("hello there", tmp_path / "h.wav", rate=22050).read_bytes()
-    transcript = await service.transcribe_body(body, "audio/wav", None)
+    transcript = await service.transcribe_body(body, "audio/wav", None, trust="full")
     assert transcript.language == "en" and transcript.duration_s > 0.5
 
 
@@ -294,6 +294,6 @@ async def test_service_without_the_model_is_503_with_the_fix(tmp_path: Path) -> 
     service = SpeechService(WhisperTranscriber(config, tmp_path / "models"), config)
     await service.load()  # logs a warning, does not raise
     with pytest.raises(ApiError) as info:
-        await service.transcribe_body(b"RIFF....WAVE", "audio/wav", None)
+        await service.transcribe_body(b"RIFF....WAVE", "audio/wav", None, trust="full")
     assert info.value.status == 503 and info.value.code == "unavailable"
     assert "hf download Systran/faster-whisper-small.en" in info.value.message
