@@ -385,3 +385,18 @@ async def test_list_by_the_score_the_upkeep_keeps(make_client: Callable[..., Any
     assert found == [high["id"], low["id"], later["id"]]
     error = await app.local.get("/v1/memories?sort=random", 400)
     assert error["error"]["details"]["field"] == "sort"
+
+
+async def test_list_by_personal_data(make_client: Callable[..., Any]) -> None:
+    """Seed 000: PII tags usable as a filter (what to review before sharing an export)."""
+    app = await make_app(make_client)
+    mail = await app.remember("The user's work email is sam.jones@example.com.")
+    phone = await app.remember("The user's dentist can be reached on 020 7946 0321.")
+    plain = await app.remember(TEA)
+    assert set(ids(await app.local.get("/v1/memories?pii=any"))) == {mail["id"], phone["id"]}
+    assert ids(await app.local.get("/v1/memories?pii=email")) == [mail["id"]]
+    assert ids(await app.local.get("/v1/memories?pii=phone")) == [phone["id"]]
+    assert ids(await app.local.get("/v1/memories?pii=none")) == [plain["id"]]
+    assert ids(await app.local.get("/v1/memories?pii=address")) == []
+    error = await app.local.get("/v1/memories?pii=passport", 400)
+    assert error["error"]["details"]["field"] == "pii"

@@ -175,4 +175,7 @@ async def test_cli_forget_by_text(tmp_path: Path, ollama: tuple[FakeOllamaState,
     assert code != 0 and "no memory says that" in err and "collects vintage postcards" in err
     code, _, err = await lobug(config, "memory", "forget")
     assert code != 0 and "one of them" in err
-    assert query(db, "SELECT COUNT(*) FROM memories WHERE status = 'active'")[0][0] == 1
+    await lobug_json(config, "memory", "remember", "The user's email is jo@example.com.")
+    with_pii = await lobug_json(config, "memory", "list", "--pii", "email")
+    assert [m["content"] for m in with_pii["memories"]] == ["The user's email is jo@example.com."]
+    assert query(db, "SELECT COUNT(*) FROM memories WHERE status = 'active'")[0][0] == 2

@@ -26,6 +26,7 @@ from lobug.cli.memory.reembed import run_reembed
 from lobug.cli.memory.session import drive, exit_code, output, services
 from lobug.config import Config
 from lobug.memory import Recall, Records, enqueue
+from lobug.memory.shapes import params as q
 from lobug.memory.shapes import scalars as f
 
 TURN_KINDS = (enqueue.EXTRACT, enqueue.EMBED_TURN, enqueue.EMBED_MEMORY)
@@ -156,6 +157,8 @@ def _list_options(p: argparse.ArgumentParser, *, kind: str | None = None) -> Non
     p.add_argument("--category")
     p.add_argument("--store", choices=f.STORES)
     _writer_options(p, "only memories written by")
+    p.add_argument("--pii", choices=q.PII_FILTERS,
+                   help="only memories with personal data (any, or one kind), or none")  # fmt: skip
     p.add_argument("--sort", choices=("created", "score"), default="created",
                    help="score: by the score the daily upkeep keeps, highest first")  # fmt: skip
     p.add_argument("--limit", type=int, default=50)

@@ -110,7 +110,8 @@ async def remember(
 
 
 async def listing(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
-    keys = ("q", "kind", "layer", "category", "store", "sort", "limit", "offset", *WRITER_KEYS)
+    keys = ("q", "kind", "layer", "category", "store", "pii", "sort", "limit", "offset",
+            *WRITER_KEYS)  # fmt: skip
     given = parse(q.MemoryListParams, _body(args, keys))
     found = await rec.list_memories(
         who,

@@ -30,6 +30,7 @@ def list_rows(
     filters: Mapping[str, Any],
     limit: int,
     offset: int,
+    pii: str | None = None,
     by_score: bool = False,
 ) -> list[Any]:
     """Newest first, by text rank with `q`; `by_score`: by the score `lifecycle.policies.
@@ -45,6 +46,13 @@ def list_rows(
                 "COALESCE(m.category, 'general') = ?" if column == "category" else f"m.{column} = ?"
             )
             args.append(value)
+    if pii == "any":
+        clauses.append("json_array_length(m.pii) > 0")
+    elif pii == "none":
+        clauses.append("json_array_length(m.pii) = 0")
+    elif pii is not None:
+        clauses.append("EXISTS (SELECT 1 FROM json_each(m.pii) WHERE value = ?)")
+        args.append(pii)
     sql = " AND ".join(clauses)
     if not q:
         return conn.execute(

@@ -12,6 +12,9 @@ from lobug.memory.query import MAX_QUERY_CHARS
 from lobug.memory.shapes import scalars as s
 from lobug.memory.shapes.scalars import Category, Kind, Layer, SessionId, Status, Store, WriterId
 from lobug.memory.write.consent import STATUSES as PROPOSAL_STATUSES
+from lobug.memory.write.pii import PII_TAGS
+
+PII_FILTERS = ("any", "none", *PII_TAGS)
 
 EVERY = "all"  # /v1/proposals?status=all
 MAX_LIMIT = 500
@@ -78,6 +81,11 @@ class MemoryListParams(WriterParams):
     status: Status = "active"
     category: Category | None = None
     store: Store | None = None
+    pii: Literal[PII_FILTERS] | None = Field(  # type: ignore[valid-type]
+        None,
+        description="Only memories holding personal data (`any`), or this kind of it (`email`, "
+        "`phone`, `address`), or none (`none`): what to review before sharing an export.",
+    )
     sort: Literal["created", "score"] = Field(
         "created",
         description="`created`: newest first (by text rank with `q`); `score`: by the score the "
