@@ -31,7 +31,9 @@ MEMORIES = Corpus(
 )
 # Turns have no entity links: their entity list is a name match in the text, which BM25 already
 # counts, so fusing it too double-weights lexical agreement (measured: docs/retrieval-eval.md).
-TURNS = Corpus("turns", "text", "turns_fts", "turn_vectors", "turn_id", ("vector", "bm25"))
+TURNS = Corpus(
+    "turns", "text", "turns_fts", "turn_vectors", "turn_id", ("vector", "bm25", "context")
+)
 
 
 @dataclass(frozen=True)

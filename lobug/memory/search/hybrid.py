@@ -15,6 +15,8 @@ from typing import Any
 
 from lobug.memory.graph import relations
 from lobug.memory.graph.entities import entities_in_text
+from lobug.memory.search.context import WEIGHTS as CONTEXT
+from lobug.memory.search.context import context_ranks
 from lobug.memory.search.corpus import (
     MEMORIES,
     TURNS,
@@ -50,11 +52,14 @@ VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
 LIST_ORDER = (
     "vector",
     "bm25",
+    "context",
     "entity",
     "when_vector",
     "when_words",
+    "when_context",
     "who_vector",
     "who_words",
+    "who_context",
 )
 
 
@@ -203,17 +208,25 @@ def ranked_lists(
     flt = flt or SearchFilter()
     lists = corpus.lists if lists is None else lists
     ranked: dict[str, list[int]] = {}
-    if "vector" in lists and query_vec is not None and has_table(conn, corpus.vectors):
+    nearest: list[tuple[int, float]] = []
+    context = "context" in lists and corpus is TURNS
+    if ("vector" in lists or context) and query_vec is not None and has_table(conn, corpus.vectors):
         max_distance = None if min_similarity is None else 1.0 - min_similarity
-        ranked["vector"] = vector_ranks(
-            conn, query_vec, depth, corpus=corpus, flt=flt, max_distance=max_distance
+        # One KNN for both lists: the context list reads deeper into the same neighbours.
+        deep = max(depth, CONTEXT.depth) if context else depth
+        nearest = vector_knn(
+            conn, query_vec, deep, corpus=corpus, flt=flt, max_distance=max_distance
         )
+        if "vector" in lists:
+            ranked["vector"] = [i for i, _ in nearest[:depth]]
     if "bm25" in lists:
         ranked["bm25"] = text_ranks(
             conn, text, depth, corpus=corpus, flt=flt, min_words=weights.bm25_min_words
         )
     if "entity" in lists:
         ranked["entity"] = entity_ranks(conn, text, depth, corpus=corpus, flt=flt)
+    if context:
+        ranked["context"] = context_ranks(conn, text, nearest, depth, flt=flt)
     return ranked
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
 from lobug.memory.search import hybrid, when, who
+from lobug.memory.search.context import WEIGHTS as CONTEXT
+from lobug.memory.search.context import context_ranks
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
@@ -112,7 +114,7 @@ def turn_filter(req: QueryRequest) -> SearchFilter | None:
     )
 
 
-VECTOR_LIST = ("vector",)
+VECTOR_LIST = ("vector", "context")  # the lists that need the query's vector
 VECTOR_NAMES = ("vector", "when_vector", "who_vector")  # ordered by the query's vector
 WORD_LISTS = ("bm25", "entity")
 Lists = dict[str, dict[str, list[int]]]  # corpus table -> list name -> ids, best first
@@ -184,13 +186,21 @@ def narrowed_lists(
     name: str,
 ) -> dict[str, list[int]]:
     """The question names a period ("last spring": `when`) or a speaker ("Liam's": `who`):
-    the rows within it, by meaning (with the vector list) and by words (with the lexical ones:
-    one shared word is enough), fused as two more lists — so what was said then, or by them,
-    comes first without hiding everything else."""
+    the rows within it, by meaning (with the vector list), by words (with the lexical ones:
+    one shared word is enough) and, for turns, with their context (`search.context`), fused
+    as more lists — so what was said then, or by them, comes first without hiding everything
+    else. The vector and context lists share one KNN."""
     lists: dict[str, list[int]] = {}
-    if "vector" in parts and vector is not None and has_table(conn, corpus.vectors):
-        lists[f"{name}_vector"] = hybrid.vector_ranks(
-            conn, vector, plan.depth, corpus=corpus, flt=inside
+    nearest: list[tuple[int, float]] = []
+    context = "context" in parts and corpus is TURNS
+    if ("vector" in parts or context) and vector is not None and has_table(conn, corpus.vectors):
+        deep = max(plan.depth, CONTEXT.depth) if context else plan.depth
+        nearest = hybrid.vector_knn(conn, vector, deep, corpus=corpus, flt=inside)
+        if "vector" in parts:
+            lists[f"{name}_vector"] = [i for i, _ in nearest[: plan.depth]]
+    if context:
+        lists[f"{name}_context"] = context_ranks(
+            conn, plan.req.text, nearest, plan.depth, flt=inside
         )
     if "bm25" in parts:
         lists[f"{name}_words"] = hybrid.text_ranks(

@@ -9,8 +9,9 @@ Formulas (weights in `ScoringWeights`; ages in days, computed from an explicit `
     fusion (seed 003, weighted RRF)
         rrf(d) = Σ_lists  w_list / (k + rank_list(d))          ranks from 1, k = 60
         rrf_norm(d) = rrf(d) / Σ_answering lists w_list/(k + 1)   1.0 = first in every list
-        weights: vector 1.0, bm25 0.5, entity 0.5; a BM25 hit joins only if it shares
-        bm25_min_words (2) of the query's words — why: docs/retrieval-eval.md
+        weights: vector 1.0, bm25 0.5, entity 0.5, context 1.0 (turns: search.context);
+        a BM25 hit joins only if it shares bm25_min_words (2) of the query's words — why:
+        docs/retrieval-eval.md
 
     final re-score (architecture "re-scored by importance, recency, frequency, confidence and
     relation strength"; seed 001 §2 for the relation boost)
@@ -49,16 +50,20 @@ from lobug.memory.store.strength import retrievability
 DAY = 86_400.0
 ORDINARY_DECAY_RATE = 0.05  # a memory of importance 0.5; what a raw turn fades like
 # Vector similarity leads; the lexical and entity lists corroborate (see docs/retrieval-eval.md).
+# context: the turns scored with the question they answer (search.context).
 # when_*, who_*: the same lists within the period (search.when) or among the turns of the
 # speaker (search.who) the question names, if it names one.
 LIST_WEIGHTS = {
     "vector": 1.0,
     "bm25": 0.5,
     "entity": 0.5,
+    "context": 1.0,
     "when_vector": 1.0,
     "when_words": 0.5,
+    "when_context": 1.0,
     "who_vector": 1.0,
     "who_words": 0.5,
+    "who_context": 1.0,
 }
 
 

@@ -10,7 +10,7 @@ Recognised (case-insensitive):
     today, yesterday, last night, this/last week|month|year, recently, earlier this year
     N days|weeks|months|years ago  (N in digits or one…twelve, "a", "a couple of", "a few")
     this/last spring|summer|autumn|fall|winter, in (the) spring|…  (of 2025)
-    in/last/this May, in May 2025, (on) May 3, May 3rd 2025
+    in/last/this May, in May 2025, (on) May 3, May 3rd 2025, (on) 3 May, 2025, the 3rd of May
     in 2025, last/this year
 Seasons are the northern meteorological ones (spring = March–May, winter = December–February).
 A month or season without a year is the latest one that has begun by `now`.
@@ -79,6 +79,13 @@ _SEASON_RE = re.compile(
 )
 _DAY_OF_MONTH = re.compile(
     rf"\b(?:on\s+)?({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+({_YEAR}))?\b", re.I
+)
+# "on 7 July, 2023", "the 3rd of May": the day before the month, as most of the world says it.
+# Without a year it needs "on"/"the" before it or an ordinal ("2 may be" is not a date).
+_DAY_MONTH = re.compile(
+    rf"\b(?:(on|the)\s+)?(\d{{1,2}})(st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\b\.?"
+    rf"(?:,?\s+({_YEAR}))?",
+    re.I,
 )
 _MONTH_RE = re.compile(rf"\b(in|last|this|during|since)\s+({_MONTH})\.?(?:\s+({_YEAR}))?\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?\s+({_YEAR})\b", re.I)
@@ -196,17 +203,29 @@ def _season(text: str, today: datetime) -> Span | None:
 
 def _day_of_month(text: str, today: datetime) -> Span | None:
     m = _DAY_OF_MONTH.search(text)
-    if m is None:
+    if m is not None:
+        month, day, given = MONTHS[m.group(1).lower()], int(m.group(2)), m.group(3)
+    elif (d := _day_month(text)) is not None:
+        month, day, given = d
+    else:
         return None
-    month, day = MONTHS[m.group(1).lower()], int(m.group(2))
     if not 1 <= day <= 31:
         return None
-    year = int(m.group(3)) if m.group(3) else _latest_start(today, month).year
+    year = int(given) if given else _latest_start(today, month).year
     try:
         start = datetime(year, month, day, tzinfo=today.tzinfo)
     except ValueError:
         return None
     return start - timedelta(days=1), start + timedelta(days=2)
+
+
+def _day_month(text: str) -> tuple[int, int, str | None] | None:
+    """(month, day, year or None) of the first "7 July, 2023" / "on the 3rd of May"."""
+    for m in _DAY_MONTH.finditer(text):
+        lead, suffix, year, name = m.group(1), m.group(3), m.group(5), m.group(4).lower()
+        if year or (lead and suffix) or ((lead or suffix) and name != "may"):
+            return MONTHS[name], int(m.group(2)), year
+    return None
 
 
 def _month(text: str, today: datetime) -> Span | None:

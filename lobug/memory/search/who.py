@@ -12,15 +12,20 @@ import re
 from typing import Any
 
 
-def named_speaker(conn: Any, user_id: str, text: str) -> str | None:
-    """The first known speaker of the user's turns that the text names; None when none."""
-    names = [
+def speakers(conn: Any, user_id: str) -> list[str]:
+    """The named speakers of the user's turns."""
+    return [
         r[0]
         for r in conn.execute(
             "SELECT DISTINCT speaker FROM turns WHERE user_id = ? AND speaker IS NOT NULL",
             (user_id,),
         )
     ]
+
+
+def named_speaker(conn: Any, user_id: str, text: str) -> str | None:
+    """The first known speaker of the user's turns that the text names; None when none."""
+    names = speakers(conn, user_id)
     found = [(m.start(), name) for name in names if (m := _word(name).search(text))]
     return min(found)[1] if found else None
 

@@ -231,9 +231,9 @@ def test_turn_search_filters_sessions_and_skips_the_entity_list(conn: Any) -> No
         conn, "biscuit booster", unit(1), corpus=TURNS, flt=SearchFilter(exclude_session="now")
     )
     assert [h.id for h in hits] == [there]
-    assert set(hits[0].fused.ranks) <= {"vector", "bm25"}
+    assert set(hits[0].fused.ranks) <= {"vector", "bm25", "context"}
     assert here not in [h.id for h in hits]
-    assert TURNS.lists == ("vector", "bm25") and "entity" in MEMORIES.lists
+    assert TURNS.lists == ("vector", "bm25", "context") and "entity" in MEMORIES.lists
 
 
 @pytest.mark.parametrize("text", ['"', "NEAR(", "*", "🙂" * 100, "x" * 10_000, "", "AND OR"])
@@ -245,7 +245,8 @@ def test_hostile_queries_are_plain_words(conn: Any, text: str) -> None:
     (hit,) = hybrid_search(conn, text, unit(1), now=NOW)
     assert hit.id == tea and set(hit.fused.ranks) == {"vector"}
     (hit,) = hybrid_search(conn, text, unit(1), corpus=TURNS)
-    assert hit.id == said and set(hit.fused.ranks) == {"vector"}
+    # The turns' context list ranks by meaning too; no word list matched.
+    assert hit.id == said and set(hit.fused.ranks) == {"vector", "context"}
 
 
 def test_explain_is_json_serialisable(conn: Any) -> None:

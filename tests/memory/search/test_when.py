@@ -43,6 +43,9 @@ def days(text: str, now: float = NOW) -> tuple[date, date] | None:
         ("in 2025", (date(2025, 1, 1), date(2026, 1, 1))),
         ("earlier this year", (date(2026, 1, 1), date(2026, 3, 15))),
         ("since June", (date(2025, 6, 1), date(2026, 3, 16))),
+        ("What did Gina find on 1 February, 2023?", (date(2023, 1, 31), date(2023, 2, 3))),
+        ("the 3rd of May", (date(2025, 5, 2), date(2025, 5, 5))),
+        ("on 4 June", (date(2025, 6, 3), date(2025, 6, 6))),
     ],
 )
 def test_periods(text: str, expected: tuple[date, date]) -> None:
@@ -51,7 +54,14 @@ def test_periods(text: str, expected: tuple[date, date]) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["When did Nadia start pottery?", "This may help with the garden.", "I march on", "a day"],
+    [
+        "When did Nadia start pottery?",
+        "This may help with the garden.",
+        "I march on",
+        "a day",
+        "I have 2 may be",
+        "we ate 3 june bugs",
+    ],
 )
 def test_no_period(text: str) -> None:
     assert days(text) is None

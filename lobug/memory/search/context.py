@@ -1,0 +1,143 @@
+"""Turns scored with their context: one more ranked list over the turns (`context`).
+
+In a conversation the answer is often not in the turn that names the subject: "What genre is
+Joanna's first screenplay?" is answered by "Thanks, Nate! It's a mix of drama and romance!",
+said right after the question about the screenplay. A turn's own words and meaning are only
+half of what it says; the turns beside it in its session say the rest.
+
+So the turn list is also ranked by a score that carries the context:
+
+    own(t)     = w_words·bm25(t)/bm25_max + w_meaning·near(t)
+    context(t) = own(t) + γ·own(previous turn)    when that turn, of the same session, asks
+                                                   something (holds a "?"): t is its reply
+
+bm25(t) is FTS5's score of the question's words (any one of them, the speakers' names left out:
+they say who, not what) in t and bm25_max the best of the question; near(t) is the turn's cosine
+similarity to the question rescaled over the candidates (0 at the weakest, 1 at the best), so
+both terms are on one scale whatever the embedder's similarity range. The candidates are the
+deep word and meaning lists and the turns after their best rows, so a reply that shares nothing
+with the question still enters.
+The stored and shown text of every turn stays as it was said.
+
+Measured on LoCoMo (docs/retrieval-eval.md): crediting every neighbour both ways helped real
+conversations but pushed self-contained statements down in the synthetic eval; crediting only
+the reply to a question kept most of the gain at a smaller cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lobug.memory.search.corpus import TURNS, SearchFilter, visible_ids
+from lobug.memory.search.fts import (
+    common_words,
+    fold,
+    fts_available,
+    min_match_query,
+    query_tokens,
+    scan_words,
+)
+from lobug.memory.search.who import speakers
+
+
+@dataclass(frozen=True)
+class ContextWeights:
+    words: float = 0.5
+    meaning: float = 0.5
+    asked: float = 0.8  # γ: what the question a turn answers adds
+    depth: int = 200  # candidates per list before replies
+    seeds: int = 30  # the best rows of each list whose replies join
+
+
+WEIGHTS = ContextWeights()
+
+
+def context_ranks(
+    conn: Any,
+    text: str,
+    nearest: Sequence[tuple[int, float]],
+    k: int,
+    *,
+    flt: SearchFilter | None = None,
+    weights: ContextWeights = WEIGHTS,
+) -> list[int]:
+    """Turn ids by their score with context (see the module), best first. `nearest`: the
+    caller's KNN of the query over the same turns, (id, cosine distance) nearest first, at
+    least `weights.depth` deep when there are that many (the search runs it once for this list
+    and the vector list); empty without vectors."""
+    flt = flt or SearchFilter()
+    match = _words_query(conn, flt.user_id, text)
+    words = _bm25_scores(conn, match, weights.depth, flt)
+    near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
+    if not words and not near:
+        return []
+    seeds = sorted(words, key=lambda i: -words[i])[: weights.seeds]
+    seeds += sorted(near, key=lambda i: -near[i])[: weights.seeds]
+    listed = set(words) | set(near)
+    replies = {i + 1 for i in seeds} - listed
+    replies = visible_ids(conn, TURNS, flt, sorted(replies)) if replies else set()
+    candidates = listed | replies
+    turns = _turns(conn, candidates | {i - 1 for i in candidates} | replies)
+    # A row outside both deep lists scores 0 on its own (it is below every listed one).
+    top = max(words.values(), default=0.0)
+    lo = min(near.values(), default=0.0)
+    span = max(near.values(), default=0.0) - lo
+
+    def own(i: int) -> float:
+        b = words.get(i, 0.0) / top if top > 0 else 0.0
+        v = (near[i] - lo) / span if span > 0 and i in near else 0.0
+        return weights.words * b + weights.meaning * v
+
+    scored = {}
+    for i in candidates:
+        before, this = turns.get(i - 1), turns.get(i)
+        asks = bool(this and before and this[0] is not None and before[0] == this[0] and before[1])
+        if asks:
+            scored[i] = own(i) + weights.asked * own(i - 1)
+        elif i in listed:  # a reply joins only as the reply to a question
+            scored[i] = own(i)
+    return sorted(scored, key=lambda i: (-scored[i], -i))[:k]
+
+
+def _words_query(conn: Any, user_id: str, text: str) -> str | None:
+    """The question's words, any one of them (a word in very many turns only beside a rarer
+    one: fts.min_match_query), without the names of the conversation's speakers: a speaker's
+    name says who (the `who` lists), not what, and as a rare word it would rank every turn
+    that addresses them above the one that answers."""
+    names = {fold(w) for name in speakers(conn, user_id) for w in scan_words(name)}
+    tokens = [t for t in query_tokens(text) if fold(t) not in names]
+    if not tokens:
+        return None
+    return min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+
+
+def _bm25_scores(conn: Any, match: str | None, depth: int, flt: SearchFilter) -> dict[int, float]:
+    """The `depth` best turns holding any of the words of `match`, by −bm25 (higher better)."""
+    if match is None or not fts_available(conn, TURNS.fts):
+        return {}
+    rows = conn.execute(
+        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+        f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
+        (match, depth),
+    ).fetchall()
+    visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
+    return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+
+
+def _turns(conn: Any, ids: set[int]) -> dict[int, tuple[str | None, bool]]:
+    """(session, whether it asks something: holds a "?") of each turn id. Turns are stored in
+    the order they were said, so a turn's previous turn in its session is the id before it
+    when that row is of the same session (two sessions said at once interleave: their turns
+    then have no previous turn here)."""
+    found: dict[int, tuple[str | None, bool]] = {}
+    ordered = sorted(i for i in ids if i > 0)
+    for at in range(0, len(ordered), 500):
+        chunk = ordered[at : at + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT id, session_id, instr(text, '?') FROM turns WHERE id IN ({marks})", chunk
+        )
+        found.update({int(r[0]): (r[1], bool(r[2])) for r in rows})
+    return found

@@ -1,0 +1,74 @@
+"""The `context` list: a turn scored with the question it answers, names left out of words."""
+
+from __future__ import annotations
+
+from memory_kit import MemoryEnv
+from test_joint_search import imported, line
+
+from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.search.context import ContextWeights, context_ranks
+from lobug.memory.search.corpus import TURNS, SearchFilter
+from lobug.memory.search.hybrid import vector_knn
+
+CHAT = [
+    ("Nate", "Hey Joanna, how have you been this week?"),
+    ("Joanna", "Busy! I finally printed my first full screenplay last Friday."),
+    ("Nate", "Congrats! What genre is the screenplay?"),
+    ("Joanna", "Thanks, Nate! It's a mix of drama and romance!"),
+    ("Nate", "I spent the weekend cleaning the turtle tank, it took hours."),
+    ("Joanna", "Sounds tiring. Drama at work too, my boss shouted again."),
+]
+
+
+async def chat(mem: MemoryEnv) -> dict[str, int]:
+    start = mem.clock() - 3600
+    return await imported(
+        mem,
+        [
+            line(f"s1/t{i}", who, text, start + i, "user" if who == "Nate" else "assistant")
+            for i, (who, text) in enumerate(CHAT)
+        ],
+    )
+
+
+async def test_the_reply_to_a_question_carries_it(mem: MemoryEnv) -> None:
+    refs = await chat(mem)
+    question = "What genre is Joanna's first screenplay?"
+    (vector,) = await mem.service.embedder.embed([question])
+
+    nearest = mem.db.read_sync(lambda c: vector_knn(c, vector, 200, corpus=TURNS))
+
+    def ranks(weights: ContextWeights) -> list[int]:
+        return mem.db.read_sync(
+            lambda c: context_ranks(c, question, nearest, 10, flt=SearchFilter(), weights=weights)
+        )
+
+    with_context = ranks(ContextWeights())
+    without = ranks(ContextWeights(asked=0.0))
+    reply = refs["s1/t3"]
+    # The reply shares no word with the question; the question before it does.
+    assert with_context.index(reply) < without.index(reply)
+    assert with_context.index(reply) <= 2
+
+
+async def test_a_speakers_name_is_not_a_search_word(mem: MemoryEnv) -> None:
+    refs = await chat(mem)
+    found = mem.db.read_sync(lambda c: context_ranks(c, "Joanna", [], 10, flt=SearchFilter()))
+    assert found == []  # only the name: no words left, no vector
+    found = mem.db.read_sync(
+        lambda c: context_ranks(c, "Joanna turtle", [], 10, flt=SearchFilter())
+    )
+    assert found[0] == refs["s1/t4"]
+
+
+async def test_the_query_path_finds_the_reply(mem: MemoryEnv) -> None:
+    refs = await chat(mem)
+    req = QueryRequest(
+        "What genre is Joanna's first screenplay?",
+        kinds=("episode",),
+        filters=QueryFilters(),
+        top_k=3,
+    )
+    results = await mem.service.query(req)
+    reply = next(r for r in results if r.id == refs["s1/t3"])
+    assert "context" in reply.explain["ranks"]
