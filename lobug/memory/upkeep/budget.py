@@ -1,44 +1,88 @@
-"""The upkeep jobs' daily LLM budget: calls counted in `op_events`, a job waits when it is spent."""
+"""Daily budgets of background LLM calls, per user and per kind of work, counted in `meta`.
+
+One atomic check-and-spend (`take`, in the writer's transaction): two workers can never both
+take the last call. A day is the household's calendar day (`search.when.day_start`: the
+machine's local zone); older days' counts are dropped as a new day's is written. Background
+thinking (reflection, insights: `reflection.llm_calls_per_day`, reflect/jobs.py) and upkeep
+(consolidation: `upkeep.llm_calls_per_day`, `LlmBudget`) each have their own, per user (seed
+001 §4: per tenant). The upkeep jobs' calls are also counted in `op_events` with their
+latency, for `/v1/stats`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from functools import partial
+from typing import Any
 
-from lobug.memory.search import when
+from lobug.memory.search.when import day_start, next_day_start
 from lobug.memory.upkeep import events
 from lobug.storage.database import Database
 from lobug.workers.runner import NotReady
 
 LLM_CALL = "upkeep_llm_call"
+BUDGET = "upkeep"  # upkeep.llm_calls_per_day, per user
+_EPOCH = date(1970, 1, 1).toordinal()
+DAY_S = 86400.0
+
+
+def take(conn: Any, name: str, user_id: str, now: float, limit: int) -> bool:
+    """Spend one of today's `limit` calls of `name` for `user_id`; False (nothing spent) when
+    they are gone. Call in a write transaction."""
+    if spent(conn, name, user_id, now) >= limit:
+        return False
+    prefix, key = _prefix(name, user_id), _key(_prefix(name, user_id), now)
+    conn.execute("DELETE FROM meta WHERE key LIKE ? AND key != ?", (prefix + "%", key))
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE"
+        " SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+        (key,),
+    )
+    return True
+
+
+def spent(conn: Any, name: str, user_id: str, now: float) -> int:
+    row = conn.execute(
+        "SELECT value FROM meta WHERE key = ?", (_key(_prefix(name, user_id), now),)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def next_day_in(now: float) -> float:
+    """Seconds until the budgets renew (the household's midnight)."""
+    return next_day_start(now) - now
+
+
+def _prefix(name: str, user_id: str) -> str:
+    return f"budget.{name}.{user_id}."
+
+
+def _key(prefix: str, now: float) -> str:
+    return f"{prefix}{day_start(now).toordinal() - _EPOCH}"
 
 
 class LlmBudget:
-    """`per_day` background LLM calls a day (the household's, `when.day_start`) for every
-    upkeep job together."""
+    """`per_day` upkeep LLM calls a day (the household's, `when.day_start`) for each user."""
 
     def __init__(self, db: Database, clock: Callable[[], float], per_day: int) -> None:
         self.db = db
         self.clock = clock
         self.per_day = per_day
 
-    async def left(self) -> int:
-        used = await self.db.read(events.count_since, LLM_CALL, events.day_start(self.clock()))
-        return max(0, self.per_day - used)
-
-    async def take(self, what: str) -> None:
-        """Before one call: NotReady until tomorrow when today's calls are spent (the job
-        waits in the queue; `lobug jobs` shows why)."""
-        if await self.left() <= 0:
-            now = self.clock()
-            wait = when.next_day_start(now) - now
+    async def take(self, what: str, user_id: str) -> None:
+        """Before one call: spend it, or NotReady until tomorrow when today's calls are spent
+        (the job waits in the queue; `lobug jobs` shows why). A reminder's retry inside the
+        call is counted in `op_events`, not spent again."""
+        now = self.clock()
+        if not await self.db.write(take, BUDGET, user_id, now, self.per_day):
             raise NotReady(
                 f"{what}: today's upkeep LLM budget ({self.per_day} calls) is spent;"
                 " waiting for tomorrow",
-                max(60.0, wait),
+                max(60.0, next_day_in(now)),
             )
 
-    async def spent(self, calls: int, *, ms: float = 0.0, ok: bool = True) -> None:
+    async def record(self, calls: int, *, ms: float = 0.0, ok: bool = True) -> None:
+        """The calls made (a reminder's retry is a second), for `/v1/stats`."""
         await self.db.write(
             partial(events.record, op=LLM_CALL, now=self.clock(), ms=ms, ok=ok, n=calls)
         )

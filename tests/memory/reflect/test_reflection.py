@@ -9,8 +9,8 @@ from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, memory_env
 from thinking_kit import REFLECTION, add_facts, canned, prompt
 
-from lobug.memory.reflect import budget
-from lobug.memory.reflect.jobs import INSIGHTS, REFLECT
+from lobug.memory.reflect.jobs import BUDGET, INSIGHTS, REFLECT
+from lobug.memory.upkeep import budget
 from lobug.workers.periodic import Periodic
 
 DAY = 86400.0
@@ -109,7 +109,7 @@ async def test_the_daily_budget_holds_jobs_until_tomorrow(
         }
         waiting = [j for j in kinds.values() if j["state"] == "pending"]
         assert len(waiting) == 1 and "budget" in waiting[0]["last_error"]
-        assert await mem.db.read(budget.spent, clock()) == 1
+        assert await mem.db.read(budget.spent, BUDGET, "default", clock()) == 1
         clock.advance(budget.next_day_in(clock()) + 1)
         await mem.run()
         assert all(
