@@ -212,8 +212,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 "return": args.mode,
                 "session_id": "bench",
             }
-            if args.turns:
-                body["kinds"] = ["fact", "episode"]
+            if args.turns and args.kinds:
+                body["kinds"] = args.kinds.split(",")
             timed.spent = 0.0
             started = time.perf_counter()
             async with session.post(url, json=body) as resp:
@@ -257,6 +257,8 @@ def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=0, help="fill imported turns, not facts")
+    parser.add_argument("--kinds", default="fact,episode",
+                        help="with --turns: the kinds filter sent (\"\" for none)")  # fmt: skip
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--dim", type=int, default=384)

@@ -201,7 +201,7 @@ async def bench_size(
             k=config.memory.top_k,
             min_similarity=config.memory.min_similarity,
             weights=service.weights,
-            window=config.chat.working_memory_size,
+            window_start=None,  # a fresh session: the working memory holds none of its turns
             now=time.time(),
         )
 
@@ -317,7 +317,7 @@ async def main() -> int:
             }
             config = load_config(None, env={}, overrides=overrides)
             if embedder is None:  # one embedder (one model load) for every size
-                embedder = make_embedder(config.embedding, config.ollama.host)
+                embedder = make_embedder(config)
             print(f"filling {n} facts ({embedder.name}, {embedder.dim}-d)…", file=sys.stderr)
             result = await bench_size(n, args, config, embedder)
             print(json.dumps(result), flush=True)
