@@ -22,9 +22,10 @@ from lobug.chat.service import ChatService
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
+from lobug.llm.backends import make_llm
 from lobug.llm.lane import LLMLane
-from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import MemoryService, Recall, Records
+from lobug.memory.graph.vocabulary import MemoryVocabulary
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.speech.transcriber import Transcriber
@@ -126,7 +127,7 @@ def _llm(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         # One lane for every model call of the daemon: the turn first (lobug.llm.lane).
         lane = LLMLane(quiet_s=config.memory.quiet_s, enabled=config.memory.user_first)
-        llm = OllamaChat(config.ollama, lane=lane)
+        llm = make_llm(config, lane=lane)
         app[keys.LLM] = llm
         yield
         await llm.close()
@@ -141,7 +142,11 @@ def _speech(
         models_dir = config.speech.download_root or config.storage.data_dir / "models"
         transcriber = overrides.transcriber or WhisperTranscriber(config.speech, models_dir)
         speech = SpeechService(
-            metrics.timed(app, transcriber), config.speech, lane=app[keys.LLM].lane
+            metrics.timed(app, transcriber),
+            config.speech,
+            lane=app[keys.LLM].lane,
+            # The household's names from the memory: what Whisper alone mishears ("Pirukas").
+            vocabulary=MemoryVocabulary(app[keys.DB]) if config.memory.enabled else None,
         )
         app[keys.SPEECH] = speech
         # Loading Whisper takes seconds on a Pi: do it in the background so text turns work

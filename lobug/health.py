@@ -1,4 +1,5 @@
-"""HealthService: real checks of the DB, Ollama, speech and the queue for /health and STATUS=."""
+"""HealthService: real checks of the DB, the LLM server, speech and the queue for /health and
+STATUS=."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lobug import __version__
-from lobug.llm.ollama_chat import OllamaChat
+from lobug.llm.client import LLMClient
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.storage.database import Database
@@ -27,7 +28,7 @@ PAGE_SLACK = 8
 @dataclass
 class HealthService:
     db: Database
-    llm: OllamaChat
+    llm: LLMClient
     speech: SpeechService
     loop: LoopLagMonitor | None = None
     # The memory service's vector state: model/dimension, mismatch, embedder failures.
@@ -46,30 +47,26 @@ class HealthService:
             jobs = await self.db.probe(queue.counts) if db_ok else {}
         except Exception:  # noqa: BLE001 - health reports, never raises
             jobs, db_ok = {}, False
-        ollama = await self.llm.health()
+        llm = await self.llm.health()
         problems = list(self.problems_extra)
         if not db_ok:
             problems.append("database is not answering")
         else:
             problems.extend(await self._storage())
-        if not ollama.reachable:
-            problems.append(f"Ollama at {self.llm.config.host} is unreachable ({ollama.error})")
-        elif not ollama.has_model(self.llm.config.chat_model):
-            problems.append(
-                f"Ollama has no model {self.llm.config.chat_model!r}; "
-                f"run `ollama pull {self.llm.config.chat_model}`"
-            )
+        llm_problem = self.llm.problem(llm)
+        if llm_problem:
+            problems.append(llm_problem)
         if not self.speech.ready:
             problems.append(f"speech-to-text is not loaded: {self.speech.error}")
         embedding = await self._embedding()
         if embedding and embedding.get("problem"):
             problems.append(str(embedding["problem"]))
         wyoming = self.wyoming() if self.wyoming is not None else None
-        ollama_ok = ollama.reachable and ollama.has_model(self.llm.config.chat_model)
         return {
             "status": "ok" if not problems else "degraded",
             "version": __version__,
-            "ollama": ollama_ok,
+            "ollama": llm_problem is None,  # the chat model answers (whichever backend)
+            "llm": {"backend": self.llm.backend, "ok": llm_problem is None},
             "stt": self.speech.ready,
             "db": db_ok,
             "queue": {k: int(jobs.get(k, 0)) for k in ("pending", "running", "failed")},

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from lobug.chat.service import ChatService
     from lobug.config import Config
     from lobug.health import HealthService
-    from lobug.llm.ollama_chat import OllamaChat
+    from lobug.llm.client import LLMClient
     from lobug.memory import MemoryService, Recall, Records
     from lobug.service.looplag import LoopLagMonitor
     from lobug.speech.service import SpeechService
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 CONFIG: web.AppKey[Config] = web.AppKey("config")
 DB: web.AppKey[Database] = web.AppKey("db")
-LLM: web.AppKey[OllamaChat] = web.AppKey("llm")
+LLM: web.AppKey[LLMClient] = web.AppKey("llm")
 SPEECH: web.AppKey[SpeechService] = web.AppKey("speech")
 SENSORS: web.AppKey[SensorService] = web.AppKey("sensors")
 CHAT: web.AppKey[ChatService] = web.AppKey("chat")

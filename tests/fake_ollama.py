@@ -71,22 +71,26 @@ class FakeOllamaState:
 
     def chat_calls(self) -> list[dict[str, Any]]:
         """The device turns' chat calls (memory jobs' calls are in `memory_calls`)."""
-        return [r for r in self._all_chats() if _task(r["body"]) is None]
+        return [r for r in self._all_chats() if request_task(r["body"]) is None]
 
     def memory_calls(self, task: str | None = None) -> list[dict[str, Any]]:
         """Calls with a memory prompt: task `extract`, `summarize`, `distill`, `judge` or any."""
-        calls = [r for r in self._all_chats() if _task(r["body"]) is not None]
-        return [r for r in calls if task is None or _task(r["body"]) == task]
+        calls = [r for r in self._all_chats() if request_task(r["body"]) is not None]
+        return [r for r in calls if task is None or request_task(r["body"]) == task]
 
     def timed_calls(self) -> list[dict[str, Any]]:
         """Every answered chat call with its `task` (None: a turn), `started` and `ended`."""
-        return [{**r, "task": _task(r["body"])} for r in self._all_chats() if "ended" in r]
+        return [{**r, "task": request_task(r["body"])} for r in self._all_chats() if "ended" in r]
 
     def _all_chats(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["path"] == "/api/chat"]
+        return [r for r in self.requests if r["path"] in CHAT_PATHS]
 
 
-def _task(body: Any) -> str | None:
+CHAT_PATHS = ("/api/chat", "/v1/chat/completions")  # Ollama's, and the OpenAI fake's
+
+
+def request_task(body: Any) -> str | None:
+    """The memory task a chat request's prompt is (None: a device turn)."""
     if not isinstance(body, dict):
         return None
     messages = body.get("messages", [])
@@ -160,9 +164,16 @@ def _default_reply(body: dict[str, Any]) -> str:
     last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
     # The user's words close the last user message, after this turn's context block.
     echo = f"You said: {str(last.get('content', '')).rsplit(chr(10) * 2, 1)[-1]}"
-    if body.get("format") != "json":  # asked for prose (the OpenAI door), as a model obeys
+    if not asked_json(body):  # asked for prose (the OpenAI door), as a model obeys
         return echo
     return json.dumps({"action": "RESPOND", "response": echo})
+
+
+def asked_json(body: dict[str, Any]) -> bool:
+    """Whether the request constrains the answer to JSON: Ollama's `format` ("json" or a JSON
+    schema), OpenAI's `response_format`."""
+    fmt = body.get("format", body.get("response_format"))
+    return fmt == "json" or (isinstance(fmt, dict) and fmt.get("type") != "text")
 
 
 def _now() -> str:
@@ -222,7 +233,7 @@ def build_app(state: FakeOllamaState) -> web.Application:
             return web.Response(
                 text='{"model": "x", "message": {"role": ', content_type="application/json"
             )
-        task = _task(body)
+        task = request_task(body)
         try:
             return await answer(request, body, model, task)
         finally:
@@ -236,22 +247,7 @@ def build_app(state: FakeOllamaState) -> web.Application:
             await asyncio.sleep(0.02)
         if task is not None and state.memory_mode == "down":
             return web.json_response({"error": "fake ollama is down"}, status=500)
-        if task == "judge" and state.judge is not None:
-            content = state.judge(body)
-        elif task == "judge" and not hasattr(state.script, "judge"):
-            content = MEMORY_DEFAULTS["judge"]
-        elif task in THINKING_TASKS and state.thinking is not None:
-            content = state.thinking(body)
-        elif task in THINKING_TASKS and not hasattr(state.script, task or ""):
-            content = MEMORY_DEFAULTS[task or ""]
-        elif state.script:
-            content = state.script(body)
-        elif task is not None:
-            content = MEMORY_DEFAULTS[task]
-        else:
-            content = state.reply if state.reply is not None else _default_reply(body)
-        if state.mode == "empty":
-            content = ""
+        content = answer_content(state, body, task)
         base = {"model": model, "created_at": _now()}
         if body.get("stream", True):
             return await _stream_chat(request, base, content, state)
@@ -286,6 +282,25 @@ def build_app(state: FakeOllamaState) -> web.Application:
     app.router.add_post("/api/chat", chat)
     app.router.add_post("/api/embed", embed)
     return app
+
+
+def answer_content(state: FakeOllamaState, body: dict[str, Any], task: str | None) -> str:
+    """What the model says to a chat request: the test's scripts, else the defaults."""
+    if task == "judge" and state.judge is not None:
+        content = state.judge(body)
+    elif task == "judge" and not hasattr(state.script, "judge"):
+        content = MEMORY_DEFAULTS["judge"]
+    elif task in THINKING_TASKS and state.thinking is not None:
+        content = state.thinking(body)
+    elif task in THINKING_TASKS and not hasattr(state.script, task or ""):
+        content = MEMORY_DEFAULTS[task or ""]
+    elif state.script:
+        content = state.script(body)
+    elif task is not None:
+        content = MEMORY_DEFAULTS[task]
+    else:
+        content = state.reply if state.reply is not None else _default_reply(body)
+    return "" if state.mode == "empty" else content
 
 
 async def _body(request: web.Request) -> Any:

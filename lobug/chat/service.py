@@ -18,8 +18,8 @@ from lobug.chat.stream import StreamedTurn
 from lobug.chat.working_memory import Message, WorkingMemory
 from lobug.config import ChatConfig
 from lobug.conversation import TurnRecord
-from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
-from lobug.llm.replies import UnusableReply, parse_reply
+from lobug.llm.client import LLMClient, LLMUnavailable
+from lobug.llm.replies import REPLY_SCHEMA, UnusableReply, parse_reply
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class ChatService:
         self,
         *,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         working_memory: WorkingMemory,
         sensors: SensorService,
         config: ChatConfig,
@@ -101,13 +101,15 @@ class ChatService:
                 text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
             )
             try:
-                raw = await self.llm.chat(messages, json_mode=True)
+                raw = await self.llm.chat(messages, schema=REPLY_SCHEMA)
             except LLMUnavailable as exc:
                 log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
                 return await self._degraded(user)
             try:
                 reply = parse_reply(raw)
+                self.llm.counted(REPLY_SCHEMA.name, valid=True)
             except UnusableReply as exc:
+                self.llm.counted(REPLY_SCHEMA.name, valid=False)
                 log.warning(
                     "unusable model output for turn %d (%s): %s; answering degraded",
                     user.id,

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from lobug.conversation import TurnRecord
-from lobug.llm.ollama_chat import LLMUnavailable
+from lobug.llm.client import LLMUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -2,6 +2,7 @@
 CLI flags. `python -m lobug.config --example` prints systemd/lobug.toml.example."""
 
 from lobug.config.fields import MIN_TOKEN_CHARS, TRUST_LEVELS, ConfigError, redact
+from lobug.config.llm_section import LLMConfig
 from lobug.config.load import ENV_ALIASES, default_data_dir, load_config, normalize_ollama_host
 from lobug.config.models import (
     SECTIONS,
@@ -35,6 +36,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "EmbeddingConfig",
+    "LLMConfig",
     "LifecycleConfig",
     "LogConfig",
     "MemoryConfig",

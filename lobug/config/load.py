@@ -183,6 +183,10 @@ def _check(config: Config) -> None:
         raise ConfigError(
             f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}"
         )
+    if not config.llm.base_url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"llm.base_url: must start with http:// or https://, got {config.llm.base_url!r}"
+        )
     _check_api(config.api)
 
 

@@ -126,7 +126,8 @@ class ReflectionConfig:
     )
     llm_calls_per_day: int = Field(
         default=12,
-        description="budget of LLM calls per day for these tasks (jobs wait for the next day)",
+        description="budget of LLM calls per day and user for these tasks (jobs wait for the"
+        " next day)",
     )
 
 
@@ -210,7 +211,8 @@ class UpkeepConfig:
         default=86400.0, description="nightly entity pass: aliases merged, profiles filled"
     )
     llm_calls_per_day: int = Field(
-        default=40, description="all upkeep jobs together; past it they wait for the next day"
+        default=40,
+        description="per user, all upkeep jobs together; past it they wait for the next day",
     )
     pool_hours: float = Field(
         default=72.0, description="facts new or changed this recently are checked for duplicates..."

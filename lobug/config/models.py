@@ -23,6 +23,7 @@ from lobug.config.fields import (
     Secret,
     Trust,
 )
+from lobug.config.llm_section import LLMConfig
 from lobug.config.memory_sections import (
     LifecycleConfig,
     MemoryConfig,
@@ -167,8 +168,20 @@ class SpeechConfig:
     language: OptionalStr = Field(
         default=None, examples=["en"], description="unset = detect per utterance"
     )
-    beam_size: int = Field(default=1, description="1 = greedy, fastest on small boards")
+    beam_size: int = Field(
+        default=5,
+        description="5 makes the most of the memory's names (docs/benchmarks.md);"
+        " 1 = greedy, the cheapest on a small board",
+    )
     vad: bool = Field(default=True, description="skip silence before transcribing")
+    vocabulary: Literal["hotwords", "prompt", "off"] = Field(
+        default="hotwords",
+        description="hand Whisper the names the memory knows (people, pets, places; only from"
+        " stores the speaker may read) as faster-whisper hotwords, as its initial prompt, or not",
+    )
+    vocabulary_max_tokens: int = Field(
+        default=48, ge=0, le=200, description="bound on those names, in Whisper tokens"
+    )
     max_audio_seconds: float = 60.0
     max_audio_bytes: int = 10 * 1024 * 1024
     load_at_start: bool = Field(
@@ -178,10 +191,10 @@ class SpeechConfig:
 
 @dataclass(frozen=True, config=SECTION)
 class EmbeddingConfig:
-    backend: Literal["ollama", "local", "hashing"] = Field(
+    backend: Literal["ollama", "openai", "local", "hashing"] = Field(
         default="ollama",
-        description='ollama | local (sentence-transformers, extra "local-embed")'
-        " | hashing (tests only)",
+        description='ollama | openai (llm.base_url) | local (sentence-transformers, extra'
+        ' "local-embed") | hashing (tests only)',
     )
     model: str = "nomic-embed-text"
     dim: int = Field(
@@ -303,6 +316,7 @@ class LogConfig:
 class Config:
     server: ServerConfig = Field(default_factory=ServerConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
     ollama: OllamaConfig = Field(default_factory=OllamaConfig)
     chat: ChatConfig = Field(default_factory=ChatConfig)
     speech: SpeechConfig = Field(default_factory=SpeechConfig)

@@ -1,1 +1,1 @@
-"""Model clients: Ollama chat, embedders, reply parsing."""
+"""Model clients (Ollama and OpenAI-compatible chat, embedders), reply parsing."""

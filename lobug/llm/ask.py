@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from lobug.llm.ollama_chat import OllamaChat
+from lobug.llm.client import LLMClient, OutputSchema
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,7 +37,7 @@ def plain_text(text: str) -> str:
 
 
 async def ask(
-    llm: OllamaChat,
+    llm: LLMClient,
     messages: Sequence[dict[str, str]],
     parse: Callable[[str], T],
     *,
@@ -45,14 +45,17 @@ async def ask(
     what: str,
     timeout_s: float,
     temperature: float = 0.2,
+    schema: OutputSchema | None = None,
 ) -> T:
     """Call, parse; if the parse fails, show the model its answer and ask once more.
 
     `parse` raises InvalidOutput; LLMUnavailable from the client propagates (the job retries).
+    `schema`: the shape `parse` expects, for servers that constrain their output to it. Every
+    answer is counted by `what`, valid or not (/metrics).
     """
-    raw = await llm.chat(messages, timeout_s=timeout_s, temperature=temperature)
+    raw = await llm.chat(messages, schema=schema, timeout_s=timeout_s, temperature=temperature)
     try:
-        return parse(raw)
+        return _counted(llm, what, parse, raw)
     except InvalidOutput as first:
         log.info("%s: invalid model output (%s); asking again with a reminder", what, first)
         first_error = str(first)
@@ -61,14 +64,24 @@ async def ask(
         {"role": "assistant", "content": raw[:4000]},
         {"role": "user", "content": reminder},
     ]
-    raw_again = await llm.chat(retry, timeout_s=timeout_s, temperature=0.0)
+    raw_again = await llm.chat(retry, schema=schema, timeout_s=timeout_s, temperature=0.0)
     try:
-        return parse(raw_again)
+        return _counted(llm, what, parse, raw_again)
     except InvalidOutput as second:
         raise InvalidOutput(
             f"{second} (first answer: {first_error}); last output: {_snippet(raw_again)}",
             raw=raw_again,
         ) from None
+
+
+def _counted(llm: LLMClient, what: str, parse: Callable[[str], T], raw: str) -> T:
+    try:
+        value = parse(raw)
+    except InvalidOutput:
+        llm.counted(what, valid=False)
+        raise
+    llm.counted(what, valid=True)
+    return value
 
 
 def _snippet(text: str, limit: int = 200) -> str:

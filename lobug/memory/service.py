@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -22,9 +21,10 @@ from lobug import errors
 from lobug.access import STORES, CategoryPolicy
 from lobug.config import Config
 from lobug.conversation import TurnRecord, session_trust
+from lobug.llm.backends import make_llm
+from lobug.llm.client import LLMClient
 from lobug.llm.embedders import Embedder, close_embedder, make_embedder
 from lobug.llm.lane import LLMLane
-from lobug.llm.ollama_chat import OllamaChat
 from lobug.memory import enqueue, settings
 from lobug.memory.jobs import MemoryJobs
 from lobug.memory.lifecycle.gc import gc_pass
@@ -57,7 +57,7 @@ class MemoryService:
         self,
         *,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         embedder: Embedder,
         config: Config,
         clock: Callable[[], float] = time.time,
@@ -134,13 +134,11 @@ class MemoryService:
         categories: CategoryPolicy | None = None,
         lane: LLMLane | None = None,
     ) -> MemoryService:
-        """The daemon's and the CLI's wiring: its own Ollama client with the background timeout
-        (a minute-long summary must not count as "Ollama down" for the chat's /health), in the
+        """The daemon's and the CLI's wiring: its own LLM client with the background timeout
+        (a minute-long summary must not count as "LLM down" for the chat's /health), in the
         daemon's one LLM lane (`lane`: the turn first, memory work when it is quiet)."""
-        llm = OllamaChat(
-            dataclasses.replace(config.ollama, timeout_s=config.memory.llm_timeout_s), lane=lane
-        )
-        embedder = make_embedder(config.embedding, config.ollama.host)
+        llm = make_llm(config, lane=lane, timeout_s=config.memory.llm_timeout_s)
+        embedder = make_embedder(config)
         return cls(
             db=db,
             llm=llm,

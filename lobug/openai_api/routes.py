@@ -17,7 +17,7 @@ from lobug.access import STORES_BY_TRUST
 from lobug.api.auth import principal_of
 from lobug.api.bodies import read_json_object
 from lobug.chat.stream import StreamedTurn
-from lobug.llm.ollama_chat import LLMUnavailable
+from lobug.llm.client import LLMUnavailable
 from lobug.openai_api import shapes, sse
 from lobug.openai_api.errors import openai_error
 
@@ -141,8 +141,8 @@ def _unavailable(request: web.Request, exc: LLMUnavailable) -> errors.ApiError:
 
 
 def _check_model(request: web.Request, model: str) -> None:
-    """`lobug`, or the Ollama model it runs on (clients configured with that name work too)."""
-    if model not in (shapes.MODEL_ID, request.app[keys.CONFIG].ollama.chat_model):
+    """`lobug`, or the model it runs on (clients configured with that name work too)."""
+    if model not in (shapes.MODEL_ID, request.app[keys.LLM].model):
         raise errors.ApiError(
             404,
             "model_not_found",

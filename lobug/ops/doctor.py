@@ -11,8 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from lobug.config import Config
-from lobug.llm.embedders import EmbeddingUnavailable, LocalEmbedder, make_embedder
-from lobug.llm.ollama_chat import OllamaChat, OllamaHealth
+from lobug.llm.backends import make_llm
+from lobug.llm.client import LLMHealth
+from lobug.llm.embedders import (
+    EmbeddingUnavailable,
+    LocalEmbedder,
+    close_embedder,
+    make_embedder,
+)
 from lobug.ops.backup import verify
 from lobug.ops.lock import is_locked
 from lobug.speech.transcriber import Transcriber
@@ -40,7 +46,7 @@ class Check:
 async def run_checks(config: Config, *, transcriber: Transcriber | None = None) -> list[Check]:
     """Every check, in the order an operator would fix them. Never raises."""
     checks = [_daemon(config)]
-    checks += await _ollama(config)
+    checks += await _llm(config)
     checks.append(await _speech(config, transcriber))
     checks += _database(config)
     checks.append(_disk(config))
@@ -92,46 +98,49 @@ def _daemon(config: Config) -> Check:
     return Check("daemon", OK, f"running on {config.storage.data_dir} ({who})")
 
 
-async def _ollama(config: Config) -> list[Check]:
-    cfg = config.ollama
-    llm = OllamaChat(cfg)
+async def _llm(config: Config) -> list[Check]:
+    """The chat server named by llm.backend (the check is named after it), its chat model,
+    and the embedding model."""
+    llm = make_llm(config)
     try:
         health = await llm.health(fresh=True)
     finally:
         await llm.close()
+    backend, model = llm.backend, llm.model
+    ollama = backend == "ollama"
     if not health.reachable:
-        why = f"Ollama at {cfg.host} is unreachable ({health.error})"
+        fix = (
+            "start it (sudo systemctl start ollama) or set ollama.host / $OLLAMA_HOST"
+            if ollama
+            else "start the server (llama-server, LM Studio, vLLM) or set llm.base_url"
+        )
         checks = [
-            Check(
-                "ollama",
-                FAIL,
-                why,
-                "start it (sudo systemctl start ollama) or set ollama.host / $OLLAMA_HOST",
-            ),
-            Check("chat model", SKIP, f"{cfg.chat_model}: cannot check without Ollama"),
+            Check(backend, FAIL, llm.problem(health) or "unreachable", fix),
+            Check("chat model", SKIP, f"{model or 'the first model'}: cannot check without it"),
         ]
-        if config.embedding.backend == "ollama":
-            checks.append(Check("embedding model", SKIP, f"{config.embedding.model}: needs Ollama"))
+        if config.embedding.backend in ("ollama", "openai"):
+            checks.append(
+                Check("embedding model", SKIP, f"{config.embedding.model}: needs the server")
+            )
         else:
             checks.append(await _embedder(config, health))
         return checks
-    checks = [Check("ollama", OK, f"reachable at {cfg.host} ({len(health.models)} model(s))")]
-    if health.has_model(cfg.chat_model):
-        checks.append(Check("chat model", OK, f"{cfg.chat_model} is installed"))
+    checks = [Check(backend, OK, f"reachable at {llm.where} ({len(health.models)} model(s))")]
+    problem = llm.problem(health)
+    if problem is None:
+        checks.append(Check("chat model", OK, f"{model or health.models[0]} is served"))
     else:
-        checks.append(
-            Check(
-                "chat model",
-                FAIL,
-                f"Ollama has no model {cfg.chat_model!r} (it has: {_names(health)})",
-                f"ollama pull {cfg.chat_model}  (or set ollama.chat_model)",
-            )
+        fix = (
+            f"ollama pull {model}  (or set ollama.chat_model)"
+            if ollama
+            else "load the model in the server, or set llm.chat_model to one it lists"
         )
+        checks.append(Check("chat model", FAIL, f"{problem} (it has: {_names(health)})", fix))
     checks.append(await _embedder(config, health))
     return checks
 
 
-async def _embedder(config: Config, health: OllamaHealth) -> Check:
+async def _embedder(config: Config, health: LLMHealth) -> Check:
     emb = config.embedding
     if emb.backend == "hashing":
         return Check(
@@ -155,14 +164,14 @@ async def _embedder(config: Config, health: OllamaHealth) -> Check:
                 "pip install 'lobug[local-embed]' into the daemon's venv",
             )
         return Check("embedding model", OK, f"local {emb.model} at {path}")
-    if not health.has_model(emb.model):
+    if emb.backend == "ollama" and not health.has_model(emb.model):
         return Check(
             "embedding model",
             FAIL,
             f"Ollama has no embedding model {emb.model!r}",
             f"ollama pull {emb.model}  (or set embedding.model)",
         )
-    embedder = make_embedder(emb, config.ollama.host)
+    embedder = make_embedder(config)
     try:
         vectors = await embedder.embed(["lobug doctor"])
     except EmbeddingUnavailable as exc:
@@ -173,9 +182,7 @@ async def _embedder(config: Config, health: OllamaHealth) -> Check:
             f"set embedding.dim to the model's size, or pull {emb.model}",
         )
     finally:
-        client = getattr(embedder, "client", None)
-        if client is not None:
-            await client._client.aclose()  # the ollama client has no close() of its own
+        await close_embedder(embedder)
     return Check("embedding model", OK, f"{emb.model} answers with {len(vectors[0])}-d vectors")
 
 
@@ -275,7 +282,7 @@ def _migrations(conn: Any) -> Check:
 
 
 def _dimension(config: Config, conn: Any) -> Check:
-    embedder = make_embedder(config.embedding, config.ollama.host)
+    embedder = make_embedder(config)
     state = embedding_state(conn, embedder.name, embedder.dim)
     if state.mismatch:
         return Check("embedding dimension", FAIL, state.describe(), "lobug memory reembed")
@@ -346,7 +353,7 @@ def _disk(config: Config) -> Check:
     return Check("disk space", OK, detail)
 
 
-def _names(health: OllamaHealth) -> str:
+def _names(health: LLMHealth) -> str:
     return ", ".join(health.models) if health.models else "none"
 
 

@@ -14,7 +14,7 @@ from wyoming.event import Event
 from wyoming.handle import Handled, HandledChunk, HandledStart, HandledStop
 
 from lobug.chat.service import ChatService
-from lobug.llm.ollama_chat import LLMUnavailable
+from lobug.llm.client import LLMUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ from contract import assert_error, assert_valid
 from dbutil import query
 
 from lobug import keys
+from lobug.llm.replies import REPLY_SCHEMA
 
 
 def rows(client: Any, sql: str, *params: Any) -> list[Any]:
@@ -36,7 +37,7 @@ async def test_respond_turn_is_stored_and_schema_valid(client: Any, ollama: Any)
     ]
     assert body["turn_id"] == rows(client, "SELECT id FROM turns WHERE role='user'")[0]["id"]
     call = state.chat_calls()[-1]["body"]
-    assert call["format"] == "json" and call["stream"] is False
+    assert call["format"] == REPLY_SCHEMA.schema and call["stream"] is False
     assert call["messages"][0]["role"] == "system"
     assert "Lo-Bug" in call["messages"][0]["content"]
     assert call["messages"][-1] == {

@@ -112,7 +112,10 @@ async def test_the_exchanges_a_conversation_left_are_extracted_in_one_call(
             }
         )
     )
-    client = await make_client(**{"memory.extraction_mode": "llm", "memory.quiet_s": 1.0})
+    # One worker: two would each claim a job before the lane opens, and each ask alone.
+    client = await make_client(
+        **{"memory.extraction_mode": "llm", "memory.quiet_s": 1.0, "workers.concurrency": 1}
+    )
     said = (
         "We adopted a puppy called Biscuit.",
         "My brother Oliver visits on Sundays.",
@@ -158,7 +161,9 @@ async def test_a_preempted_batch_loses_no_exchange(make_client: Any, ollama: Any
             }
         )
     )
-    client = await make_client(**{"memory.extraction_mode": "llm", "memory.quiet_s": 0.5})
+    client = await make_client(
+        **{"memory.extraction_mode": "llm", "memory.quiet_s": 0.5, "workers.concurrency": 1}
+    )
     await say(client, "We adopted a puppy called Biscuit.")
     await say(client, "My brother Oliver visits on Sundays.")
     state.memory_delay_s = 30.0

@@ -157,7 +157,7 @@ async def test_import_without_ollama_stores_embeds_and_leaves_extraction_pending
     source = jsonl(tmp_path / "good.jsonl", good)
     code, out, err = await lobug(config, "memory", "import", str(source))
     assert code == 0, err
-    assert "Ollama is not usable" in err and "left pending for the daemon" in err
+    assert "the LLM is not usable" in err and "left pending for the daemon" in err
     assert "imported 4 turn(s)" in out and "extract" in out
     assert query(db_path, "SELECT COUNT(*) FROM turns")[0][0] == 4
     assert query(db_path, "SELECT COUNT(*) FROM turn_vectors")[0][0] == 4

@@ -257,3 +257,19 @@ async def test_a_spoken_name_waits_for_consent_as_on_chat_audio(
     assert proposals == [("preferred_name", "Sam", "pending")]
     sam = "The user's name is Sam."
     assert door.rows("SELECT COUNT(*) FROM memories WHERE content = ?", sam) == [(0,)]
+
+
+async def test_describe_names_the_chat_model_of_either_backend(
+    make_door: Callable[..., Any],
+) -> None:
+    door = await make_door()
+    async with client(door.port) as conn:
+        info = await describe(conn)
+    assert (info.handle[0].models[0].name, info.handle[0].models[0].attribution.name) == (
+        door.http.app[keys.CONFIG].ollama.chat_model, "Ollama",
+    )  # fmt: skip
+    door = await make_door(**{"llm.backend": "openai", "llm.chat_model": "gemma-3-270m"})
+    async with client(door.port) as conn:
+        info = await describe(conn)
+    model = info.handle[0].models[0]
+    assert (model.name, model.attribution.name) == ("gemma-3-270m", "OpenAI-compatible server")

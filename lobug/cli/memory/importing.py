@@ -132,16 +132,15 @@ async def _runnable_kinds(service: MemoryService, config: Config) -> tuple[list[
             )
     # Summaries the cascades write are embedded too (issue 12): run what they enqueue.
     kinds = [enqueue.EMBED_TURN, enqueue.EMBED_MEMORY] if embed_ok else []
-    health = await service.llm.health(fresh=True)
-    if health.reachable and health.has_model(config.ollama.chat_model):
+    problem = service.llm.problem(await service.llm.health(fresh=True))
+    if problem is None:
         kinds += [enqueue.CASCADE_SHORT, enqueue.CASCADE_LONG]
         if embed_ok:
             kinds.append(enqueue.EXTRACT)
     else:
-        why = health.error or f"no model {config.ollama.chat_model!r}"
         notes.append(
-            f"Ollama is not usable ({why}): extraction and summaries are left pending "
-            "for the daemon, which runs them when Ollama is back"
+            f"the LLM is not usable ({problem}): extraction and summaries are left pending "
+            "for the daemon, which runs them when the LLM is back"
         )
     return kinds, notes
 

@@ -15,7 +15,7 @@ from lobug.storage.vectors import embedding_state, has_vector_tables
 
 
 async def run_reembed(args: argparse.Namespace, config: Config) -> int:
-    embedder = make_embedder(config.embedding, config.ollama.host)
+    embedder = make_embedder(config)
     async with database(config) as db:
         state = await db.read(embedding_state, embedder.name, embedder.dim)
         tables = await db.read(has_vector_tables)

@@ -1,6 +1,10 @@
 """The `extract` job: facts from one exchange, by the configured mode, judged against the stored
 ones and reconciled in one commit.
 
+**One model call for several exchanges** (issue 22, extract/batch.py): in the background, the
+job asks once the LLM lane is open, and takes along its session's other pending exchanges; they
+get their facts handed out in their payloads and judge, cap and store them themselves.
+
 **Judging** ("newer wins", write/judge.py): in `llm` and `hybrid` mode every new candidate is
 compared with its `memory.judge_k` nearest stored facts in ONE batched LLM call per exchange
 (`same` | `update` | `contradiction` | `unrelated` per pair); a pair the model left unlabelled
@@ -37,6 +41,7 @@ Candidates over the cap are dropped, the most important kept, counted
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -46,17 +51,19 @@ from lobug.access import OWNER_STORE, turn_store
 from lobug.config import MemoryConfig
 from lobug.conversation import TurnRecord, get_turn, session_trust
 from lobug.llm.ask import InvalidOutput
-from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.memory import enqueue
-from lobug.memory.extract import candidates
+from lobug.memory.extract import batch, candidates
 from lobug.memory.extract import llm as extraction
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash
+from lobug.memory.upkeep import events
 from lobug.memory.write import consent, judge
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import ACTOR, Origin, Outcome, Plan, apply, decide
 from lobug.storage.database import Database
+from lobug.storage.pool import BACKGROUND
 from lobug.workers import queue
 from lobug.workers.queue import Job
 from lobug.workers.runner import PermanentFailure, RetryLater
@@ -65,6 +72,7 @@ log = logging.getLogger(__name__)
 
 Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
+EXTRACT_LLM, EXTRACT_HEURISTIC = "extract_llm", "extract_heuristic"  # op_events, seed 000
 REFINE_AFTER_S = 10.0  # the LLM pass owed after an outage; then the runner's outage backoff
 DAY_S = 86400.0
 
@@ -74,7 +82,7 @@ class ExtractJob:
         self,
         *,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         config: MemoryConfig,
         policy: WritePolicy,
         embed: Embed,
@@ -101,6 +109,8 @@ class ExtractJob:
         refine = bool(job.payload.get("refine"))
         user, assistant, done, trust = await self.db.read(load_exchange, user_turn_id, assistant_id)
         if user is None or (done and not refine):
+            if "facts" in job.payload:
+                await self.db.write(batch.clear, job.id)
             return
         target = turn_store(trust)
         if target is None:
@@ -111,7 +121,11 @@ class ExtractJob:
         model, llm_down = await self._model_facts(job, user, assistant, counts, refine=refine)
         fell_back = llm_down or bool(counts["extraction_invalid_total"])
         use_rules = not refine and (self.config.extraction_mode != "llm" or fell_back)
-        rules = candidates.heuristic(user.text) if use_rules else []
+        rules: list[Candidate] = []
+        if use_rules:
+            started = time.perf_counter()
+            rules = candidates.heuristic(user.text)
+            await self._record(EXTRACT_HEURISTIC, started, ok=True)
         found, tally = candidates.validated(candidates.merge(model, rules))
         counts["validator_accepted_total"] += tally.accepted
         for reason, n in tally.rejected.items():
@@ -167,13 +181,11 @@ class ExtractJob:
         now and the exchange is owed an LLM pass). A refine pass waits out an outage."""
         if self.config.extraction_mode == "heuristic":
             return [], False
+        handed = None if refine else batch.given(job.payload)
+        if handed is not None:
+            return candidates.from_llm(handed, user.text), False
         try:
-            found = await extraction.extract(
-                self.llm,
-                user.text,
-                assistant.text if assistant else None,
-                timeout_s=self.config.llm_timeout_s,
-            )
+            found = await self._ask(job, user, assistant, refine=refine)
         except LLMUnavailable as exc:
             if refine:
                 raise RetryLater(f"LLM unavailable: {exc}") from None
@@ -196,7 +208,47 @@ class ExtractJob:
                 else "using the heuristic extractor for this exchange",
             )
             return [], False
-        return candidates.from_llm(found), False
+        return candidates.from_llm(found, user.text), False
+
+    async def _ask(
+        self, job: Job, user: TurnRecord, assistant: TurnRecord | None, *, refine: bool
+    ) -> list[extraction.Candidate]:
+        """The model's facts for this exchange; in the background, read together with the
+        session's other pending exchanges, whose jobs get theirs handed out (extract.batch)."""
+        mine = (user.text, assistant.text if assistant else None)
+        await self.llm.lane.opened()  # in the background: what the conversation left by then
+        batched = not refine and BACKGROUND.get()
+        others = await self.db.write(batch.take_along, job, user) if batched else []
+        order = sorted([(user.id, None), *((e.user.id, e) for e in others)], key=lambda x: x[0])
+        shown = [mine if e is None else e.shown for _, e in order]
+        started = time.perf_counter()
+        try:
+            found = await extraction.extract(self.llm, shown, timeout_s=self.config.llm_timeout_s)
+        except BaseException as exc:  # failed or preempted: the others may be taken along again
+            if others:
+                await self.db.write(batch.release, [e.job_id for e in others])
+            if isinstance(exc, LLMUnavailable | InvalidOutput):
+                await self._record(EXTRACT_LLM, started, ok=False)
+            raise
+        await self._record(EXTRACT_LLM, started, ok=True)
+        if not others:
+            return found
+        facts = batch.attribute(found, shown)
+        await self.db.write(
+            batch.hand_out,
+            {e.job_id: got for (_, e), got in zip(order, facts, strict=True) if e is not None},
+        )
+        log.info(
+            "extract #%d: %d exchanges of session %s in one call, %d fact(s)",
+            job.id, len(shown), user.session_id, len(found),
+        )  # fmt: skip
+        return next(got for (_, e), got in zip(order, facts, strict=True) if e is None)
+
+    async def _record(self, op: str, started: float, *, ok: bool) -> None:
+        """Seed 000's extraction figures: each extractor's runs, failures and latency (the
+        model's: one call, however many exchanges it read), in `/v1/stats`'s operations."""
+        ms = (time.perf_counter() - started) * 1000
+        await self.db.write(partial(events.record, op=op, now=self.clock(), ms=ms, ok=ok))
 
     async def _judge(
         self,
@@ -373,6 +425,7 @@ class ExtractJob:
                 max_attempts=job.max_attempts,
             )
         # Done in the same transaction as the facts: a crash now cannot make them twice.
+        batch.clear(conn, job.id)
         queue.complete(conn, job.id, now=now)
         return outcomes
 
@@ -404,8 +457,6 @@ def load_exchange(
     """The exchange, whether it was extracted from, and the trust of the caller who said it
     (its session's: `conversation.resolve_session`)."""
     user = get_turn(conn, user_turn_id)
-    assistant = get_turn(conn, int(assistant_turn_id)) if assistant_turn_id else None
-    if assistant is not None and assistant.degraded:
-        assistant = None  # an apology says nothing about the user
+    assistant = batch.assistant_of(conn, assistant_turn_id)
     trust = session_trust(conn, user.session_id) if user is not None else "full"
     return user, assistant, store.extracted_from(conn, user_turn_id), trust

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
-from lobug.llm.ollama_chat import OllamaChat
+from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.replies import find_json, json_items
 from lobug.memory import prompts
 from lobug.memory.store.rows import FACT_TYPES
+from lobug.memory.write.validator import MAX_CHARS
 
 PROCEDURAL = "procedural"  # seed 001 §12: how the user likes a task done
 MAX_FACTS = 20  # per exchange; more is a model rambling, not a user talking
@@ -23,6 +25,24 @@ _SPACES = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\s\"'“”‘’`]+|[\s\"'“”‘’`.!?;:,]+$")
 
 
+# What the prompt asks for; parse_facts also takes the other shapes small models send.
+FACTS_SCHEMA = OutputSchema(
+    "facts",
+    {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "fact": {"type": "string", "maxLength": MAX_CHARS},
+                "type": {"type": "string", "enum": [*FACT_TYPES, PROCEDURAL]},
+            },
+            "required": ["fact", "type"],
+        },
+        "maxItems": MAX_FACTS,
+    },
+)
+
+
 @dataclass(frozen=True)
 class Candidate:
     content: str
@@ -30,18 +50,21 @@ class Candidate:
 
 
 async def extract(
-    llm: OllamaChat, user_text: str, assistant_text: str | None, *, timeout_s: float
+    llm: LLMClient, exchanges: Sequence[tuple[str, str | None]], *, timeout_s: float
 ) -> list[Candidate]:
-    """Facts from one exchange. Raises LLMUnavailable, or InvalidOutput after one reminder."""
-    reply = (assistant_text or "")[:MAX_ASSISTANT_CHARS] or None
+    """Facts from one exchange (user's words, Lo-Bug's reply or None) or several of one
+    conversation (lobug.memory.extract.batch). Raises LLMUnavailable, or InvalidOutput after
+    one reminder."""
+    shown = [(user, (reply or "")[:MAX_ASSISTANT_CHARS] or None) for user, reply in exchanges]
     return await ask(
         llm,
-        prompts.fact_extraction_messages(user_text, reply),
+        prompts.extraction_messages(shown),
         parse_facts,
         reminder=prompts.EXTRACTION_REMINDER,
         what="fact extraction",
         timeout_s=timeout_s,
         temperature=0.1,
+        schema=FACTS_SCHEMA,
     )
 
 

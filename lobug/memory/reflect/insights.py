@@ -13,12 +13,13 @@ from typing import Any
 
 from lobug.conversation import OWNER_TURN
 from lobug.llm.ask import InvalidOutput, strip_reasoning
+from lobug.llm.client import OutputSchema
 from lobug.llm.replies import find_json, json_items
 from lobug.memory import enqueue
 from lobug.memory.reflect import marks
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash
-from lobug.memory.write.validator import validate_fact
+from lobug.memory.write.validator import MAX_CHARS, validate_fact
 
 TASK = "insights"
 ACTOR = "theory_of_mind"
@@ -29,6 +30,29 @@ MAX_ACTIVITY = 5
 MAX_FACTS = 3
 SNIPPET_CHARS = 1000
 DEFAULT_IMPORTANCE = 2  # of 5 (seed 001 §3)
+# What the insight prompt asks for; parse also takes the other shapes small models send.
+SCHEMA = OutputSchema(
+    "insights",
+    {
+        "type": "object",
+        "properties": {
+            "insights": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "summary": {"type": "string", "maxLength": MAX_CHARS},
+                        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+                        "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+                    },
+                    "required": ["summary", "tags", "importance"],
+                },
+                "maxItems": MAX_INSIGHTS,
+            }
+        },
+        "required": ["insights"],
+    },
+)
 
 
 def due(conn: Any, user_id: str, *, now: float, every_hours: float) -> bool:

@@ -17,12 +17,13 @@ from typing import Any, NoReturn, TypeVar
 
 from lobug.config import MemoryConfig, ReflectionConfig
 from lobug.llm.ask import InvalidOutput, ask
-from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.memory import enqueue
 from lobug.memory import prompts as memory_prompts
-from lobug.memory.reflect import budget, insights, marks, prompts, reflection
+from lobug.memory.reflect import insights, marks, prompts, reflection
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import cascades, early_base
+from lobug.memory.upkeep import budget
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
@@ -34,6 +35,7 @@ REFLECT = "reflect"
 INSIGHTS = "insights"
 BASE_FROM_FACTS = "base_from_facts"
 KINDS = (REFLECT, INSIGHTS, BASE_FROM_FACTS)
+BUDGET = "thinking"  # upkeep.budget: reflection.llm_calls_per_day, per user
 
 
 class Thinking:
@@ -41,7 +43,7 @@ class Thinking:
         self,
         *,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         memory: MemoryConfig,
         config: ReflectionConfig,
         clock: Callable[[], float],
@@ -130,7 +132,13 @@ class Thinking:
         facts, activity, snippet = await self.db.read(insights.inputs, user_id)
         messages = prompts.insight_messages(facts, activity, snippet)
         found = await self._ask(
-            job, insights.TASK, messages, insights.parse, prompts.INSIGHT_REMINDER, temperature=0.0
+            job,
+            insights.TASK,
+            messages,
+            insights.parse,
+            prompts.INSIGHT_REMINDER,
+            temperature=0.0,
+            schema=insights.SCHEMA,
         )
         ids = await self.db.write(
             partial(insights.store_insights, now=self.clock(), max_attempts=self.max_attempts),
@@ -170,12 +178,13 @@ class Thinking:
         reminder: str,
         *,
         temperature: float = 0.3,
+        schema: OutputSchema | None = None,
     ) -> T:
-        now = self.clock()
-        if not await self.db.write(budget.take, now, self.config.llm_calls_per_day):
+        now, limit = self.clock(), self.config.llm_calls_per_day
+        if not await self.db.write(budget.take, BUDGET, _user(job), now, limit):
             raise NotReady(
-                f"today's budget of {self.config.llm_calls_per_day} background-thinking LLM "
-                "calls is spent (reflection.llm_calls_per_day); waiting for tomorrow",
+                f"today's budget of {limit} background-thinking LLM calls is spent"
+                " (reflection.llm_calls_per_day); waiting for tomorrow",
                 budget.next_day_in(now),
             )
         try:
@@ -187,6 +196,7 @@ class Thinking:
                 what=job.kind,
                 timeout_s=self.memory.llm_timeout_s,
                 temperature=temperature,
+                schema=schema,
             )
         except LLMUnavailable as exc:
             raise RetryLater(f"LLM unavailable: {exc}") from None

@@ -20,7 +20,7 @@ from typing import Any
 from lobug.config import MemoryConfig
 from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.llm.ask import InvalidOutput, ask, plain_text
-from lobug.llm.ollama_chat import OllamaChat
+from lobug.llm.client import LLMClient
 from lobug.memory import enqueue, prompts
 from lobug.memory.store import delta
 from lobug.memory.store import rows as store
@@ -225,7 +225,7 @@ class Cascades:
     def __init__(
         self,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         config: MemoryConfig,
         *,
         clock: Callable[[], float],

@@ -89,7 +89,7 @@ class Consolidator:
         size = max(1, self.cfg.pairs_per_prompt)
         for start in range(0, len(todo), size):
             batch = todo[start : start + size]
-            await self.budget.take("consolidation")
+            await self.budget.take("consolidation", user_id)
             judged = await self._judge(batch, report)
             report.update(await self._apply(judged))
             report["llm_pairs"] += len(batch)
@@ -117,13 +117,13 @@ class Consolidator:
         try:
             answer = await judge.ask_llm(self.llm, cands, offers, timeout_s=self.timeout_s)
         except LLMUnavailable:
-            await self.budget.spent(1, ok=False, ms=_ms(started))
+            await self.budget.record(1, ok=False, ms=_ms(started))
             raise
         except InvalidOutput as exc:
             if not exc.raw.strip():
-                await self.budget.spent(1, ok=False, ms=_ms(started))
+                await self.budget.record(1, ok=False, ms=_ms(started))
                 raise LLMUnavailable(f"empty answer: {exc}", kind="empty") from None
-            await self.budget.spent(2, ms=_ms(started))
+            await self.budget.record(2, ms=_ms(started))
             await self.db.write(bump_counter, "consolidate_invalid_total")
             log.warning(
                 "consolidation: the model's answer was invalid twice (%s);"
@@ -132,7 +132,7 @@ class Consolidator:
             )
             report["invalid"] += 1
             return [(p, self._heuristic(p), judge.HEURISTIC) for p in batch]
-        await self.budget.spent(1, ms=_ms(started))
+        await self.budget.record(1, ms=_ms(started))
         report["llm_calls"] += 1
         judged = []
         for index, pair in enumerate(batch):

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from lobug.config import UpkeepConfig
-from lobug.llm.ollama_chat import LLMUnavailable, OllamaChat
+from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.memory import enqueue
 from lobug.memory.graph import enrich
 from lobug.memory.settings import WritePolicy
@@ -42,7 +42,7 @@ class UpkeepJobs:
         self,
         *,
         db: Database,
-        llm: OllamaChat,
+        llm: LLMClient,
         cfg: UpkeepConfig,
         policy: WritePolicy,
         clock: Callable[[], float],

@@ -45,7 +45,7 @@ from itertools import zip_longest
 from typing import Any
 
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
-from lobug.llm.ollama_chat import OllamaChat
+from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.replies import find_json, json_items
 from lobug.memory import prompts
 from lobug.memory.search.corpus import SearchFilter
@@ -340,6 +340,22 @@ class Answer:
         return {memory_id: label for (i, memory_id), label in self.labels.items() if i == index}
 
 
+# What the judge prompt asks for; parse_labels also takes the other shapes small models send.
+LABELS_SCHEMA = OutputSchema(
+    "labels",
+    {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "new": {"type": "integer"},
+                "stored": {"type": "integer"},
+                "label": {"type": "string", "enum": [SAME, UPDATE, CONTRADICTION]},
+            },
+            "required": ["new", "stored", "label"],
+        },
+    },
+)
 _LIST_KEYS = ("pairs", "labels", "judgements", "judgments", "results", "items", "answers")
 _NEW_KEYS = ("new", "new_fact", "fact", "new_id")
 _OLD_KEYS = ("stored", "old", "existing", "stored_fact", "stored_id", "memory", "id")
@@ -347,7 +363,7 @@ _LABEL_KEYS = ("label", "relation", "verdict", "judgement", "judgment", "answer"
 
 
 async def ask_llm(
-    llm: OllamaChat,
+    llm: LLMClient,
     cands: Sequence[Candidate],
     offers: Sequence[Pool],
     *,
@@ -375,6 +391,7 @@ async def ask_llm(
         what="fact judgement",
         timeout_s=timeout_s,
         temperature=0.0,
+        schema=LABELS_SCHEMA,
     )
     return Answer(
         {(numbers[n], memory_id): label for (n, memory_id), label in answer.labels.items()},

@@ -239,6 +239,15 @@ async def test_ollama_down_during_extraction_stores_rules_now_and_refines_later(
     assert mem.facts() == [TEA]
     assert mem.value("SELECT mention_count FROM memories") == 1
     assert [h["event"] for h in await mem.db.read(history_of, 1)] == ["ADD"]
+    # Seed 000's extraction figures: each extractor's runs, failures and latency.
+    ops = {
+        r["op"]: (r["runs"], r["failures"])
+        for r in mem.rows(
+            "SELECT op, SUM(count) AS runs, SUM(failures) AS failures FROM op_events"
+            " WHERE op LIKE 'extract_%' GROUP BY op"
+        )
+    }
+    assert ops == {"extract_llm": (1, 2), "extract_heuristic": (1, 0)}
 
 
 async def test_embedder_outage_is_retried_and_reported(

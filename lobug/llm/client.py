@@ -1,0 +1,152 @@
+"""The chat client interface every model user programs against, whichever server answers.
+
+Two implementations: `lobug.llm.ollama_chat.OllamaChat` (Ollama's API) and
+`lobug.llm.openai_chat.OpenAIChat` (the OpenAI chat API of llama-server, LM Studio, vLLM…);
+`lobug.llm.backends.make_llm` picks one by `llm.backend`. Every chat call waits its turn in the lane
+(lobug.llm.lane); every failure is an LLMUnavailable of the same kinds."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lobug.config import OllamaConfig
+from lobug.llm.lane import LLMLane
+
+
+class LLMUnavailable(Exception):
+    """The server is down, timed out, answered with an error, or the model is missing."""
+
+    def __init__(self, message: str, *, kind: str = "down") -> None:
+        super().__init__(message)
+        self.kind = kind  # down | timeout | model_missing | error | empty
+
+
+@dataclass(frozen=True)
+class OutputSchema:
+    """The JSON schema of one task's answer, defined beside its parser: sent as Ollama's
+    `format` or OpenAI's `response_format`; the parser stays tolerant of servers that ignore
+    it. `name` is the task's label in /metrics."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LLMHealth:
+    reachable: bool
+    models: tuple[str, ...] = ()
+    error: str | None = None
+
+    def has_model(self, name: str) -> bool:
+        wanted = name if ":" in name else f"{name}:latest"  # Ollama's implicit tag
+        return wanted in self.models or name in self.models
+
+
+class LLMClient(abc.ABC):
+    """Chat (plain and streamed) and health against one server; errors counted by kind,
+    parsed outputs counted by task (valid or not) for /metrics.
+
+    `lane`: where chat calls wait their turn; the daemon's chat and memory clients share one.
+    Without one, calls go straight to the server (the CLI, doctor)."""
+
+    backend: str  # "ollama" | "openai": named by /health, doctor and /metrics
+    where: str  # the server's address, for messages
+
+    def __init__(self, config: OllamaConfig, *, lane: LLMLane | None, schemas: bool) -> None:
+        self.config = config  # timeouts, temperature
+        self.lane = lane or LLMLane(enabled=False)
+        self.schemas = schemas  # False: never send a schema (llm.schemas)
+        self.errors: Counter[str] = Counter()  # failed calls by LLMUnavailable.kind
+        self.outputs: Counter[tuple[str, bool]] = Counter()  # (task, valid) -> parsed answers
+        self._health: LLMHealth | None = None
+        self._health_at = 0.0
+        self._health_lock = asyncio.Lock()
+
+    @property
+    @abc.abstractmethod
+    def model(self) -> str:
+        """The chat model asked (as configured; "" = the server's first, see OpenAIChat)."""
+
+    @abc.abstractmethod
+    async def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        schema: OutputSchema | None = None,
+        timeout_s: float | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        """One non-streaming chat call (in its place in the lane); returns the content.
+        `schema`: the answer's shape, sent unless llm.schemas is off."""
+
+    @abc.abstractmethod
+    def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str]:
+        """A streamed chat call: the reply's text pieces as the server produces them.
+        `ollama.timeout_s` bounds the wait for each piece (the first one included), not the whole
+        reply. Every failure, before the first piece or in the middle, is an LLMUnavailable."""
+
+    @abc.abstractmethod
+    async def _list_models(self) -> tuple[str, ...]:
+        """The models the server offers; raises when it cannot be reached."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    def counted(self, task: str, valid: bool) -> None:
+        """One parsed answer of `task` (lobug.llm.ask, the device reply)."""
+        self.outputs[(task, valid)] += 1
+
+    def problem(self, health: LLMHealth) -> str | None:
+        """What is wrong with the server, in words for /health and doctor; None when fine."""
+        if not health.reachable:
+            return f"{self.backend} server at {self.where} is unreachable ({health.error})"
+        if self.model and not health.has_model(self.model):
+            return f"{self.backend} server at {self.where} has no model {self.model!r}" + (
+                f"; run `ollama pull {self.model}`" if self.backend == "ollama" else ""
+            )
+        if not health.models:
+            return f"{self.backend} server at {self.where} lists no model"
+        return None
+
+    async def health(self, *, fresh: bool = False) -> LLMHealth:
+        """Reachability and model list, cached for a few seconds so /health stays cheap."""
+        if not fresh and self._cached():
+            assert self._health is not None
+            return self._health
+        async with self._health_lock:
+            if not fresh and self._cached():
+                assert self._health is not None
+                return self._health
+            try:
+                names = await asyncio.wait_for(self._list_models(), self.config.health_timeout_s)
+                health = LLMHealth(reachable=True, models=names)
+            except Exception as exc:  # noqa: BLE001 - health reports, never raises
+                health = LLMHealth(reachable=False, error=f"{type(exc).__name__}: {exc}")
+            self._health, self._health_at = health, time.monotonic()
+            return health
+
+    def _cached(self) -> bool:
+        return (
+            self._health is not None
+            and time.monotonic() - self._health_at < self.config.health_cache_s
+        )
+
+    def _failed(self, message: str, kind: str = "down") -> LLMUnavailable:
+        self.errors[kind] += 1
+        return LLMUnavailable(message, kind=kind)
+
+    def _mark_down(self, reason: str) -> None:
+        self._health = LLMHealth(reachable=False, error=reason)
+        self._health_at = time.monotonic()

@@ -1,0 +1,244 @@
+"""The OpenAI-compatible chat client (lobug.llm.client): llama.cpp's llama-server, LM Studio,
+LocalAI, vLLM. `/chat/completions` plain and streamed (server-sent events), `/models` for the
+health and model check, over the daemon's own aiohttp; every failure is an LLMUnavailable."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import aiohttp
+
+from lobug.config import LLMConfig, OllamaConfig
+from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.lane import LLMLane
+
+log = logging.getLogger(__name__)
+
+
+class BadReply(ValueError):
+    """The server answered 2xx with something that is not the API's JSON."""
+
+
+class ServerError(Exception):
+    """The server answered with an error status or an error object."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class OpenAIChat(LLMClient):
+    backend = "openai"
+
+    def __init__(
+        self, llm: LLMConfig, limits: OllamaConfig, *, lane: LLMLane | None = None
+    ) -> None:
+        super().__init__(limits, lane=lane, schemas=llm.schemas)
+        self.where = llm.base_url.rstrip("/")
+        self._chat_model = llm.chat_model
+        self._first_model = ""  # llm.chat_model unset: the server's first, once known
+        self._headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def model(self) -> str:
+        return self._chat_model or self._first_model
+
+    def _client(self) -> aiohttp.ClientSession:
+        # Created lazily inside the running loop (a session is bound to its loop).
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=64), headers=self._headers, trust_env=False
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        schema: OutputSchema | None = None,
+        timeout_s: float | None = None,
+        temperature: float | None = None,
+    ) -> str:
+        timeout = timeout_s or self.config.timeout_s
+        body = self._body(messages, temperature)
+        if schema is not None and self.schemas:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.name, "schema": schema.schema},
+            }
+
+        async def call() -> str:
+            with self._mapped_errors(timeout):
+                body["model"] = await self._model_name()
+                return await asyncio.wait_for(self._complete(body), timeout)
+
+        return await self.lane.call(call)
+
+    async def _complete(self, body: dict[str, Any]) -> str:
+        async with self._client().post(f"{self.where}/chat/completions", json=body) as resp:
+            data = await _json(resp)
+        return _message_text(data)
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[str]:
+        timeout = self.config.timeout_s
+        body = {**self._body(messages, temperature), "stream": True}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        with self._mapped_errors(timeout):
+            body["model"] = await self._model_name()
+            resp = await asyncio.wait_for(
+                self._client().post(f"{self.where}/chat/completions", json=body), timeout
+            )
+        try:
+            with self._mapped_errors(timeout):
+                if resp.status >= 400:
+                    await _json(resp)  # raises ServerError with the server's message
+            while True:
+                with self._mapped_errors(timeout):
+                    line = await asyncio.wait_for(resp.content.readline(), timeout)
+                    if not line:
+                        raise BadReply("the event stream ended without [DONE]")
+                    piece = _event_text(line.decode("utf-8", "replace").strip())
+                if piece is None:
+                    return
+                if piece:
+                    yield piece
+        finally:
+            resp.close()  # a half-read body: the connection cannot be reused
+
+    def _body(
+        self, messages: Sequence[dict[str, str]], temperature: float | None
+    ) -> dict[str, Any]:
+        return {
+            "messages": list(messages),
+            "temperature": self.config.temperature if temperature is None else temperature,
+            "stream": False,
+        }
+
+    async def _model_name(self) -> str:
+        """The configured model, or the first the server lists (llama-server serves one),
+        looked up once and again after the server said it has no such model."""
+        if self._chat_model or self._first_model:
+            return self._chat_model or self._first_model
+        health = await self.health()
+        if not health.reachable:
+            raise aiohttp.ClientConnectionError(health.error or "unreachable")
+        if not health.models:
+            raise self._failed(f"the server at {self.where} lists no model", "model_missing")
+        self._first_model = health.models[0]
+        return self._first_model
+
+    async def _list_models(self) -> tuple[str, ...]:
+        timeout = aiohttp.ClientTimeout(total=self.config.health_timeout_s)
+        async with self._client().get(f"{self.where}/models", timeout=timeout) as resp:
+            data = await _json(resp)
+        listed = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(listed, list):
+            raise BadReply("the model list has no `data` array")
+        return tuple(str(m.get("id", "")) for m in listed if isinstance(m, dict))
+
+    @contextlib.contextmanager
+    def _mapped_errors(self, timeout: float) -> Iterator[None]:
+        """aiohttp's and the server's failures as LLMUnavailable, counted."""
+        try:
+            yield
+        except LLMUnavailable:
+            raise
+        except TimeoutError:
+            self._mark_down(f"chat timed out after {timeout:.0f}s")
+            raise self._failed(
+                f"the server at {self.where} did not answer within {timeout:.0f}s", "timeout"
+            ) from None
+        except ServerError as exc:
+            missing = exc.status == 404 and "model" in str(exc).lower()
+            if missing:
+                self._first_model = ""  # the server changed models: look again next time
+            raise self._failed(
+                f"the server at {self.where} answered {exc.status}: {exc}",
+                "model_missing" if missing else "error",
+            ) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            self._mark_down(str(exc))
+            raise self._failed(f"cannot reach the server at {self.where}: {exc}") from None
+        except (BadReply, ValueError, TypeError, KeyError) as exc:
+            raise self._failed(f"the server sent a malformed reply: {exc}", "error") from None
+
+
+async def _json(resp: aiohttp.ClientResponse) -> Any:
+    """The body as JSON; an error status (or an `error` object) is a ServerError."""
+    text = await resp.text(errors="replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    if resp.status >= 400 or (isinstance(data, dict) and "error" in data):
+        raise ServerError(resp.status, _error_message(data) or text[:200] or resp.reason or "")
+    if data is None:
+        raise BadReply(f"not JSON: {text[:80]!r}")
+    return data
+
+
+def _error_message(data: Any) -> str | None:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error) if error else None
+
+
+def _message_text(data: Any) -> str:
+    choice = data["choices"][0]
+    content = choice["message"].get("content")
+    if content is not None and not isinstance(content, str):
+        raise BadReply("message.content is not a string")
+    return content or ""
+
+
+def _event_text(line: str) -> str | None:
+    """One server-sent-event line: the text it adds ("" for none), None at the end.
+    Raises ServerError for an error event (llama-server: `error: {...}`; OpenAI: data with an
+    `error` object)."""
+    if not line or line.startswith(":"):
+        return ""
+    field, _, value = line.partition(":")
+    value = value.strip()
+    if field == "error":
+        raise ServerError(500, _error_message({"error": _loads(value)}) or value)
+    if field != "data":
+        return ""
+    if value == "[DONE]":
+        return None
+    data = _loads(value)
+    if isinstance(data, dict) and "error" in data:
+        raise ServerError(500, _error_message(data) or value)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list):
+        raise BadReply(f"an event without choices: {value[:80]!r}")
+    if not choices:  # the usage chunk
+        return ""
+    delta = choices[0].get("delta") or {}
+    content = delta.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def _loads(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise BadReply(f"an event that is not JSON: {value[:80]!r}") from None
