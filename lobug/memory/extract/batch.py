@@ -26,7 +26,7 @@ from lobug.workers.queue import Job
 
 MAX_EXCHANGES = 6  # per call: ~2 facts each stays under extraction.MAX_FACTS
 MAX_CHARS = 4000  # the exchanges' words in one prompt, well inside a small model's context
-_WORD = re.compile(r"[a-z0-9]{3,}")
+_WORD = re.compile(r"[a-z]{3,}|\d+")  # words, and any number ("note 2", "the 12th")
 _STEM = 5  # "birthday"/"birthdays", "travel"/"travelling": compared by their first letters
 _IGNORED = frozenset(
     "the and for with that this from have has had was were are will would about user "

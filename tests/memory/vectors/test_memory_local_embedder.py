@@ -66,7 +66,7 @@ async def test_semantic_retrieval_with_all_minilm(
     monkeypatch: Any,
 ) -> None:
     state, _ = ollama
-    monkeypatch.setattr(memory_service, "make_embedder", lambda config, host: minilm)
+    monkeypatch.setattr(memory_service, "make_embedder", lambda config: minilm)
     state.script = Script(extract=extract_by_keyword(TELLS))
     client = await make_client(**LOCAL)
     for text in SAID:

@@ -237,10 +237,14 @@ class FakeLLM:
     def __init__(self, *answers: str) -> None:
         self.answers = list(answers)
         self.calls: list[Sequence[dict[str, str]]] = []
+        self.outputs: list[tuple[str, bool]] = []
 
     async def chat(self, messages: Sequence[dict[str, str]], **_: Any) -> str:
         self.calls.append(messages)
         return self.answers.pop(0)
+
+    def counted(self, task: str, valid: bool) -> None:  # LLMClient's count for /metrics
+        self.outputs.append((task, valid))
 
 
 CANDS = [
