@@ -19,7 +19,7 @@ from lobug.chat.working_memory import Message, WorkingMemory
 from lobug.config import ChatConfig
 from lobug.conversation import TurnRecord
 from lobug.llm.client import LLMClient, LLMUnavailable
-from lobug.llm.replies import REPLY_SCHEMA, UnusableReply, parse_reply
+from lobug.llm.replies import REPLY_MAX_TOKENS, REPLY_SCHEMA, UnusableReply, parse_reply
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,9 @@ class ChatService:
                 text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
             )
             try:
-                raw = await self.llm.chat(messages, schema=REPLY_SCHEMA)
+                raw = await self.llm.chat(
+                    messages, schema=REPLY_SCHEMA, max_tokens=REPLY_MAX_TOKENS
+                )
             except LLMUnavailable as exc:
                 log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
                 return await self._degraded(user)

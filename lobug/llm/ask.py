@@ -11,6 +11,9 @@ from lobug.llm.client import LLMClient, OutputSchema
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# A background answer's bound unless its task sets its own: far above any valid one (a batch of
+# facts, the base memory), so only a model that rambles or repeats itself is cut short.
+MAX_TOKENS = 1024
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^\s*```[\w-]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
@@ -46,6 +49,7 @@ async def ask(
     timeout_s: float,
     temperature: float = 0.2,
     schema: OutputSchema | None = None,
+    max_tokens: int = MAX_TOKENS,
 ) -> T:
     """Call, parse; if the parse fails, show the model its answer and ask once more.
 
@@ -53,7 +57,9 @@ async def ask(
     `schema`: the shape `parse` expects, for servers that constrain their output to it. Every
     answer is counted by `what`, valid or not (/metrics).
     """
-    raw = await llm.chat(messages, schema=schema, timeout_s=timeout_s, temperature=temperature)
+    raw = await llm.chat(
+        messages, schema=schema, timeout_s=timeout_s, temperature=temperature, max_tokens=max_tokens
+    )
     try:
         return _counted(llm, what, parse, raw)
     except InvalidOutput as first:
@@ -64,7 +70,9 @@ async def ask(
         {"role": "assistant", "content": raw[:4000]},
         {"role": "user", "content": reminder},
     ]
-    raw_again = await llm.chat(retry, schema=schema, timeout_s=timeout_s, temperature=0.0)
+    raw_again = await llm.chat(
+        retry, schema=schema, timeout_s=timeout_s, temperature=0.0, max_tokens=max_tokens
+    )
     try:
         return _counted(llm, what, parse, raw_again)
     except InvalidOutput as second:

@@ -81,9 +81,12 @@ class LLMClient(abc.ABC):
         schema: OutputSchema | None = None,
         timeout_s: float | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         """One non-streaming chat call (in its place in the lane); returns the content.
-        `schema`: the answer's shape, sent unless llm.schemas is off."""
+        `schema`: the answer's shape, sent unless llm.schemas is off. `max_tokens`: at most this
+        many generated (Ollama's num_predict, OpenAI's max_tokens), so a model that rambles
+        gives the one slot back in bounded time."""
 
     @abc.abstractmethod
     def stream(

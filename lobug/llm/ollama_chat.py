@@ -58,9 +58,14 @@ class OllamaChat(LLMClient):
         schema: OutputSchema | None = None,
         timeout_s: float | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         timeout = timeout_s or self.config.timeout_s
-        options = {"temperature": self.config.temperature if temperature is None else temperature}
+        options: dict[str, Any] = {
+            "temperature": self.config.temperature if temperature is None else temperature
+        }
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
 
         async def call() -> Any:
             with self._mapped_errors(timeout):

@@ -69,9 +69,12 @@ class OpenAIChat(LLMClient):
         schema: OutputSchema | None = None,
         timeout_s: float | None = None,
         temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         timeout = timeout_s or self.config.timeout_s
         body = self._body(messages, temperature)
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
         if schema is not None and self.schemas:
             body["response_format"] = {
                 "type": "json_schema",

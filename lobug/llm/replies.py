@@ -35,6 +35,9 @@ class Reply:
 
 
 # What the chat prompt asks for (lobug.chat.prompt.REPLY_FORMAT) and parse_reply reads.
+# One to three spoken sentences in their JSON object: a model that goes on is cut short (its
+# answer then fails to parse and the turn is answered degraded, in bounded time).
+REPLY_MAX_TOKENS = 256
 REPLY_SCHEMA = OutputSchema(
     "reply",
     {

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from lobug.chat.prompt import REPLY_FORMAT
 from lobug.config import Config
 from lobug.llm.client import OutputSchema
-from lobug.llm.replies import REPLY_SCHEMA, find_json
+from lobug.llm.replies import REPLY_MAX_TOKENS, REPLY_SCHEMA, find_json
 from lobug.memory import prompts
 from lobug.memory.extract.llm import FACTS_SCHEMA
 from lobug.memory.reflect import insights
@@ -63,6 +63,8 @@ async def test_ollama_gets_the_schema_as_format_and_invalid_replies_are_counted(
     client = await make_client()
     assert (await (await client.post("/chat/text", json={"text": "hi"})).json())["action"]
     assert state.chat_calls()[-1]["body"]["format"] == REPLY_SCHEMA.schema
+    # A bounded answer: a model that rambles gives the slot back (num_predict).
+    assert state.chat_calls()[-1]["body"]["options"]["num_predict"] == REPLY_MAX_TOKENS
     state.reply = "}{ not json"
     body = await (await client.post("/chat/text", json={"text": "again"})).json()
     assert body["degraded"] is True
@@ -92,6 +94,8 @@ async def test_a_server_that_ignores_the_schema_still_gets_parsed(
     client = await make_client(openai_config())
     state.reply = 'Sure! {"action": "RESPOND", "response": "Hello Alex."} Anything else?'
     body = await (await client.post("/chat/text", json={"text": "hi"})).json()
+    chats = [r["body"] for r in state.requests if r["path"].endswith("/chat/completions")]
+    assert chats[-1]["max_tokens"] == REPLY_MAX_TOKENS
     # Constrained, the fake answers the smallest value of the schema (the prose broke it);
     # unconstrained, the parser finds the JSON in the prose.
     assert body["action"] == ("RESPOND" if ignore else "IGNORE")

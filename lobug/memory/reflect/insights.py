@@ -26,6 +26,7 @@ ACTOR = "theory_of_mind"
 KIND = "insight"
 CATEGORY = "relationship_dynamic"
 MAX_INSIGHTS = 3
+MAX_TOKENS = 220  # seed 001 §3: the insight call's answer is small, and bounded
 MAX_ACTIVITY = 5
 MAX_FACTS = 3
 SNIPPET_CHARS = 1000

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, NoReturn, TypeVar
 
 from lobug.config import MemoryConfig, ReflectionConfig
-from lobug.llm.ask import InvalidOutput, ask
+from lobug.llm.ask import MAX_TOKENS, InvalidOutput, ask
 from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.memory import enqueue
 from lobug.memory import prompts as memory_prompts
@@ -139,6 +139,7 @@ class Thinking:
             prompts.INSIGHT_REMINDER,
             temperature=0.0,
             schema=insights.SCHEMA,
+            max_tokens=insights.MAX_TOKENS,
         )
         ids = await self.db.write(
             partial(insights.store_insights, now=self.clock(), max_attempts=self.max_attempts),
@@ -179,6 +180,7 @@ class Thinking:
         *,
         temperature: float = 0.3,
         schema: OutputSchema | None = None,
+        max_tokens: int = MAX_TOKENS,
     ) -> T:
         now, limit = self.clock(), self.config.llm_calls_per_day
         if not await self.db.write(budget.take, BUDGET, _user(job), now, limit):
@@ -197,6 +199,7 @@ class Thinking:
                 timeout_s=self.memory.llm_timeout_s,
                 temperature=temperature,
                 schema=schema,
+                max_tokens=max_tokens,
             )
         except LLMUnavailable as exc:
             raise RetryLater(f"LLM unavailable: {exc}") from None

@@ -28,6 +28,7 @@ from lobug.memory.summaries import base_memory
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)
+SUMMARY_MAX_TOKENS = 320  # one paragraph of 3-5 sentences, with room to spare
 
 ACTOR = "cascade"
 # A backlog (an import, a long outage) is summarised in several calls, each small enough for a
@@ -256,6 +257,7 @@ class Cascades:
                 what="summary",
                 timeout_s=cfg.llm_timeout_s,
                 temperature=0.3,
+                max_tokens=SUMMARY_MAX_TOKENS,
             )
             memory_id = await self.db.write(
                 partial(

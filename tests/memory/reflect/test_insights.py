@@ -35,6 +35,7 @@ async def test_insights_are_written_and_shown_in_the_prompt(
     (call,) = ollama[0].memory_calls("insight")
     assert "short please" in call["body"]["messages"][1]["content"]
     assert call["body"]["options"]["temperature"] == 0.0
+    assert call["body"]["options"]["num_predict"] == 220  # seed 001 §3: a bounded answer
     text = await prompt(mem)
     assert "[How the user communicates]\n- The user cares a lot about running." in text
     # Within 24 hours: skipped, even with new words; after that, a new run.
