@@ -46,6 +46,14 @@ def clock() -> Clock:
 
 
 @pytest.fixture
+def aiohttp_client(aiohttp_server: Any, aiohttp_client: Any) -> Any:
+    """pytest-aiohttp's client factory, set up after its server factory, so the fake model
+    servers (Ollama's, the OpenAI-compatible one) close after the apps that call them: a job's
+    model call in flight at teardown would otherwise wait out aiohttp's 60 s server shutdown."""
+    return aiohttp_client
+
+
+@pytest.fixture
 async def ollama(aiohttp_server: Any) -> tuple[FakeOllamaState, str]:
     state = FakeOllamaState()
     server = await aiohttp_server(build_app(state))
