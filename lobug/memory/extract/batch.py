@@ -22,16 +22,13 @@ from typing import Any
 from lobug.conversation import TurnRecord, get_turn
 from lobug.memory import enqueue
 from lobug.memory.extract import llm as extraction
+from lobug.memory.search.fts import STOPWORDS
 from lobug.workers.queue import Job
 
 MAX_EXCHANGES = 6  # per call: ~2 facts each stays under extraction.MAX_FACTS
 MAX_CHARS = 4000  # the exchanges' words in one prompt, well inside a small model's context
 _WORD = re.compile(r"[a-z]{3,}|\d+")  # words, and any number ("note 2", "the 12th")
 _STEM = 5  # "birthday"/"birthdays", "travel"/"travelling": compared by their first letters
-_IGNORED = frozenset(
-    "the and for with that this from have has had was were are will would about user "
-    "they them their she her his him you your our its not but just like really also".split()
-)
 
 
 @dataclass(frozen=True)
@@ -149,4 +146,4 @@ def attribute(
 
 
 def _stems(text: str) -> set[str]:
-    return {w[:_STEM] for w in _WORD.findall(text.lower()) if w not in _IGNORED}
+    return {w[:_STEM] for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
