@@ -137,6 +137,11 @@ class Change:
 
 
 # -- writes (inside the caller's transaction) --------------------------------------------------
+def meta(content: str, category: str | None, importance: float, store: str) -> dict[str, Any]:
+    """What the header shows of a memory that changed (`bump`'s `meta`)."""
+    return {"content": content, "category": category, "importance": importance, "store": store}
+
+
 def bump(
     conn: Any,
     session_id: str | None,

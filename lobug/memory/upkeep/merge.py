@@ -89,12 +89,7 @@ def merge_pair(
         None,
         kept.id,
         "merged",
-        {
-            "content": kept.content,
-            "category": kept.category,
-            "importance": kept.importance,
-            "store": kept.store,
-        },
+        delta.meta(kept.content, kept.category, kept.importance, kept.store),
         now,
         kept.user_id,
     )
@@ -118,10 +113,6 @@ def retire_older(conn: Any, older: MemoryRow, newer: MemoryRow, *, meta: dict[st
         return False
     done = supersede(conn, older.id, newer.id, newer.content, actor=ACTOR, meta=meta, now=now)
     if done:
-        delta.bump(
-            conn, None, newer.id, "updated",
-            {"content": newer.content, "category": newer.category,
-             "importance": newer.importance, "store": newer.store},
-            now, newer.user_id,
-        )  # fmt: skip
+        shown = delta.meta(newer.content, newer.category, newer.importance, newer.store)
+        delta.bump(conn, None, newer.id, "updated", shown, now, newer.user_id)
     return done

@@ -326,7 +326,7 @@ def _merge(
         origin.session_id,
         row.id,
         "merged",
-        _delta_meta(row.content, row.category, row.importance, row.store),
+        delta.meta(row.content, row.category, row.importance, row.store),
         now,
         origin.user_id,
     )
@@ -386,12 +386,6 @@ def _add(
             found=neighbours,
         )
     event = "created" if supersedes is None else "updated"
-    meta = _delta_meta(cand.content, cand.category, cand.importance, origin.store)
+    meta = delta.meta(cand.content, cand.category, cand.importance, origin.store)
     delta.bump(conn, origin.session_id, memory_id, event, meta, now, origin.user_id)
     return memory_id
-
-
-def _delta_meta(
-    content: str, category: str | None, importance: float, where: str
-) -> dict[str, Any]:
-    return {"content": content, "category": category, "importance": importance, "store": where}
