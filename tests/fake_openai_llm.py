@@ -89,6 +89,15 @@ def _usage(body: dict[str, Any], content: str) -> dict[str, int]:
     }
 
 
+def no_such_model(model: str) -> web.Response:
+    """A real server's answer for a model it does not serve (404 `model_not_found`)."""
+    return web.json_response(
+        error_body(f"The model `{model}` does not exist.", "invalid_request_error",
+                   "model_not_found"),
+        status=404,
+    )  # fmt: skip
+
+
 def build_app(state: FakeOpenAIState) -> web.Application:
     async def faults(request: web.Request) -> web.StreamResponse | None:
         record = {
@@ -134,14 +143,7 @@ def build_app(state: FakeOpenAIState) -> web.Application:
             )
         model = body.get("model", "")
         if model not in state.models:
-            return web.json_response(
-                error_body(
-                    f"The model `{model}` does not exist.",
-                    "invalid_request_error",
-                    "model_not_found",
-                ),
-                status=404,
-            )
+            return no_such_model(model)
         if state.mode == "malformed":
             return web.Response(text='{"id": "x", "choices": [', content_type="application/json")
         task = request_task(body)
@@ -185,14 +187,7 @@ def build_app(state: FakeOpenAIState) -> web.Application:
         body = request[RECORD]["body"]
         model = body.get("model", "") if isinstance(body, dict) else ""
         if model not in state.models:
-            return web.json_response(
-                error_body(
-                    f"The model `{model}` does not exist.",
-                    "invalid_request_error",
-                    "model_not_found",
-                ),
-                status=404,
-            )
+            return no_such_model(model)
         texts = body.get("input", "")
         texts = [texts] if isinstance(texts, str) else list(texts)
         data = [
