@@ -61,7 +61,10 @@ def real_whisper() -> RecordingWhisper:
     seconds; the daemon keeps one for its lifetime too). int8, beam 5: the daemon's defaults."""
     path = model_dir()
     if path not in _loaded:
-        config = SpeechConfig(model=str(path), language="en", compute_type="int8", beam_size=5)
+        # One thread: int8 decoding on several is not bit-for-bit repeatable, and a test must be.
+        config = SpeechConfig(
+            model=str(path), language="en", compute_type="int8", beam_size=5, cpu_threads=1
+        )
         transcriber = RecordingWhisper(config, path.parent)
         transcriber.load()
         _loaded[path] = transcriber
