@@ -58,18 +58,19 @@ async def test_a_turn_cancels_a_memory_call_in_flight_and_the_job_runs_later(
     make_client: Any, ollama: Any
 ) -> None:
     state, _ = ollama
-    client = await make_client(**{"memory.extraction_mode": "llm"})
+    # Quiet for a moment after a turn: the job's second run starts after the delay is lifted.
+    client = await make_client(**{"memory.extraction_mode": "llm", "memory.quiet_s": 0.5})
     lane = client.app[keys.LLM].lane
     state.memory_delay_s = 30.0  # the extraction call "generates" until a turn takes the model
     await say(client, "My sister Rosalind lives in Bristol.")
     await wait_for(lambda: bool(state.memory_calls("extract")))
     await say(client, "What's the weather like?")  # arrives while extraction generates
+    state.memory_delay_s = 0.0
     assert lane.counts["preempted"] >= 1
     scrape = await (await client.get("/metrics")).text()
     assert 'lobug_llm_lane_memory_calls_total{outcome="preempted"} 1.0' in scrape
     (job,) = rows(client, "SELECT id, state, attempts FROM jobs WHERE kind = 'extract' LIMIT 1")
     assert job["state"] in ("pending", "running")
-    state.memory_delay_s = 0.0
     await wait_for(
         lambda: rows(client, "SELECT state FROM jobs WHERE id = ?", job["id"])[0][0] == "done"
     )
@@ -112,9 +113,9 @@ async def test_the_exchanges_a_conversation_left_are_extracted_in_one_call(
             }
         )
     )
-    # One worker: two would each claim a job before the lane opens, and each ask alone.
+    # Two workers each claim a job before the lane opens: one leads, the other steps back.
     client = await make_client(
-        **{"memory.extraction_mode": "llm", "memory.quiet_s": 1.0, "workers.concurrency": 1}
+        **{"memory.extraction_mode": "llm", "memory.quiet_s": 1.0, "workers.concurrency": 2}
     )
     said = (
         "We adopted a puppy called Biscuit.",
@@ -162,7 +163,7 @@ async def test_a_preempted_batch_loses_no_exchange(make_client: Any, ollama: Any
         )
     )
     client = await make_client(
-        **{"memory.extraction_mode": "llm", "memory.quiet_s": 0.5, "workers.concurrency": 1}
+        **{"memory.extraction_mode": "llm", "memory.quiet_s": 0.5, "workers.concurrency": 2}
     )
     await say(client, "We adopted a puppy called Biscuit.")
     await say(client, "My brother Oliver visits on Sundays.")

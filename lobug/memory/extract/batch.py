@@ -9,6 +9,11 @@ most words with what was said in it, and leaves each job its facts in its payloa
 then judge, cap and store their own facts as before, with their own provenance, without a
 model call of their own. A taken-along job whose leader failed or was preempted before handing
 out (no facts in its payload) simply asks for itself.
+
+With several workers, more than one extract job of a session may be claimed before the lane
+opens. Whichever reaches the model first leads: it marks itself and takes along the others,
+waiting or not; a job that finds itself taken along by a leader still at work waits for the
+facts the leader hands it, or leads itself if the leader gives up.
 """
 
 from __future__ import annotations
@@ -60,15 +65,27 @@ def assistant_of(conn: Any, assistant_turn_id: Any) -> TurnRecord | None:
     return None if assistant is None or assistant.degraded else assistant
 
 
-def take_along(conn: Any, leader: Job, user: TurnRecord) -> list[Exchange]:
-    """Mark and return the pending extract jobs of `user`'s session that no leader took yet,
-    oldest first, as many as fit one call beside the leader's own exchange."""
+def take_along(conn: Any, leader: Job, user: TurnRecord) -> list[Exchange] | None:
+    """None when another extract job, still at work, took `leader` along (its facts are
+    coming). Else mark `leader` as leading, and mark and return the extract jobs of `user`'s
+    session that no leader at work took (pending, or claimed by another worker and still
+    waiting for the lane; a mark left by a crash counts for nothing), oldest first, as many as
+    fit one call beside the leader's own exchange."""
+    if conn.execute(
+        "SELECT 1 FROM jobs j JOIN jobs l ON l.id = json_extract(j.payload, '$.batch')"
+        " WHERE j.id = ? AND l.id != j.id AND l.state = 'running'",
+        (leader.id,),
+    ).fetchone():
+        return None
+    _set(conn, {leader.id: leader.id}, "$.batch")
     rows = conn.execute(
         "SELECT j.id, j.payload FROM jobs j"
         " JOIN turns t ON t.id = json_extract(j.payload, '$.user_turn_id')"
-        " WHERE j.kind = ? AND j.state = 'pending' AND j.id != ? AND t.session_id = ?"
+        " WHERE j.kind = ? AND j.state IN ('pending', 'running') AND j.id != ?"
+        " AND t.session_id = ?"
         " AND json_extract(j.payload, '$.refine') IS NULL"
-        " AND json_extract(j.payload, '$.batch') IS NULL"
+        " AND NOT EXISTS (SELECT 1 FROM jobs l WHERE l.state = 'running'"
+        " AND l.id = json_extract(j.payload, '$.batch'))"  # none, or a leader no longer at work
         " AND json_extract(j.payload, '$.facts') IS NULL"
         " ORDER BY t.id LIMIT ?",
         (enqueue.EXTRACT, leader.id, user.session_id, MAX_EXCHANGES - 1),
@@ -100,8 +117,15 @@ def hand_out(conn: Any, facts: dict[int, list[extraction.Candidate]]) -> None:
     )
 
 
+def handed(conn: Any, job_id: int) -> list[extraction.Candidate] | None:
+    """The facts a leader handed `job_id` since it stepped back (None: none yet)."""
+    row = conn.execute("SELECT payload FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    return given(json.loads(row["payload"])) if row else None
+
+
 def release(conn: Any, job_ids: Sequence[int]) -> None:
-    """The leader failed before handing out: a later leader may take these jobs along."""
+    """The leader failed before handing out: a later leader may take these jobs (and the
+    leader's own) along, or they ask for themselves."""
     for job_id in job_ids:
         conn.execute(
             "UPDATE jobs SET payload = json_remove(payload, '$.batch') WHERE id = ?"

@@ -40,6 +40,7 @@ Candidates over the cap are dropped, the most important kept, counted
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
@@ -73,6 +74,7 @@ log = logging.getLogger(__name__)
 Embed = Callable[[Sequence[str]], Awaitable[list[list[float]]]]
 
 EXTRACT_LLM, EXTRACT_HEURISTIC = "extract_llm", "extract_heuristic"  # op_events, seed 000
+FOLLOW_POLL_S = 0.5  # a job taken along by a leader at work looks for its facts this often
 REFINE_AFTER_S = 10.0  # the LLM pass owed after an outage; then the runner's outage backoff
 DAY_S = 86400.0
 
@@ -218,15 +220,21 @@ class ExtractJob:
         mine = (user.text, assistant.text if assistant else None)
         await self.llm.lane.opened()  # in the background: what the conversation left by then
         batched = not refine and BACKGROUND.get()
-        others = await self.db.write(batch.take_along, job, user) if batched else []
+        others: list[batch.Exchange] = []
+        if batched:
+            while (taken := await self.db.write(batch.take_along, job, user)) is None:
+                await asyncio.sleep(FOLLOW_POLL_S)  # taken along by a leader at work
+                if (handed := await self.db.read(batch.handed, job.id)) is not None:
+                    return handed
+            others = taken
         order = sorted([(user.id, None), *((e.user.id, e) for e in others)], key=lambda x: x[0])
         shown = [mine if e is None else e.shown for _, e in order]
         started = time.perf_counter()
         try:
             found = await extraction.extract(self.llm, shown, timeout_s=self.config.llm_timeout_s)
         except BaseException as exc:  # failed or preempted: the others may be taken along again
-            if others:
-                await self.db.write(batch.release, [e.job_id for e in others])
+            if batched:
+                await self.db.write(batch.release, [job.id, *(e.job_id for e in others)])
             if isinstance(exc, LLMUnavailable | InvalidOutput):
                 await self._record(EXTRACT_LLM, started, ok=False)
             raise
