@@ -9,7 +9,8 @@ GC runs once per simulated day (POST /v1/gc at 03:00). The scenario has four kin
 
   used      said once, then asked about every week (name, morning drink)
   once      said once, important, never asked until the end (allergy, sister, job)
-  updated   said, then changed later ("I now drive a Tesla", "I moved to Seattle")
+  updated   said, then changed later ("I sold my Honda Civic. I drive a Tesla Model 3 now.",
+            "I moved to Seattle"); the first also gives a true fact about the old car
   trivia    said once, never used (a red kite, ramen for lunch)
 
 and one low-value note an agent wrote through /v1/memories (importance 0.1, never used): the
@@ -175,11 +176,21 @@ FACTS = (
         "car2",
         "updated",
         63,
-        "I now drive a Tesla Model 3.",
+        "I sold my Honda Civic. I drive a Tesla Model 3 now.",
         "The user drives a Tesla Model 3.",
         "What car do I drive?",
         "Tesla",
         replaces="car",
+    ),
+    Fact(  # the same words give a second fact: true, but about the old car (issue 23)
+        "sold",
+        "trivia",
+        63,
+        "I sold my Honda Civic. I drive a Tesla Model 3 now.",
+        "The user sold the user's Honda Civic.",
+        "sold my Honda Civic",
+        "sold",
+        category="event",
     ),
     Fact(
         "fence",
@@ -299,6 +310,7 @@ class Report:
     used_alive: tuple[int, int] = (0, 0)
     once_findable: tuple[int, int] = (0, 0)
     updates_newest_first: tuple[int, int] = (0, 0)
+    updates_archived: int = 0  # newest values archived as idle (never asked about): still first
     trivia_findable: tuple[int, int] = (0, 0)
     trivia_archived: int = 0
     user_facts_purged: int = 0
@@ -321,7 +333,8 @@ class Report:
             f"weeks simulated         {self.weeks} (judge: {self.judge})",
             f"used alive              {frac(self.used_alive)}",
             f"once-said findable      {frac(self.once_findable)}",
-            f"updates newest-first    {frac(self.updates_newest_first)}",
+            f"updates newest-first    {frac(self.updates_newest_first)}"
+            f" ({self.updates_archived} of the newest archived as idle)",
             f"trivia findable         {frac(self.trivia_findable)}"
             f" ({self.trivia_archived} archived)",
             f"user facts deleted      {self.user_facts_purged}",
@@ -454,8 +467,8 @@ async def run_year(world: World, weeks: int) -> None:
         world.clock.now = START + day * DAY
         said = [f for f in FACTS if f.day == day]
         if day % 7 == 0 or said:
-            for fact in said:
-                await world.say(fact.said)
+            for words in dict.fromkeys(f.said for f in said):  # one utterance, several facts
+                await world.say(words)
             if day % 7 == 0 and day > 0:
                 for question in WEEKLY:
                     await world.say(question)
@@ -514,6 +527,12 @@ async def check(world: World, report: Report, weeks: int) -> None:
         else:
             fails.append(f"update {fact.name!r} not newest first: {[r['text'] for r in results]}")
     report.updates_newest_first = (newest_first, len(updated))
+    report.updates_archived = sum(
+        1
+        for f in updated
+        for (status,) in world.rows("SELECT status FROM memories WHERE content = ?", f.fact)
+        if status == "archived"
+    )
 
     trivia = [f for f in told if f.kind == "trivia"]
     report.trivia_findable = await in_top_3(trivia, "trivia")

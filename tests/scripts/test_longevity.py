@@ -29,7 +29,10 @@ async def test_a_year_of_weekly_use_keeps_what_the_user_expects(tmp_path: Path) 
     assert report.used_alive == (2, 2)
     assert report.once_findable == (3, 3)
     assert report.updates_newest_first == (3, 3)
-    assert report.trivia_findable == (3, 3)
+    # Issue 23: the Tesla, said once in week 9 beside "I sold my Honda Civic", is archived as
+    # idle by the end and still answers "what car do I drive" above both Honda facts.
+    assert report.updates_archived >= 1
+    assert report.trivia_findable == (4, 4)
     assert report.user_facts_purged == 0
     assert report.low_value_cleaned == (1, 1)
     assert report.allergy_in_prompt
