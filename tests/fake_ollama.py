@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from lobug.memory.graph.ner_llm import task_of as ner_task_of
 from lobug.memory.prompts import task_of
 from lobug.memory.reflect.prompts import task_of as thinking_task_of
 
@@ -49,6 +50,8 @@ class FakeOllamaState:
     # Background thinking (`reflect`, `insight`) is answered by `thinking`; else by `script`
     # only when it has an attribute of the task's name; else MEMORY_DEFAULTS.
     thinking: ChatScript | None = None
+    # The enrichment's LLM NER prompt (graph/ner_llm.py) is answered by `ner`; else "{}".
+    ner: ChatScript | None = None
     # A streamed chat reply (stream: true) is cut after this many content chunks: "reset"
     # drops the connection, "error" sends Ollama's mid-stream `{"error": …}` line and ends.
     stream_cut_after: int | None = None
@@ -94,7 +97,7 @@ def request_task(body: Any) -> str | None:
     if not isinstance(body, dict):
         return None
     messages = body.get("messages", [])
-    return task_of(messages) or thinking_task_of(messages)
+    return task_of(messages) or thinking_task_of(messages) or ner_task_of(messages)
 
 
 # What the fake answers to memory prompts when no script is set: valid, and uneventful.
@@ -109,6 +112,10 @@ MEMORY_DEFAULTS = {
     "reflect": "This week the user talked about everyday things; nothing stood out as a "
     "new theme worth following up.",
     "insight": '{"insights": []}',
+    "ner": "{}",
+    # Seed 002's record of an ended session (memory/upkeep/sessions.py).
+    "session": '{"request": "The user chatted with Lo-Bug.", "outcome": "Lo-Bug answered.", '
+    '"decisions": [], "open_items": []}',
 }
 THINKING_TASKS = ("reflect", "insight")
 
@@ -286,10 +293,14 @@ def build_app(state: FakeOllamaState) -> web.Application:
 
 def answer_content(state: FakeOllamaState, body: dict[str, Any], task: str | None) -> str:
     """What the model says to a chat request: the test's scripts, else the defaults."""
-    if task == "judge" and state.judge is not None:
+    if task == "ner":
+        content = state.ner(body) if state.ner is not None else MEMORY_DEFAULTS["ner"]
+    elif task == "judge" and state.judge is not None:
         content = state.judge(body)
     elif task == "judge" and not hasattr(state.script, "judge"):
         content = MEMORY_DEFAULTS["judge"]
+    elif task == "session" and not hasattr(state.script, "session"):
+        content = MEMORY_DEFAULTS["session"]  # only a script that knows the prompt answers it
     elif task in THINKING_TASKS and state.thinking is not None:
         content = state.thinking(body)
     elif task in THINKING_TASKS and not hasattr(state.script, task or ""):

@@ -42,6 +42,14 @@ async def create_turn(request: web.Request) -> web.Response:
     return web.json_response(created, status=201)
 
 
+@routes.get("/v1/sessions/{id}/summary")
+async def session_summary(request: web.Request) -> web.Response:
+    summary = await request.app[keys.RECORDS].session_summary(
+        principal_of(request), p.path_session(request)
+    )
+    return web.json_response(summary)
+
+
 @routes.get("/v1/context")
 async def get_context(request: web.Request) -> web.Response:
     args = p.query(request, q.ContextParams)

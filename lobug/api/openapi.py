@@ -79,7 +79,9 @@ PATH_IDS = {
     "memories": ("MemoryId", None),
     "proposals": ("ProposalId", "A proposal id."),
     "entities": ("EntityId", None),
+    "sessions": ("SessionPathId", "A session id (`session_id` of its turns)."),
 }
+PATH_SCHEMAS = {"SessionPathId": "SessionId"}  # the rest are integer ids
 
 
 def build() -> dict[str, Any]:
@@ -106,7 +108,8 @@ def build() -> dict[str, Any]:
             "schemas": component_schemas(list(dict.fromkeys(models))),
             "responses": {name: error_response(status) for status, (name, _) in ERRORS.items()},
             "parameters": {
-                name: {"name": "id", "in": "path", "required": True, "schema": ref("Id")}
+                name: {"name": "id", "in": "path", "required": True,
+                       "schema": ref(PATH_SCHEMAS.get(name, "Id"))}
                 | ({"description": text} if text else {})
                 for name, text in PATH_IDS.values()
             },

@@ -15,6 +15,7 @@ from lobug.memory.shapes.catalog import (
     EntityList,
     ExportRecord,
     GcResult,
+    SessionSummary,
     Stats,
     Timeline,
 )
@@ -88,6 +89,22 @@ OPERATIONS = (
             Context,
         ),
         errors="400 401 403 500 503",
+    ),
+    Operation(
+        "get",
+        "/v1/sessions/{id}/summary",
+        "getSessionSummary",
+        "conversation",
+        "What a session was about: request, outcome, decisions, open items",
+        description=(
+            "Seed 002's session summary, written in the background once the session ends (the "
+            "device moves to another session, or it stays idle): one LLM call per ended "
+            "session, for the owner's sessions. Made of the conversation, so only callers who "
+            "may read the `private` store get it (403). 404 when there is none: the session "
+            "is still going, unknown, or its summary still waits for the LLM."
+        ),
+        ok=(200, "The session's summary.", SessionSummary),
+        errors="401 403 404 500 503",
     ),
     Operation(
         "post",

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from lobug import errors, keys
 from lobug.api.bodies import read_json_object
-from lobug.memory.shapes import QUERY, parse
-from lobug.memory.shapes.scalars import MAX_ID
+from lobug.memory.shapes import QUERY, parse, parse_value
+from lobug.memory.shapes.scalars import MAX_ID, SessionIdValue
 
 M = TypeVar("M", bound=BaseModel)
 MAX_ETAG_CHARS = 256
@@ -22,6 +22,15 @@ def path_id(request: web.Request, what: str = "memory") -> int:
     if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:
         raise errors.not_found(f"no {what} {raw[:40]!r}")
     return int(raw)
+
+
+def path_session(request: web.Request) -> str:
+    """The `{id}` of a /v1/sessions route: a session id; one no session could have is 404."""
+    raw = request.match_info["id"]
+    try:
+        return str(parse_value(SessionIdValue, raw, "id"))
+    except errors.ApiError:
+        raise errors.not_found(f"no session {raw[:40]!r}") from None
 
 
 def query(request: web.Request, model: type[M]) -> M:

@@ -19,7 +19,7 @@ from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
 from lobug.memory import enqueue
 from lobug.memory.extract.job import ExtractJob
-from lobug.memory.graph import relations
+from lobug.memory.graph import enrich, ner_llm, relations
 from lobug.memory.reflect.jobs import Thinking
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
@@ -89,6 +89,13 @@ class MemoryJobs:
             timeout_s=config.llm_timeout_s,
             max_attempts=max_attempts,
             vectors_on=self._vectors_for_extraction,
+            # Seed 003's accurate NER for the nightly enrichment only: the memory model,
+            # unless extraction keeps it out of memory work (`heuristic`).
+            ner=ner_llm.load(
+                llm,
+                timeout_s=config.llm_timeout_s,
+                use_llm=config.extraction_mode != "heuristic",
+            ),
         )
         # Weekly reflection, theory-of-mind insights, the early base memory (issue 12).
         self.thinking = Thinking(
@@ -99,6 +106,8 @@ class MemoryJobs:
             clock=clock,
             max_attempts=max_attempts,
             on_base_written=cascades.on_base_written,
+            query_vector=cascades.query_vector,
+            policy=policy,
         )
 
     def handlers(self) -> dict[str, Handler]:
@@ -137,10 +146,13 @@ class MemoryJobs:
 
     # -- embed_turn: this turn plus the other pending ones, in one embedder call ----------------
     async def embed_turn(self, job: Job) -> None:
+        """The turn's vector, and its entities (seed 003: an episode is entity-linked when
+        saved, by the fast strategy, here off the hot path; vectors or not)."""
+        turn_id = int(job.payload["turn_id"])
+        await self.db.write(partial(enrich.link_turns_fast, now=self.clock()), [turn_id])
         self._wait_for_vectors()
         if not self.gate.enabled:
             return  # no sqlite-vec: nothing to store vectors in
-        turn_id = int(job.payload["turn_id"])
         if await self.db.read(awaiting_reply, turn_id, self.clock()):
             # The query vector of this very text is being computed for the prompt right now;
             # the reply's embed job picks this turn up with it, from RecentVectors.
@@ -235,6 +247,8 @@ def store_turn_vectors(
     for (turn_id, _), vector in zip(todo, vectors, strict=True):
         if not knn.has_turn_vector(conn, turn_id):
             knn.put_turn_vector(conn, turn_id, vector)
+    # The other jobs' turns are done here: their entities too (this job's are linked already).
+    enrich.link_turns_fast(conn, [turn_id for turn_id, _ in todo], now=now)
     for job_id in other_jobs:  # their turns are embedded now; no need to run them
         conn.execute(
             "UPDATE jobs SET state = 'done', last_error = NULL, updated_at = ?"

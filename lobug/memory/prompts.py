@@ -74,7 +74,7 @@ assistant's prompt.
 
 Integrate the new conversation summaries and facts into the current document. Keep what is \
 still true, update what changed, drop what is trivial. Organise it under exactly these four \
-headings, each followed by short "- " bullets:
+headings, each followed by short "- " bullets, the most important first:
 User Profile:
 Preferences:
 Ongoing Topics:
@@ -94,10 +94,28 @@ JUDGE_REMINDER = (
     "pair is unrelated. Labels: same, update, contradiction. No prose, no code fences."
 )
 
+# Seed 002's session summary (memory/upkeep/sessions.py): one call per ended session.
+SESSION_SYSTEM = """\
+You write the record of one finished conversation between the user and Lo-Bug, their voice \
+assistant, for Lo-Bug's memory. Keep the specifics: names, dates, times, numbers, places.
+- "request": what the user wanted in this conversation, in one sentence ("The user asked ...").
+- "outcome": what came of it, in one or two sentences, past tense.
+- "decisions": what the user decided or agreed to, one short sentence each; [] when nothing.
+- "open_items": what was left to do, answer or follow up, one short sentence each; [] when \
+nothing.
+Write in the third person ("The user ...", "Lo-Bug ..."). Output only a JSON object, no \
+commentary: {"request": "...", "outcome": "...", "decisions": ["..."], "open_items": ["..."]}"""
+
+SESSION_REMINDER = (
+    "That was not a valid answer. Reply again with only the JSON object, e.g. "
+    '{"request": "The user asked for a pasta recipe.", "outcome": "Lo-Bug gave one.", '
+    '"decisions": [], "open_items": ["The user will buy basil."]}. No prose, no code fences.'
+)
+
 ASSISTANT_NAME = "Lo-Bug"
 
 # How the prompts are told apart (the fake Ollama and tests route on it).
-TASKS = {"distill": DISTILL_SYSTEM[:40]}  # by system message
+TASKS = {"distill": DISTILL_SYSTEM[:40], "session": SESSION_SYSTEM[:40]}  # by system message
 SHARED_TASKS = {  # by the user message's first line
     task: f'Task "{task}".' for task in ("extract", "judge", "summarize")
 }
@@ -123,6 +141,14 @@ def summarize_conversation_messages(transcript: str) -> list[Message]:
     return [
         {"role": "system", "content": MEMORY_SYSTEM},
         {"role": "user", "content": f"{SUMMARY_TASK}\n{transcript}"},
+    ]
+
+
+def session_summary_messages(transcript: str) -> list[Message]:
+    """The record of one ended session (`SESSION_SYSTEM`) from its transcript."""
+    return [
+        {"role": "system", "content": SESSION_SYSTEM},
+        {"role": "user", "content": f"The conversation:\n{transcript}"},
     ]
 
 

@@ -32,6 +32,7 @@ from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.reflect import notes
 from lobug.memory.search import explain, prompt, runner
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
+from lobug.memory.store import memory_events
 from lobug.memory.store.strength import Strength
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.upkeep import sessions
@@ -80,6 +81,7 @@ class MemoryService:
         self.gc_params = settings.gc_params(config.lifecycle, self.weights)
         self.policy = settings.write_policy(config)
         self.hits = HitBuffer()
+        self.searches = memory_events.Pending()  # context searches' events, written with the hits
         self.seen = SeenMarks()
         self.periodic = Periodic(db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc)])
         self._flusher: asyncio.Task[None] | None = None
@@ -99,6 +101,8 @@ class MemoryService:
             clock=clock,
             max_attempts=self.max_attempts,
             on_base_written=self.base_cache.invalidate,
+            embedder=embedder,  # the distillation's facts: a broad KNN query (seed 004 §7.2)
+            gate=self.gate,
         )
         self.jobs = MemoryJobs(
             db=db,
@@ -256,7 +260,7 @@ class MemoryService:
                 want_base=base is None,
                 now=now,
                 shown=self.seen.shown(user_id, session_id) if owner else None,
-                # The owner's prompt also gets the reflection, insights and procedures.
+                # The owner's prompt also gets the reflection and procedures (insights rank above).
                 extra=partial(notes.read, user_id=user_id, text=text, extra=to_confirm)
                 if owner
                 else None,
@@ -272,6 +276,7 @@ class MemoryService:
             # Both sections are uses: a fact always in the prompt (context `all`) is in use
             # and must not be archived as idle.
             self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
+            self.searches.searched(user_id, session_id, got.found, now)
             return prompt.sections(
                 base,
                 [r.text for r in got.found + got.related],
@@ -282,6 +287,7 @@ class MemoryService:
                 turn_notes=thoughts.for_turn(),
             )
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
+            self.searches.searched(user_id, session_id, None, self.clock())
             log.warning("memory retrieval failed; answering without it", exc_info=True)
             return prompt.sections(base or "", [], header)
 
@@ -425,10 +431,12 @@ class MemoryService:
         agent_id: str | None = None,
         run_id: str | None = None,
         actor_id: str | None = None,
+        expires_at: float | None = None,
     ) -> dict[str, Any]:
         """Validate, reconcile like an extracted fact, embed later; the row plus `action`
         (added | merged | superseded). Raises InvalidMemory (a ValueError) with the reason.
-        agent_id, run_id, actor_id: who wrote it (seed 001 §6.1), kept on a new row."""
+        agent_id, run_id, actor_id: who wrote it (seed 001 §6.1), kept on a new row;
+        expires_at: kept until then (seed 002, `edits.remember`)."""
         if store not in STORES:
             raise InvalidMemory("bad_store", f"store must be one of {', '.join(STORES)}")
         if not 0.0 <= float(importance) <= 1.0:
@@ -456,6 +464,7 @@ class MemoryService:
                 policy=self.policy,
                 now=self.clock(),
                 max_attempts=self.max_attempts,
+                expires_at=expires_at,
             ),
             cand,
         )
@@ -489,18 +498,22 @@ class MemoryService:
         return await self.db.write(partial(edits.confirm, actor=actor, now=self.clock()), memory_id)
 
     async def flush_hits(self) -> int:
-        """Write the retrieval hits counted so far and the delta revisions sessions were shown
-        (one transaction); returns the memories touched."""
+        """Write the retrieval hits counted so far, the delta revisions sessions were shown
+        and the context searches' event rows (one transaction); returns the memories touched."""
         pending, seen = self.hits.take(), self.seen.take()
-        if not pending and not seen:
+        searches = self.searches.take()
+        if not pending and not seen and not searches:
             return 0
         try:
             return await self.db.write(
-                partial(_flush, now=self.clock(), strength=self.policy.strength), pending, seen
+                partial(_flush, now=self.clock(), strength=self.policy.strength, searches=searches),
+                pending,
+                seen,
             )
         except Exception:
             self.hits.put_back(pending)
             self.seen.put_back(seen)
+            self.searches.put_back(searches)
             raise
 
     async def _flush_loop(self) -> None:
@@ -562,6 +575,8 @@ def _flush(
     *,
     now: float,
     strength: Strength,
+    searches: list[dict[str, Any]],
 ) -> int:
     apply_seen(conn, seen)
+    memory_events.write(conn, searches)
     return apply_hits(conn, pending, now=now, strength=strength)

@@ -412,6 +412,70 @@ M009_SESSION_TRUST = """
 ALTER TABLE sessions ADD COLUMN trust TEXT NOT NULL DEFAULT 'full';
 """
 
+# Issue 27 (seed 002): a memory may be kept until a time (`expires_at`, epoch seconds; NULL:
+# for good). Past it the memory is hidden from every read and the GC pass soft-deletes it.
+M010_MEMORY_EXPIRY = """
+ALTER TABLE memories ADD COLUMN expires_at REAL;
+CREATE INDEX idx_memories_expires ON memories(expires_at) WHERE expires_at IS NOT NULL;
+"""
+
+# Issue 27 (seed 002): one structured summary per ended session (memory/upkeep/sessions.py),
+# rewritten when a session the user came back to ends again. `decisions` and `open_items` are
+# JSON arrays of strings.
+M011_SESSION_SUMMARIES = """
+CREATE TABLE session_summaries (
+  session_id        TEXT PRIMARY KEY,
+  user_id           TEXT NOT NULL DEFAULT 'default',
+  request           TEXT NOT NULL,
+  outcome           TEXT NOT NULL,
+  decisions         TEXT NOT NULL DEFAULT '[]',
+  open_items        TEXT NOT NULL DEFAULT '[]',
+  observation_count INTEGER NOT NULL DEFAULT 0,
+  turn_count        INTEGER NOT NULL DEFAULT 0,
+  last_turn_id      INTEGER,
+  created_at        REAL NOT NULL,
+  updated_at        REAL NOT NULL
+);
+CREATE INDEX idx_session_summaries_user ON session_summaries(user_id, updated_at DESC);
+"""
+
+# Issue 27 (seed 001 §14): one row per memory event beside op_events' hourly aggregates: who,
+# which node of the flow, what and with what outcome, the memory and category, the best
+# neighbour's similarity; no content (memory/upkeep/events.py). Pruned by the daily GC.
+M012_MEMORY_EVENTS = """
+CREATE TABLE memory_events (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  user_id   TEXT NOT NULL DEFAULT 'default',
+  thread_id TEXT,
+  node      TEXT NOT NULL CHECK (node IN ('hotpath', 'context', 'episodic', 'worker')),
+  op        TEXT NOT NULL,
+  status    TEXT NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'error', 'skipped')),
+  memory_id INTEGER,
+  category  TEXT,
+  sim       REAL,
+  ts        REAL NOT NULL
+);
+CREATE INDEX idx_memory_events_user_ts ON memory_events(user_id, ts DESC);
+CREATE INDEX idx_memory_events_node_ts ON memory_events(node, ts DESC);
+"""
+
+# Issue 27 (seed 003): turns (episodes) are entity-linked like memories — with the regexes by the
+# `embed_turn` job, with the accurate NER by the nightly enrichment — and `turn_ner` records
+# which strategy last looked at a turn, so the enrichment picks each turn once per strategy.
+M013_TURN_ENTITIES = """
+CREATE TABLE turn_entities (
+  turn_id   INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+  entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  PRIMARY KEY (turn_id, entity_id)
+);
+CREATE INDEX idx_turn_entities_entity ON turn_entities(entity_id);
+CREATE TABLE turn_ner (
+  turn_id  INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
+  strategy TEXT NOT NULL,
+  at       REAL NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -422,6 +486,10 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m007_upkeep", _sql(M007_UPKEEP)),
     ("m008_vector_changes_and_vocabulary", _vector_changes_and_vocabulary),
     ("m009_session_trust", _sql(M009_SESSION_TRUST)),
+    ("m010_memory_expiry", _sql(M010_MEMORY_EXPIRY)),
+    ("m011_session_summaries", _sql(M011_SESSION_SUMMARIES)),
+    ("m012_memory_events", _sql(M012_MEMORY_EVENTS)),
+    ("m013_turn_entities", _sql(M013_TURN_ENTITIES)),
 ]
 
 

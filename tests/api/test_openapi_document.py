@@ -25,6 +25,7 @@ METHODS = ("get", "put", "post", "delete", "patch", "options", "head", "trace")
 CONTRACT_ROUTES = {
     ("post", "/v1/turns"),
     ("get", "/v1/context"),
+    ("get", "/v1/sessions/{id}/summary"),  # seed 002: an ended session's summary (issue 27)
     ("post", "/v1/memories"),
     ("get", "/v1/memories"),
     ("get", "/v1/memories/{id}"),

@@ -61,6 +61,9 @@ def register(sub: Any) -> None:
     p.add_argument("--speaker", help="who said it, by name (questions naming them prefer it)")
     p.add_argument("--no-extract", action="store_true", help="store only; extract nothing")
     p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for extraction")
+    p = add("session-summary", views.session_summary,
+            "what an ended session was about: request, outcome, decisions, open items")  # fmt: skip
+    p.add_argument("session_id")
     p = add("context", views.context, "what a prompt for the session would get")
     p.add_argument("session_id")
     p.add_argument("-q", help="text to retrieve for (default: the session's last user turn)")
@@ -177,7 +180,14 @@ def _memory_options(p: argparse.ArgumentParser, *, update: bool = False) -> None
     p.add_argument("--importance", type=float)
     p.add_argument("--tag", action="append", dest="tags", help="repeat for several")
     p.add_argument("--store", choices=f.STORES)
+    p.add_argument(
+        "--expires",
+        metavar="WHEN",
+        help="keep it until then, hidden after: a duration from now (30m, 12h, 7d, 2w) or an "
+        "ISO 8601 date or date-time (UTC when no offset)",
+    )
     if update:
+        p.add_argument("--no-expires", action="store_true", help="keep it for good")
         p.add_argument("--no-category", action="store_true", help="clear the category")
         p.add_argument("--no-tags", action="store_true", help="clear the tags")
         p.add_argument("--pin", action="store_true", default=None, dest="pinned")

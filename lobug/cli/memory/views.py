@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -36,7 +37,7 @@ from lobug.memory.shapes import (
 )
 from lobug.memory.shapes import params as q
 from lobug.memory.shapes.queries import Timestamp
-from lobug.memory.shapes.scalars import WRITER_KEYS
+from lobug.memory.shapes.scalars import WRITER_KEYS, SessionIdValue
 from lobug.memory.store.dedup import content_hash
 from lobug.memory.transfer.export_file import write_export
 
@@ -44,7 +45,27 @@ Result = tuple[Any, str]
 MEMORY_KEYS = ("id", "kind", "content", "category", "store", "layer", "status", "importance",
                "confidence", "decay_rate", "pinned", "tags", "hits", "mention_count",
                "agent_id", "run_id", "actor_id", "created_at", "updated_at",
-               "purge_at", "etag")  # fmt: skip
+               "expires_at", "purge_at", "etag")  # fmt: skip
+# `--expires`: a duration from now (30m, 12h, 7d, 2w) or an ISO 8601 date or date-time.
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$", re.IGNORECASE)
+_UNIT_S = {"m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+def expires_at(raw: str, now: float) -> float:
+    """`--expires` as Unix seconds: a duration from `now` (`30m`, `12h`, `7d`, `2w`) or an
+    ISO 8601 date or date-time (UTC when it has no offset). A time already past is refused by
+    the service, as over HTTP."""
+    duration = _DURATION.match(raw)
+    if duration:
+        return now + float(duration.group(1)) * _UNIT_S[duration.group(2).lower()]
+    try:
+        return float(parse_value(Timestamp, raw, "expires_at"))
+    except errors.ApiError:
+        raise errors.invalid_request(
+            f"--expires {raw!r}: give a duration (30m, 12h, 7d, 2w) or an ISO 8601 date or "
+            "date-time (2030-01-31, 2030-01-31T18:00, UTC when no offset)",
+            field="expires_at",
+        ) from None
 
 
 def memory_text(memory: dict[str, Any]) -> str:
@@ -81,6 +102,21 @@ async def add_turn(
     return done, "\n".join(lines)
 
 
+async def session_summary(
+    args: argparse.Namespace, rec: Records, recall: Recall, who: Principal
+) -> Result:
+    """GET /v1/sessions/{id}/summary: seed 002's record of an ended session."""
+    session_id = str(parse_value(SessionIdValue, args.session_id, "session_id"))
+    found = await rec.session_summary(who, session_id, user_id=args.user)
+    lines = [f"session {found['session_id']} ({found['turn_count']} turns, "
+             f"{found['observation_count']} memories; summarised {when(found['updated_at'])} UTC)",
+             f"request: {found['request']}", f"outcome: {found['outcome'] or '-'}"]  # fmt: skip
+    for key, title in (("decisions", "decisions"), ("open_items", "open items")):
+        lines.append(f"{title}:" + ("" if found[key] else " -"))
+        lines += [f"  - {item}" for item in found[key]]
+    return found, "\n".join(lines)
+
+
 async def context(args: argparse.Namespace, rec: Records, recall: Recall, who: Principal) -> Result:
     given = parse(q.ContextParams, _given(session_id=args.session_id, q=args.q, k=args.k))
     data = await recall.context(who, given.session_id, q=given.q, k=given.k, user_id=args.user)
@@ -105,6 +141,8 @@ async def remember(
     body.update(_body(args, ("category", "importance", "tags", "store", *WRITER_KEYS)))
     if args.session is not None:
         body["session_id"] = args.session
+    if args.expires is not None:
+        body["expires_at"] = expires_at(args.expires, rec.clock())
     memory = await rec.create(who, parse(MemoryCreate, body).fields(), user_id=args.user)
     return memory, f"{memory['action']}: #{memory['id']}\n{memory_text(memory)}"
 
@@ -134,6 +172,12 @@ async def update(args: argparse.Namespace, rec: Records, recall: Recall, who: Pr
         body["category"] = None
     if args.no_tags:
         body["tags"] = []
+    if args.expires is not None and args.no_expires:
+        raise errors.invalid_request("give --expires or --no-expires, not both", field="expires_at")
+    if args.expires is not None:
+        body["expires_at"] = expires_at(args.expires, rec.clock())
+    if args.no_expires:
+        body["expires_at"] = None
     changes = parse(MemoryPatch, body).fields()
     memory = await rec.update(who, args.id, changes, if_match=args.if_match, user_id=args.user)
     return memory, memory_text(memory)

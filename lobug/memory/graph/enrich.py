@@ -1,15 +1,20 @@
-"""Entity enrichment (seed 003, nightly): re-linked memories, merged aliases, filled profiles.
+"""Entity enrichment (seed 003, nightly): re-linked memories and turns, merged aliases, profiles.
 
-No LLM: the registry is the regex NER's (graph/ner.py), so enrichment is what a look at the
-whole registry adds to what each write saw alone.
-
-- **Re-link**: active facts not yet enriched (`attributes.enriched_at` unset) with at most
-  `MAX_LINKS` entity links are run through the NER again and linked (a fact written by a path
-  or an NER version that missed a name), then stamped; `BATCH` a night.
+- **Re-extract** (`candidates`, `link_found`): active facts and the user's own turns (episodes)
+  with at most `MAX_LINKS` entity links that the strategy has not looked at yet, newest first,
+  `ACCURATE_LIMIT` a night, go through the `accurate` NER (graph/ner.py: the regexes plus the
+  LLM provider and spaCy when loaded). The job (upkeep/jobs.py `enrich_entities`) asks the
+  model outside the writer's transaction, a few notes a call, each call from the daily upkeep
+  budget, then links what it found and stamps each row (a fact's `attributes.enriched_at` and
+  `enriched_by`; a turn's `turn_ner` row). Without an accurate provider (extraction
+  `heuristic`, no spaCy) the regexes look again instead (`relink`, `BATCH` rows, no model):
+  it links facts and turns that were written by a path, or before an NER version, that
+  missed a name.
 - **Merge aliases**: two entities of one type that are the same name (a canonical name equal
   to the other's, any case, or to one of its aliases), and a one-word person ("Jen") when
-  exactly one person of several words starts with it ("Jen Park"), become one: links,
-  mentions and aliases move to the kept entity (the longer name, then the more mentioned).
+  exactly one person of several words starts with it ("Jen Park"), become one: links (of
+  memories and turns), mentions and aliases move to the kept entity (the longer name, then the
+  more mentioned).
 - **Profiles**: `entities.summary` of every entity with live facts: its other names and up to
   `PROFILE_FACTS` of its facts (pinned, important, recent first), at most `PROFILE_CHARS`;
   `entity_profile` and the people index show it.
@@ -19,53 +24,177 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from lobug.memory.graph.entities import extract_entities, link_entities
+from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
+from lobug.memory.graph.entities import (
+    Entity,
+    extract_entities,
+    link_entities,
+    link_turn_entities,
+)
+from lobug.memory.graph.ner import ACCURATE, FAST
 
-BATCH = 200  # facts re-linked per night, at most
-MAX_LINKS = 2  # a fact with more entity links than this is not re-linked (seed 003)
+BATCH = 200  # rows the regexes look at again a night, at most (no model: cheap)
+ACCURATE_LIMIT = 50  # rows re-extracted by the accurate NER a night (seed 003)
+MAX_LINKS = 2  # a row with more entity links than this is not looked at again (seed 003)
 PROFILE_FACTS = 5
 PROFILE_CHARS = 400
 PROFILE_TYPES = ("person", "organization", "location")
+FACT = "fact"
+TURN = "turn"
+# The turns that are entity-linked: what the user said in their own sessions. Lo-Bug's replies
+# name what it talked about (a forecast's city), and a guest's words are not the owner's world:
+# neither belongs in the people index (search still matches their text, search/hybrid.py).
+LINKED_TURN = f"role = 'user' AND {CONVERSATION_TURN} AND {OWNER_TURN}"
 
 
-def enrich(conn: Any, user_id: str, *, now: float) -> dict[str, int]:
-    """One nightly pass for `user_id` (in the writer's transaction): what it did."""
+@dataclass(frozen=True)
+class Candidate:
+    kind: str  # FACT or TURN
+    id: int
+    text: str
+
+
+def enrich(conn: Any, user_id: str, *, now: float, relinked: int | None = None) -> dict[str, int]:
+    """The nightly pass's work in the writer's transaction: what it did. `relinked`: the links
+    the accurate re-extraction made (the job, before); None: it did not run, the regexes look
+    again instead."""
     report: Counter[str] = Counter()
-    report["relinked"] = relink(conn, user_id, now=now)
+    if relinked is None:
+        report["relinked"] = relink(conn, user_id, now=now)
+    else:
+        report["relinked"] = relinked
     report["merged"] = merge_aliases(conn, user_id)
     report["profiles"] = fill_profiles(conn, user_id)
     return dict(report)
 
 
-def relink(conn: Any, user_id: str, *, now: float, limit: int = BATCH) -> int:
-    """New links made for facts not enriched yet; each is stamped `enriched_at`."""
+def candidates(conn: Any, user_id: str, *, strategy: str, limit: int) -> list[Candidate]:
+    """Facts and turns with at most MAX_LINKS links that `strategy` has not looked at, newest
+    first; each kind gets half of `limit` at least when it has that many."""
+    facts = _fact_candidates(conn, user_id, strategy, limit)
+    turns = _turn_candidates(conn, user_id, strategy, limit)
+    n_turns = min(len(turns), max(limit - len(facts), limit // 2))
+    return facts[: limit - n_turns] + turns[:n_turns]
+
+
+def _fact_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list[Candidate]:
+    attrs = "CASE WHEN json_valid(m.attributes) THEN m.attributes ELSE '{}' END"
+    seen = (
+        f"json_extract({attrs}, '$.enriched_at') IS NULL"
+        if strategy == FAST
+        else f"COALESCE(json_extract({attrs}, '$.enriched_by'), '') != '{ACCURATE}'"
+    )
     rows = conn.execute(
-        "SELECT m.id, m.content FROM memories m WHERE m.user_id = ? AND m.kind = 'fact'"
-        " AND m.status = 'active' AND json_extract(CASE WHEN json_valid(m.attributes)"
-        " THEN m.attributes ELSE '{}' END, '$.enriched_at') IS NULL"
+        f"SELECT m.id, m.content FROM memories m WHERE m.user_id = ? AND m.kind = 'fact'"
+        f" AND m.status = 'active' AND {seen}"
         " AND (SELECT COUNT(*) FROM memory_entities me WHERE me.memory_id = m.id) <= ?"
-        " ORDER BY m.id LIMIT ?",
+        " ORDER BY m.id DESC LIMIT ?",
         (user_id, MAX_LINKS, limit),
     ).fetchall()
+    return [Candidate(FACT, int(r[0]), str(r[1])) for r in rows]
+
+
+def _turn_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list[Candidate]:
+    rows = conn.execute(
+        f"SELECT id, text FROM turns WHERE user_id = ? AND {LINKED_TURN}"
+        f" AND NOT EXISTS (SELECT 1 FROM turn_ner n WHERE n.turn_id = turns.id{_by(strategy)})"
+        " AND (SELECT COUNT(*) FROM turn_entities te WHERE te.turn_id = turns.id) <= ?"
+        " ORDER BY id DESC LIMIT ?",
+        (user_id, MAX_LINKS, limit),
+    ).fetchall()
+    return [Candidate(TURN, int(r[0]), str(r[1])) for r in rows]
+
+
+def _by(strategy: str) -> str:
+    """Which `turn_ner` stamp means "seen": any for the regexes, an accurate one for accurate."""
+    return "" if strategy == FAST else f" AND n.strategy = '{ACCURATE}'"
+
+
+def link_found(
+    conn: Any,
+    user_id: str,
+    found: Sequence[tuple[Candidate, Sequence[Entity]]],
+    *,
+    strategy: str,
+    now: float,
+) -> int:
+    """Link each candidate's entities and stamp it as seen by `strategy`; new links made. A
+    fact whose text changed since it was read is left for the next night."""
     made = 0
-    for memory_id, content in rows:
-        before = _links(conn, memory_id)
-        link_entities(conn, memory_id, extract_entities(content), user_id, now)
-        made += _links(conn, memory_id) - before
-        conn.execute(
-            "UPDATE memories SET attributes = json_set(CASE WHEN json_valid(attributes)"
-            " THEN attributes ELSE '{}' END, '$.enriched_at', ?) WHERE id = ?",
-            (now, memory_id),
-        )
+    for candidate, entities in found:
+        if candidate.kind == FACT:
+            row = conn.execute(
+                "SELECT content FROM memories WHERE id = ? AND status = 'active'", (candidate.id,)
+            ).fetchone()
+            if row is None or row[0] != candidate.text:
+                continue
+            before = _links(conn, "memory_entities", "memory_id", candidate.id)
+            link_entities(conn, candidate.id, entities, user_id, now)
+            made += _links(conn, "memory_entities", "memory_id", candidate.id) - before
+            conn.execute(
+                "UPDATE memories SET attributes = json_set(CASE WHEN json_valid(attributes)"
+                " THEN attributes ELSE '{}' END, '$.enriched_at', ?, '$.enriched_by', ?)"
+                " WHERE id = ?",
+                (now, strategy, candidate.id),
+            )
+        else:
+            made += link_turn(conn, candidate.id, entities, user_id, strategy=strategy, now=now)
     return made
 
 
-def _links(conn: Any, memory_id: int) -> int:
-    row = conn.execute(
-        "SELECT COUNT(*) FROM memory_entities WHERE memory_id = ?", (memory_id,)
-    ).fetchone()
+def link_turn(
+    conn: Any,
+    turn_id: int,
+    entities: Sequence[Entity],
+    user_id: str,
+    *,
+    strategy: str,
+    now: float,
+) -> int:
+    """A turn's entities linked and the turn stamped as seen by `strategy` (an accurate look
+    is never overwritten by a fast one); new links made."""
+    before = _links(conn, "turn_entities", "turn_id", turn_id)
+    link_turn_entities(conn, turn_id, entities, user_id, now)
+    conn.execute(
+        "INSERT INTO turn_ner (turn_id, strategy, at) VALUES (?, ?, ?) ON CONFLICT(turn_id)"
+        " DO UPDATE SET strategy = excluded.strategy, at = excluded.at"
+        f" WHERE turn_ner.strategy != '{ACCURATE}'",
+        (turn_id, strategy, now),
+    )
+    return _links(conn, "turn_entities", "turn_id", turn_id) - before
+
+
+def link_turns_fast(conn: Any, turn_ids: Sequence[int], *, now: float) -> int:
+    """The fast strategy (the regexes) over these turns, those that are linked at all
+    (`LINKED_TURN`) and not looked at yet: what `embed_turn` runs for a new turn."""
+    if not turn_ids:
+        return 0
+    marks = ",".join("?" * len(turn_ids))
+    rows = conn.execute(
+        f"SELECT id, user_id, text FROM turns WHERE id IN ({marks}) AND {LINKED_TURN}"
+        " AND NOT EXISTS (SELECT 1 FROM turn_ner n WHERE n.turn_id = turns.id)",
+        list(turn_ids),
+    ).fetchall()
+    return sum(
+        link_turn(conn, int(r[0]), extract_entities(r[2]), r[1], strategy=FAST, now=now)
+        for r in rows
+    )
+
+
+def relink(conn: Any, user_id: str, *, now: float, limit: int = BATCH) -> int:
+    """The regexes again over facts and turns they have not looked at; new links made."""
+    found = [
+        (c, extract_entities(c.text)) for c in candidates(conn, user_id, strategy=FAST, limit=limit)
+    ]
+    return link_found(conn, user_id, found, strategy=FAST, now=now)
+
+
+def _links(conn: Any, table: str, column: str, row_id: int) -> int:
+    row = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = ?", (row_id,)).fetchone()
     return int(row[0])
 
 
@@ -128,7 +257,7 @@ def _kept(a: Any, b: Any) -> tuple[int, int]:
 
 
 def merge_entities(conn: Any, kept_id: int, gone_id: int) -> None:
-    """`gone` into `kept`: its memory links, mentions and names; `gone` is deleted."""
+    """`gone` into `kept`: its memory and turn links, mentions and names; `gone` is deleted."""
     kept = conn.execute("SELECT * FROM entities WHERE id = ?", (kept_id,)).fetchone()
     gone = conn.execute("SELECT * FROM entities WHERE id = ?", (gone_id,)).fetchone()
     aliases = json.loads(kept["aliases"] or "[]")
@@ -153,7 +282,13 @@ def merge_entities(conn: Any, kept_id: int, gone_id: int) -> None:
             kept_id,
         ),
     )
+    conn.execute(
+        "INSERT OR IGNORE INTO turn_entities (turn_id, entity_id)"
+        " SELECT turn_id, ? FROM turn_entities WHERE entity_id = ?",
+        (kept_id, gone_id),
+    )
     conn.execute("DELETE FROM memory_entities WHERE entity_id = ?", (gone_id,))
+    conn.execute("DELETE FROM turn_entities WHERE entity_id = ?", (gone_id,))
     conn.execute("DELETE FROM entities WHERE id = ?", (gone_id,))
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "entities_in_text",
     "extract_entities",
     "link_entities",
+    "link_turn_entities",
 ]
 
 
@@ -55,18 +56,53 @@ def link_entities(
     conn: Any, memory_id: int, entities: Iterable[Entity], user_id: str, now: float
 ) -> list[int]:
     """Register entities and link them to a memory; each new link counts one mention."""
+    return _link(
+        conn,
+        "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id)",
+        memory_id,
+        entities,
+        user_id,
+        now,
+    )
+
+
+def link_turn_entities(
+    conn: Any, turn_id: int, entities: Iterable[Entity], user_id: str, now: float
+) -> list[int]:
+    """Register entities and link them to a turn (`turn_entities`, m013), as `link_entities`
+    does a memory, but without counting a mention: a turn link is derived again from the turn
+    (it is not exported), so an export imported elsewhere must not count it twice; the count
+    stays that of the memories that name the entity."""
+    return _link(
+        conn,
+        "INSERT OR IGNORE INTO turn_entities (turn_id, entity_id)",
+        turn_id,
+        entities,
+        user_id,
+        now,
+        mentions=False,
+    )
+
+
+def _link(
+    conn: Any,
+    insert: str,
+    row_id: int,
+    entities: Iterable[Entity],
+    user_id: str,
+    now: float,
+    *,
+    mentions: bool = True,
+) -> list[int]:
     ids: list[int] = []
     for entity in entities:
         entity_id, created = create_or_get_entity(conn, user_id, entity, now)
         if entity_id in ids:
             continue
         ids.append(entity_id)
-        cur = conn.execute(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
-            (memory_id, entity_id),
-        )
-        # Re-linking the same memory (a retried job) must not inflate the count.
-        if cur.rowcount and not created:
+        cur = conn.execute(f"{insert} VALUES (?, ?)", (row_id, entity_id))
+        # Re-linking the same row (a retried job) must not inflate the count.
+        if mentions and cur.rowcount and not created:
             conn.execute(
                 "UPDATE entities SET mention_count = mention_count + 1, last_mentioned = ?"
                 " WHERE id = ?",

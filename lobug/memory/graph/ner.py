@@ -1,9 +1,17 @@
-"""Regex named-entity recognition (seed 003): names, places, dates, emails, URLs, mentions, tags."""
+"""Named-entity recognition (seed 003): the regexes (names, places, dates, emails, URLs,
+mentions, tags), and the providers and strategies around them (`fast`, `accurate`)."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
+import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 ENTITY_TYPES = ("person", "organization", "location", "email", "url", "date", "tag", "other")
 
@@ -185,3 +193,117 @@ def _resolve_overlaps(entities: list[Entity]) -> list[Entity]:
 
 def _title(name: str) -> str:
     return name[:1].upper() + name[1:] if name.islower() else name
+
+
+# -- providers and strategies (seed 003) ---------------------------------------------------------
+# `fast` is the regex provider alone: the write path (facts, procedures) and `embed_turn` (turns)
+# call `extract_entities`. `accurate` adds every other provider loaded (spaCy when installed, the
+# memory LLM unless extraction is `heuristic`, graph/ner_llm.py) and is run only by the nightly
+# enrichment job (graph/enrich.py): on a Pi an LLM call is seconds of the one model slot, never
+# something a turn waits for.
+FAST = "fast"
+ACCURATE = "accurate"
+STRATEGIES = {FAST: ("regex",), ACCURATE: ("regex", "spacy", "llm")}
+SPACY_MODEL = "en_core_web_sm"
+# Finds whose type regex knows for certain win over a model's; a model's name and type win over
+# the regex's capitalised-word guess of the same span.
+_CERTAIN = frozenset({"email", "url", "tag", "date"})
+_PROVIDER_RANK = {"llm": 1, "spacy": 2, "regex": 3}
+
+
+class Provider(Protocol):
+    name: str
+
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Entity]]:
+        """The entities of each text (spans into that text), in order."""
+
+
+class RegexProvider:
+    name = "regex"
+
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Entity]]:
+        return [extract_entities(text) for text in texts]
+
+
+class SpacyProvider:
+    """spaCy's named entities, when spaCy and its English model are installed (they are not a
+    dependency: on a Pi the model costs RAM the LLM needs)."""
+
+    name = "spacy"
+    LABELS = {
+        "PERSON": "person",
+        "ORG": "organization",
+        "GPE": "location",
+        "LOC": "location",
+        "FAC": "location",
+    }
+
+    def __init__(self, nlp: Any) -> None:
+        self.nlp = nlp
+
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Entity]]:
+        return await asyncio.to_thread(self._run, list(texts))
+
+    def _run(self, texts: list[str]) -> list[list[Entity]]:
+        found = []
+        for doc in self.nlp.pipe(texts):
+            found.append(
+                [
+                    Entity(e.text, e.text, self.LABELS[e.label_], (e.start_char, e.end_char))
+                    for e in doc.ents
+                    if e.label_ in self.LABELS and e.text.lower() not in COMMON_WORDS
+                ]
+            )
+        return found
+
+
+def load_spacy(model: str = SPACY_MODEL) -> SpacyProvider | None:
+    """spaCy's provider if spaCy and `model` can be loaded; None (and why, logged) if not."""
+    if importlib.util.find_spec("spacy") is None:
+        return None
+    try:
+        import spacy  # noqa: PLC0415 - optional, looked for only here
+
+        return SpacyProvider(spacy.load(model))
+    except Exception as exc:  # noqa: BLE001 - an optional provider: the strategy goes without
+        log.info("spaCy is installed but %s does not load (%s); NER goes without it", model, exc)
+        return None
+
+
+class Ner:
+    """The NER providers loaded, run by strategy; results merged by span (longest wins)."""
+
+    def __init__(self, providers: Sequence[Provider]) -> None:
+        self.providers = {p.name: p for p in providers}
+        self.providers.setdefault("regex", RegexProvider())
+
+    @property
+    def accurate_ner_available(self) -> bool:
+        """Seed 003: true when a provider beyond the regexes (spaCy, LLM) is loaded; the
+        enrichment's re-extraction is skipped without one."""
+        return any(name != "regex" for name in self.providers)
+
+    async def extract_many(self, texts: Sequence[str], strategy: str) -> list[list[Entity]]:
+        """Each text's entities by `strategy`'s providers; a provider's outage propagates."""
+        found: list[list[tuple[int, Entity]]] = [[] for _ in texts]
+        for name in STRATEGIES[strategy]:
+            provider = self.providers.get(name)
+            if provider is None or not texts:
+                continue
+            for index, entities in enumerate(await provider.extract_many(texts)):
+                found[index] += [(_rank(name, e), e) for e in entities]
+        return [merge(ranked) for ranked in found]
+
+
+def _rank(provider: str, entity: Entity) -> int:
+    return 0 if provider == "regex" and entity.type in _CERTAIN else _PROVIDER_RANK[provider]
+
+
+def merge(ranked: Sequence[tuple[int, Entity]]) -> list[Entity]:
+    """Overlapping finds of several providers: the longest span wins, then the better rank."""
+    kept: list[Entity] = []
+    order = sorted(ranked, key=lambda r: (-(r[1].span[1] - r[1].span[0]), r[0], r[1].span[0]))
+    for _, entity in order:
+        if all(entity.span[1] <= k.span[0] or entity.span[0] >= k.span[1] for k in kept):
+            kept.append(entity)
+    return sorted(kept, key=lambda e: e.span)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lobug.memory.lifecycle.status import change_status
+from lobug.memory.lifecycle.status import Sql, change_status
 from lobug.memory.search.scoring import DAY
 from lobug.memory.store.rows import add_history
 
@@ -95,8 +95,32 @@ def restore(conn: Any, memory_id: int, now: float, actor: str = "user") -> bool:
         purge_at=None,
         confidence=1.0,
         last_accessed=now,
+        # Expired (seed 002) and restored: the user wants it back, for good.
+        expires_at=Sql("CASE WHEN expires_at <= ? THEN NULL ELSE expires_at END", (now,)),
     )
     return True
+
+
+def expire(conn: Any, now: float, purge_after_days: float = 30.0, *, actor: str = "system") -> int:
+    """Seed 002: live memories past their `expires_at` (hidden from every read since) →
+    soft_deleted, with an EXPIRE history row naming the time; purged purge_after_days later
+    unless restored. Every kind, pinned or not: the writer asked for the end date."""
+    rows = conn.execute(
+        "SELECT * FROM memories WHERE status IN ('active', 'archived')"
+        " AND expires_at IS NOT NULL AND expires_at <= ?",
+        (now,),
+    ).fetchall()
+    for row in rows:
+        _soft_delete(
+            conn,
+            row,
+            now,
+            purge_after_days,
+            event="EXPIRE",
+            meta={"reason": "expired", "expires_at": row["expires_at"]},
+            actor=actor,
+        )
+    return len(rows)
 
 
 def confirm(conn: Any, memory_id: int, now: float, actor: str = "user") -> bool:

@@ -20,11 +20,16 @@ from typing import Any
 
 from lobug.memory import enqueue
 from lobug.memory.lifecycle.policies import GcParams, run_gc
-from lobug.memory.store import delta
+from lobug.memory.store import delta, memory_events
 from lobug.memory.vectors.knn import facts_without_vector
 
-GC_KEYS = ("rescored", "promoted", "demoted", "archived", "soft_deleted", "purged")
-_VANISHED = {"ARCHIVE": "deleted", "SOFT_DELETE": "soft_deleted", "TTL": "soft_deleted"}
+GC_KEYS = ("rescored", "promoted", "demoted", "archived", "soft_deleted", "expired", "purged")
+_VANISHED = {
+    "ARCHIVE": "deleted",
+    "SOFT_DELETE": "soft_deleted",
+    "TTL": "soft_deleted",
+    "EXPIRE": "soft_deleted",  # seed 002: past its expires_at
+}
 _WHAT = {"deleted": "archived", "soft_deleted": "set aside for deletion"}
 
 
@@ -36,9 +41,11 @@ def gc_pass(
 ) -> dict[str, int]:
     before = conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
     counts = run_gc(conn, now, params, actor=actor)
+    memory_events.from_history(conn, before, node=memory_events.WORKER, now=now)  # seed 001 §14
+    memory_events.prune(conn, now=now)
     rows = conn.execute(
         "SELECT user_id, event, meta FROM history"
-        " WHERE id > ? AND event IN ('ARCHIVE', 'SOFT_DELETE', 'TTL') ORDER BY id",
+        " WHERE id > ? AND event IN ('ARCHIVE', 'SOFT_DELETE', 'TTL', 'EXPIRE') ORDER BY id",
         (before,),
     ).fetchall()
     reasons: dict[tuple[str, str], Counter[str]] = {}
@@ -49,7 +56,8 @@ def gc_pass(
     for (user_id, event), why in sorted(reasons.items()):
         n = sum(why.values())
         detail = ", ".join(f"{reason} {count}" for reason, count in sorted(why.items()))
-        summary = f"{n} unused memor{'y' if n == 1 else 'ies'} {_WHAT[event]} ({detail})"
+        unused = "" if "expired" in why else "unused "
+        summary = f"{n} {unused}memor{'y' if n == 1 else 'ies'} {_WHAT[event]} ({detail})"
         delta.bump(conn, None, None, event, {"summary": summary, "count": n}, now, user_id)
     for memory_id in facts_without_vector(conn, VECTOR_SWEEP):
         enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)

@@ -26,6 +26,7 @@ from lobug.memory.lifecycle.forgetting import (
     IN_KINDS,
     SEEN,
     confirm,
+    expire,
     restore,
     soft_delete,
     ttl_soft_delete,
@@ -41,6 +42,7 @@ __all__ = [
     "capacity_cleanup",
     "confirm",
     "demote_or_archive",
+    "expire",
     "promote",
     "purge_due",
     "purge_memory",
@@ -191,8 +193,10 @@ def capacity_cleanup(
 def run_gc(
     conn: Any, now: float, params: GcParams | None = None, *, actor: str = "system"
 ) -> dict[str, int]:
-    """One GC pass (seed 000 order): scores, promote, archive, capacity, TTL, purge."""
+    """One GC pass (seed 000 order): expiry (seed 002), scores, promote, archive, capacity,
+    TTL, purge."""
     p = params or GcParams()
+    expired = expire(conn, now, p.purge_after_days, actor=actor)
     rescored = store_scores(conn, now, p.weights)
     promoted = promote(conn, now, p.promote_hits, p.promote_seen_within_days, actor=actor)
     moved = demote_or_archive(
@@ -208,7 +212,8 @@ def run_gc(
         "promoted": promoted,
         "demoted": moved["demoted"],
         "archived": moved["archived"] + evicted,
-        "soft_deleted": ttl,
+        "soft_deleted": ttl + expired,
+        "expired": expired,
         "purged": purged,
     }
 

@@ -149,7 +149,9 @@ class Recall:
             user_id=user_id,
             filters={"superseded": False},
         )
-        always = await self.db.read(prompt.read_always_for, request, self.records.policy)
+        always = await self.db.read(
+            prompt.read_always_for, request, self.records.policy, self.records.clock()
+        )
         if text and self.records.memory is not None:
             found = prompt.pick_relevant(
                 await self._search(request), self.records.policy, k, skip={a.id for a in always}

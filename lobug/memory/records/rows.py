@@ -25,13 +25,13 @@ MEMORY_KEYS = (
     "id", "kind", "content", "category", "layer", "store", "status", "importance", "confidence",
     "decay_rate", "hits", "mention_count", "pinned", "tags", "pii", "created_at", "updated_at",
     "last_accessed", "valid_from", "valid_until", "purge_at", "supersedes", "session_id",
-    "agent_id", "run_id", "actor_id",
+    "agent_id", "run_id", "actor_id", "expires_at",
 )  # fmt: skip
 # What an ETag covers: what a person edits or the lifecycle moves, not the hit counters that
 # every retrieval bumps (those would turn every read-modify-write into a false conflict).
 ETAG_KEYS = (
     "content", "category", "importance", "tags", "pinned", "store", "status", "layer", "kind",
-    "valid_until", "supersedes",
+    "valid_until", "supersedes", "expires_at",
 )  # fmt: skip
 
 
@@ -42,10 +42,13 @@ class Scope:
     principal: Principal
     stores: tuple[str, ...]
     categories: frozenset[str] | None  # None: every category
+    # Seed 002: a memory past its `expires_at` is hidden from every read at this time (the
+    # GC pass then soft-deletes it). None: no expiry check (a scope without a clock).
+    now: float | None = None
 
     @classmethod
-    def of(cls, principal: Principal, policy: CategoryPolicy) -> Scope:
-        return cls(principal, visible_stores(principal), policy.allowed(principal))
+    def of(cls, principal: Principal, policy: CategoryPolicy, *, now: float | None = None) -> Scope:
+        return cls(principal, visible_stores(principal), policy.allowed(principal), now)
 
     @property
     def actor(self) -> str:
@@ -64,7 +67,11 @@ class Scope:
         return self.categories is None or (category or UNCATEGORIZED) in self.categories
 
     def sees(self, row: Mapping[str, Any]) -> bool:
-        return row["store"] in self.stores and self.allows_category(row["category"])
+        return (
+            row["store"] in self.stores
+            and self.allows_category(row["category"])
+            and not expired(row, self.now)
+        )
 
     def sees_change(self, change: Change) -> bool:
         return (change.store or TURN_STORE) in self.stores and self.allows_category(change.category)
@@ -79,6 +86,12 @@ class Scope:
             names = sorted(self.categories)
             clause += f" AND COALESCE({alias}.category, '{UNCATEGORIZED}') IN ({marks(names)})"
             params += names
+        if self.now is not None:
+            clause += (
+                f" AND ({alias}.expires_at IS NULL OR {alias}.expires_at > ?"
+                f" OR {alias}.status = 'soft_deleted')"
+            )
+            params.append(self.now)
         return clause, params
 
     def require_turns(self) -> None:
@@ -94,6 +107,19 @@ class Scope:
                 f"{what} needs full trust and access to every category; "
                 f"{self.principal.describe()} has less"
             )
+
+
+def expired(row: Mapping[str, Any], now: float | None) -> bool:
+    """Live (active or archived) and past its `expires_at` at `now` (seed 002): hidden, as if
+    it did not exist, until the GC pass soft-deletes it (then it shows as soft-deleted, and a
+    restore keeps it for good: `lifecycle.forgetting.restore`)."""
+    expires = row["expires_at"] if "expires_at" in row.keys() else None
+    return (
+        now is not None
+        and expires is not None
+        and expires <= now
+        and row["status"] != "soft_deleted"
+    )
 
 
 def marks(values: Iterable[Any]) -> str:

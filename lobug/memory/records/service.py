@@ -45,6 +45,7 @@ from lobug.memory.records.views import (
 from lobug.memory.summaries.base_memory import get_base
 from lobug.memory.transfer.export_file import export_chunks
 from lobug.memory.upkeep import events
+from lobug.memory.upkeep.sessions import read_summary
 from lobug.memory.write.validator import count_rejection
 from lobug.storage.database import Database
 
@@ -73,7 +74,7 @@ class Records:
         self.clock = clock
 
     def scope(self, principal: Principal) -> Scope:
-        return Scope.of(principal, self.policy)
+        return Scope.of(principal, self.policy, now=self.clock())
 
     def service(self, what: str) -> MemoryService:
         if self.memory is None:
@@ -181,6 +182,20 @@ class Records:
         row, linked = await self.db.read(entity_row, self.scope(principal), entity_id, user_id)
         return {**entity_dict(row), "memories": [memory_dict(m) for m in linked]}
 
+    async def session_summary(
+        self, principal: Principal, session_id: str, *, user_id: str = USER
+    ) -> dict[str, Any]:
+        """Seed 002's record of an ended session (`upkeep.sessions`). It is made of the
+        conversation, so only callers who read turns get it (403); 404 when there is none (a
+        session still going, a lower-trust caller's, or one whose summary waits for the LLM)."""
+        self.scope(principal).require_turns()
+        found = await self.db.read(read_summary, session_id, user_id)
+        if found is None:
+            raise errors.not_found(
+                f"no summary of session {session_id!r}: it is written once the session ends"
+            )
+        return found
+
     async def stats(self, principal: Principal, *, user_id: str = USER) -> dict[str, Any]:
         """Counts of what the caller may see, and the operations of the last days (counts,
         latencies, merges, the validator's pass rate: no memory's content)."""
@@ -232,6 +247,7 @@ class Records:
         check_writers(principal, fields)
         fields["agent_id"] = fields.get("agent_id") or principal.agent
         writes.check_category(scope, fields["category"])
+        check_expiry(fields, self.clock())
         try:
             done = await self.service("remembering").remember(
                 **fields, user_id=user_id, actor=scope.actor
@@ -251,6 +267,7 @@ class Records:
         user_id: str = USER,
     ) -> dict[str, Any]:
         memory = self.memory
+        check_expiry(changes, self.clock())
         try:
             await self.db.write(
                 partial(
@@ -315,6 +332,18 @@ class Records:
         self.scope(principal).require_unrestricted("an export")
         async for chunk in export_chunks(self.db, user_id, self.clock()):
             yield chunk
+
+
+def check_expiry(fields: dict[str, Any], now: float) -> None:
+    """Seed 002's `expires_at` must be in the future: a time already past would hide the
+    memory the moment it is written (400, nothing stored or changed)."""
+    expires = fields.get("expires_at")
+    if expires is not None and expires <= now:
+        raise errors.invalid_request(
+            f"expires_at {expires:.0f} is not in the future (now {now:.0f}); give a later "
+            "time, or leave it out to keep the memory for good",
+            field="expires_at",
+        )
 
 
 def check_writers(principal: Principal, fields: dict[str, Any]) -> None:

@@ -4,21 +4,28 @@ At most one run per user in `insights_every_hours` (24 h), counted from the last
 not it found anything, and only when the user said something since. Input: the newest activity
 (summaries, ≤ 5), the newest facts (≤ 3) and the last words of the conversation (≤ 1000 chars).
 Stored as kind `insight`, category `relationship_dynamic`, importance 2 of 5 by default; a
-scoring multiplier keeps them low in retrieval (`search.scoring`), the prompt shows the newest.
+scoring multiplier keeps them low in retrieval (`search.scoring`), so one reaches the prompt only
+when it ranks for the turn's words (`search.prompt.context_plan`). One of importance ≥ 4 that sets
+a benign profile field is also written as that fact (seed 001 §10, `consent.from_insight`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from lobug.config import MemoryConfig
 from lobug.conversation import OWNER_TURN
 from lobug.llm.ask import InvalidOutput, strip_reasoning
 from lobug.llm.client import OutputSchema
 from lobug.llm.replies import find_json, json_items
 from lobug.memory import enqueue
+from lobug.memory.graph.entities import link_entities
 from lobug.memory.reflect import marks
+from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash
+from lobug.memory.summaries.cascades import entities_of
+from lobug.memory.write import consent
 from lobug.memory.write.validator import MAX_CHARS, validate_fact
 
 TASK = "insights"
@@ -143,9 +150,12 @@ def store_insights(
     *,
     now: float,
     max_attempts: int,
+    cfg: MemoryConfig,
+    policy: WritePolicy,
 ) -> list[int]:
-    """Write the new insights (an active one with the same text is not repeated) and record
-    the run; returns the ids written."""
+    """Write the new insights (an active one with the same text is not repeated), each linked
+    to the entities it names, and record the run; returns the ids written. A confident one
+    that sets a benign profile field (tone, goals) also writes it (`consent.from_insight`)."""
     written: list[int] = []
     for text, tags, importance in found:
         if store.active_by_hash(conn, user_id, content_hash(text), KIND) is not None:
@@ -161,16 +171,20 @@ def store_insights(
             importance=importance,
             tags=tags,
         )
+        link_entities(conn, memory_id, entities_of(text), user_id, now)
         enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
         written.append(memory_id)
+        consent.from_insight(
+            conn,
+            text,
+            user_id=user_id,
+            importance=importance,
+            insight_id=memory_id,
+            cfg=cfg,
+            policy=policy,
+            now=now,
+            actor=ACTOR,
+            max_attempts=max_attempts,
+        )
     marks.put(conn, TASK, user_id, now)
     return written
-
-
-def latest(conn: Any, user_id: str, limit: int = MAX_INSIGHTS) -> list[str]:
-    rows = conn.execute(
-        "SELECT content FROM memories WHERE user_id = ? AND kind = 'insight'"
-        " AND status = 'active' AND valid_until IS NULL ORDER BY created_at DESC, id DESC LIMIT ?",
-        (user_id, limit),
-    )
-    return [str(r[0]) for r in rows]

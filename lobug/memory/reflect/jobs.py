@@ -11,7 +11,7 @@ nothing); nonsense twice fails the job loudly and the task rests for a day.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, NoReturn, TypeVar
 
@@ -21,8 +21,9 @@ from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.memory import enqueue
 from lobug.memory import prompts as memory_prompts
 from lobug.memory.reflect import insights, marks, prompts, reflection
+from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
-from lobug.memory.summaries import cascades, early_base
+from lobug.memory.summaries import base_memory, distill, early_base
 from lobug.memory.upkeep import budget
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
@@ -49,6 +50,8 @@ class Thinking:
         clock: Callable[[], float],
         max_attempts: int,
         on_base_written: Callable[[str], None] = lambda _: None,
+        query_vector: Callable[[str], Awaitable[list[float] | None]] | None = None,
+        policy: WritePolicy | None = None,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -57,6 +60,9 @@ class Thinking:
         self.clock = clock
         self.max_attempts = max_attempts
         self.on_base_written = on_base_written
+        # The early base memory's broad KNN query (`Cascades.query_vector`); None: top facts.
+        self.query_vector = query_vector or _no_vector
+        self.policy = policy or WritePolicy()  # how an insight's profile field is written
 
     def handlers(self) -> dict[str, Handler]:
         return {REFLECT: self.reflect, INSIGHTS: self.insights, BASE_FROM_FACTS: self.base}
@@ -142,7 +148,13 @@ class Thinking:
             max_tokens=insights.MAX_TOKENS,
         )
         ids = await self.db.write(
-            partial(insights.store_insights, now=self.clock(), max_attempts=self.max_attempts),
+            partial(
+                insights.store_insights,
+                now=self.clock(),
+                max_attempts=self.max_attempts,
+                cfg=self.memory,
+                policy=self.policy,
+            ),
             user_id,
             found,
         )
@@ -152,14 +164,16 @@ class Thinking:
         user_id, min_facts = _user(job), self.config.base_from_facts_min
         if not await self.db.read(early_base.due, user_id, min_facts):
             return
-        current, facts, count = await self.db.read(early_base.inputs, user_id)
+        current = await self.db.read(base_memory.get_base, user_id)
+        vector = await self.query_vector(early_base.query(current))
+        current, facts, count = await self.db.read(early_base.inputs, user_id, vector)
         max_words = self.memory.base_memory_max_words
         messages = memory_prompts.distill_base_memory_messages(current, [], facts, max_words)
         content = await self._ask(
             job,
             BASE_FROM_FACTS,
             messages,
-            cascades.distill_parser(max_words),
+            distill.distill_parser(max_words),
             memory_prompts.DISTILL_REMINDER,
         )
         written = await self.db.write(
@@ -223,6 +237,10 @@ class Thinking:
             exc,
         )
         raise PermanentFailure(f"invalid model output after a reminder: {exc}")
+
+
+async def _no_vector(_: str) -> None:
+    return None
 
 
 def _user(job: Job) -> str:

@@ -1,5 +1,6 @@
-"""What background thinking adds to the prompt: the latest weekly reflection, the newest
-theory-of-mind insights, and the user's procedures for the task they ask about.
+"""What background thinking adds to the prompt: the latest weekly reflection, and the user's
+procedures for the task they ask about. Theory-of-mind insights are not here: they are searched
+with the facts, at low weight, and shown only when they rank for the turn (seed 001 §3).
 
 Read in the turn's existing reader round trip (`MemoryService.prompt_sections` passes `read`
 as the context's `extra`): a few indexed rows, never an LLM call, so it cannot block a turn.
@@ -11,27 +12,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lobug.memory.reflect import insights, procedures, reflection
+from lobug.memory.reflect import procedures, reflection
 
 REFLECTION_TITLE = "[Weekly reflection]"
-INSIGHTS_TITLE = "[How the user communicates]"
 PROCEDURES_TITLE = "[How the user likes this done]"
 
 
 @dataclass(frozen=True)
 class Notes:
     reflection: str | None = None
-    insights: list[str] = field(default_factory=list)
     procedures: list[str] = field(default_factory=list)
     extra: Any = None  # what the caller's own `extra` reader returned
 
     def stable(self) -> list[str]:
-        """What changes only when background thinking runs: the reflection, the insights."""
-        found = [
-            f"{REFLECTION_TITLE}\n{self.reflection}" if self.reflection else None,
-            _bullets(INSIGHTS_TITLE, self.insights),
-        ]
-        return [s for s in found if s]
+        """What changes only when background thinking runs: the reflection."""
+        return [f"{REFLECTION_TITLE}\n{self.reflection}"] if self.reflection else []
 
     def for_turn(self) -> list[str]:
         """What this turn's words chose: the procedures for the task at hand."""
@@ -43,7 +38,6 @@ def read(conn: Any, *, user_id: str, text: str, extra: Callable[[Any], Any] | No
     latest = reflection.latest(conn, user_id)
     return Notes(
         reflection=latest.content if latest is not None else None,
-        insights=insights.latest(conn, user_id),
         procedures=procedures.for_task(conn, user_id, text),
         extra=extra(conn) if extra is not None else None,
     )

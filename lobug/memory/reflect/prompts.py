@@ -10,7 +10,7 @@ REFLECT_SYSTEM = f"""\
 You write the weekly reflection of {ASSISTANT_NAME}, a voice assistant, about its user: a short \
 look back over what the user shared this week.
 
-Read the facts learned this week and the conversation summaries. Write one paragraph of 3-6 \
+Read the facts learned this week and the week's conversations. Write one paragraph of 3-6 \
 sentences in the third person ("The user ..."): the themes of the week, what seems to matter \
 most to the user now, what changed, and what may be worth following up. Do not invent \
 anything that is not in the notes. Output only the paragraph: no title, no list, no preamble."""
@@ -44,7 +44,10 @@ TASKS = {"reflect": REFLECT_SYSTEM[:40], "insight": INSIGHT_SYSTEM[:40]}
 def reflection_messages(facts: Sequence[str], summaries: Sequence[str]) -> list[Message]:
     known = "\n".join(f"- {f}" for f in facts) or "(none)"
     talks = "\n".join(f"- {s}" for s in summaries) or "(none)"
-    body = f"Facts learned this week:\n{known}\n\nConversation summaries this week:\n{talks}"
+    body = (
+        f"Facts learned this week:\n{known}\n\n"
+        f"Conversations this week (summaries, then the user's own words):\n{talks}"
+    )
     return [{"role": "system", "content": REFLECT_SYSTEM}, {"role": "user", "content": body}]
 
 

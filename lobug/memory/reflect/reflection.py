@@ -4,6 +4,15 @@ Due when the user's last reflection is at least `reflection_every_days` old (or 
 and at least `reflection_min_facts` facts were learned in the last 7 days. Stored as a memory of
 kind `reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the
 latest one (`notes`).
+
+It reads the last 7 days (seed 003): up to `MAX_ITEMS` facts and episodes — the week's
+conversation summaries and what the user said in their own sessions — within `INPUT_CHARS`.
+The seed's 200 items would be ~16k characters, ~4k tokens: more than the whole context of the
+small model a Pi runs (the reply lane's ~4k tokens), whose server would cut the prompt's start,
+instructions included. So the items are fitted to `INPUT_CHARS` (~2k tokens at ~4 characters a
+token), which leaves the instructions and the answer's bound (`lobug.llm.ask.MAX_TOKENS`, 1024)
+room in 4k; facts (most important first) and episodes (summaries, then the user's newest
+words) share it half and half, either one taking what the other leaves.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.llm.ask import InvalidOutput, plain_text
 from lobug.memory import enqueue
 from lobug.memory.reflect import marks
@@ -20,8 +30,9 @@ from lobug.memory.write.validator import validate_fact
 TASK = "reflection"
 ACTOR = "reflection"
 WEEK_S = 7 * 86400.0
-MAX_FACTS = 40  # a small model's context: the week's most important facts
-MAX_SUMMARIES = 5
+MAX_ITEMS = 200  # facts and episodes of the week, at most (seed 003)
+INPUT_CHARS = 8000  # of them all, what a 4k-token context holds beside the prompt and answer
+TURN_CHARS = 300  # of one thing the user said
 GIVE_UP_S = 86400.0  # after nonsense twice, the next try waits a day
 _LABEL = re.compile(r"^(?:weekly )?reflection\s*:\s*", re.IGNORECASE)
 
@@ -35,7 +46,7 @@ def latest(conn: Any, user_id: str) -> store.MemoryRow | None:
     return None if row is None else store.MemoryRow.from_row(row)
 
 
-def new_facts(conn: Any, user_id: str, now: float, limit: int = MAX_FACTS) -> list[str]:
+def new_facts(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
     rows = conn.execute(
         "SELECT content FROM memories WHERE user_id = ? AND kind = 'fact' AND status = 'active'"
         " AND created_at >= ? ORDER BY importance DESC, created_at DESC LIMIT ?",
@@ -44,13 +55,50 @@ def new_facts(conn: Any, user_id: str, now: float, limit: int = MAX_FACTS) -> li
     return [str(r[0]) for r in rows]
 
 
-def week_summaries(conn: Any, user_id: str, now: float) -> list[str]:
+def week_summaries(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
+    """The week's conversation summaries, newest first."""
     rows = conn.execute(
         "SELECT content FROM memories WHERE user_id = ? AND kind = 'summary'"
         " AND status = 'active' AND created_at >= ? ORDER BY id DESC LIMIT ?",
-        (user_id, now - WEEK_S, MAX_SUMMARIES),
+        (user_id, now - WEEK_S, limit),
     )
-    return [str(r[0]) for r in rows][::-1]
+    return [str(r[0]) for r in rows]
+
+
+def week_said(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
+    """What the user said this week in their own sessions, newest first (a lower-trust
+    caller's words never reach a reflection)."""
+    rows = conn.execute(
+        f"SELECT text FROM turns WHERE user_id = ? AND role = 'user' AND ts >= ?"
+        f" AND {CONVERSATION_TURN} AND {OWNER_TURN} ORDER BY id DESC LIMIT ?",
+        (user_id, now - WEEK_S, limit),
+    )
+    return [f'The user said: "{_clip(str(r[0]))}"' for r in rows]
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= TURN_CHARS else text[: TURN_CHARS - 1] + "…"
+
+
+def fit(
+    facts: list[str], episodes: list[str], *, chars: int = INPUT_CHARS, items: int = MAX_ITEMS
+) -> tuple[list[str], list[str]]:
+    """The facts and episodes the prompt can hold: each list in its order, up to half of
+    `chars` each and `items` in all, then what one leaves to the other."""
+    taken: list[list[str]] = [[], []]
+    used = [0, 0]
+    for share in (chars // 2, chars):  # first each its half, then the rest to either
+        for side, source in enumerate((facts, episodes)):
+            for text in source[len(taken[side]) :]:
+                cost = len(text) + 3  # "- " and the line break
+                if sum(used) + cost > chars or used[side] + cost > share:
+                    break
+                if len(taken[0]) + len(taken[1]) >= items:
+                    break
+                taken[side].append(text)
+                used[side] += cost
+    return taken[0], taken[1]
 
 
 def due(conn: Any, user_id: str, *, now: float, every_days: float, min_facts: int) -> bool:
@@ -68,7 +116,12 @@ def due(conn: Any, user_id: str, *, now: float, every_days: float, min_facts: in
 
 
 def inputs(conn: Any, user_id: str, now: float) -> tuple[list[str], list[str]]:
-    return new_facts(conn, user_id, now), week_summaries(conn, user_id, now)
+    """The week's facts and episodes (summaries, then the user's words) for the reflection
+    prompt, fitted to INPUT_CHARS; the episodes oldest first, as a week is told."""
+    summaries = week_summaries(conn, user_id, now)
+    facts, episodes = fit(new_facts(conn, user_id, now), summaries + week_said(conn, user_id, now))
+    kept = min(len(episodes), len(summaries))  # `episodes` is a prefix of both lists joined
+    return facts, episodes[:kept][::-1] + episodes[kept:][::-1]
 
 
 def parse(raw: str) -> str:

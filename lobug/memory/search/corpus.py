@@ -67,6 +67,8 @@ class SearchFilter:
     # Memories only (seed 002 people index): linked through memory_entities to a person
     # entity whose name or alias is this (any case). Turns have no entity links: none match.
     person: str | None = None
+    # Memories only (seed 002): those whose `expires_at` is past at this time are left out.
+    live_at: float | None = None
 
 
 def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
@@ -101,6 +103,9 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
         if flt.person is not None:
             clauses.append(PERSON_LINKED)
             params += [flt.person.strip(), flt.person.strip()]
+        if flt.live_at is not None:
+            clauses.append("(d.expires_at IS NULL OR d.expires_at > ?)")
+            params.append(flt.live_at)
         updated = "d.updated_at"
     else:
         if flt.person is not None:

@@ -163,9 +163,17 @@ def entity_ranks(
             (*entity_ids, *params, k),
         ).fetchall()
         return [int(r[0]) for r in rows]
-    # Turns have no link table: an entity matches a turn whose text names it (or an alias).
+    # Turns: linked through `turn_entities` (m013: the user's own words, by `embed_turn` and
+    # the nightly enrichment), or naming the entity (or an alias) in their text: Lo-Bug's
+    # replies, a guest's words and turns from before m013 are never linked, so the name match
+    # stays beside the links.
     counts: dict[int, int] = {}
     for entity_id in entity_ids:
+        linked = conn.execute(
+            f"SELECT d.id FROM turn_entities te JOIN turns d ON d.id = te.turn_id"
+            f" WHERE te.entity_id = ? AND {where}",
+            (entity_id, *params),
+        ).fetchall()
         names = _names(conn, entity_id)
         query_text = " OR ".join('"' + n.replace('"', '""') + '"' for n in names)
         matched = (
@@ -173,7 +181,7 @@ def entity_ranks(
             if (fts_available(conn, corpus.fts))
             else text_ranks(conn, " ".join(names), VEC_MAX_K, corpus=corpus, flt=flt)
         )
-        for turn_id in matched:
+        for turn_id in {int(r[0]) for r in linked} | set(matched):
             counts[turn_id] = counts.get(turn_id, 0) + 1
     # Newest first among equals: ids grow with time in the turns table.
     return sorted(counts, key=lambda t: (-counts[t], -t))[:k]

@@ -1,4 +1,5 @@
-"""Inline retrieval for the prompt: hybrid search over facts and the base memory document.
+"""Inline retrieval for the prompt: hybrid search over facts (and insights, at low weight) and
+the base memory document.
 
 Two reader round trips per turn: the word lists while the query is embedded, then
 `read_context`: the base memory unless cached, the delta header, and the top facts for the
@@ -41,6 +42,7 @@ ALWAYS_MAX = 20  # memories of `all` categories in one prompt, at most
 ALWAYS_BUDGET_TOKENS = 400  # and about this many tokens of them (the first always fits)
 ALWAYS_TITLE = "[What you always know about the user]"
 CONFIRM = "Ask the user to confirm before you remember: {}"
+PROMPT_KINDS = ("fact", "insight")  # what the turn's search ranks for the owner's prompt
 
 
 def long_term_section(base: str) -> str | None:
@@ -91,8 +93,8 @@ def sections(
 ) -> Sections:
     """Seed 004 §2.3's sections and wording; empty ones left out. Stable: long-term memory,
     what is always known (context `all`), background thinking's `notes` (the weekly
-    reflection, insights). This turn's: the delta header (seed 001 §1), the relevant
-    memories, `turn_notes` (procedures for this task), what to confirm."""
+    reflection). This turn's: the delta header (seed 001 §1), the relevant memories (facts,
+    and insights that rank), `turn_notes` (procedures for this task), what to confirm."""
     stable = (long_term_section(base), always_section(always), *notes)
     turn = (header, relevant_section(texts), *turn_notes, confirm_section(confirm))
     return Sections([s for s in stable if s], [s for s in turn if s])
@@ -121,6 +123,7 @@ def read_always(
     categories: Sequence[str] | frozenset[str] | None = None,
     limit: int = ALWAYS_MAX,
     budget_tokens: int = ALWAYS_BUDGET_TOKENS,
+    now: float | None = None,
 ) -> list[Always]:
     """Every active, still valid memory of the `all` categories (within `stores` and the
     allowed `categories`; None: no restriction): pinned, important and recent first, at most
@@ -137,6 +140,9 @@ def read_always(
     if stores is not None:
         sql += f" AND store IN ({','.join('?' * len(stores))})"
         params += list(stores)
+    if now is not None:  # seed 002: past its expires_at, hidden (issue 27)
+        sql += " AND (expires_at IS NULL OR expires_at > ?)"
+        params.append(now)
     rows = conn.execute(
         sql + " ORDER BY pinned DESC, importance DESC, updated_at DESC, id DESC LIMIT ?",
         (*params, limit),
@@ -151,10 +157,17 @@ def read_always(
     return kept
 
 
-def read_always_for(conn: Any, req: QueryRequest, policy: CategoryPolicy) -> list[Always]:
+def read_always_for(
+    conn: Any, req: QueryRequest, policy: CategoryPolicy, now: float | None = None
+) -> list[Always]:
     """`read_always` within a request's user, stores and categories."""
     return read_always(
-        conn, policy, user_id=req.filters.user_id, stores=req.stores, categories=req.categories
+        conn,
+        policy,
+        user_id=req.filters.user_id,
+        stores=req.stores,
+        categories=req.categories,
+        now=now,
     )
 
 
@@ -263,13 +276,18 @@ def context_plan(
     stores: tuple[str, ...] = STORES,
     categories: Collection[str] | None = None,
 ) -> search.Plan:
-    """The prompt's search: facts only, above the similarity floor, not what the working
-    memory still holds of this session (learned since `window_start`; None: all of it), in
-    the caller's `stores` and `categories` (None: all). It ranks `depth(k)` facts:
-    `pick_relevant` cuts them to `k` by the categories' context modes."""
+    """The prompt's search: facts, and for the owner (every store, no category allowlist)
+    theory-of-mind insights too (seed 001 §3: "surfaced in retrieval with low weight",
+    `scoring.INSIGHT_WEIGHT`, so one is shown only when it ranks for these words; like the
+    reflection, they read the owner's conversations: no one else's prompt gets them), above
+    the similarity floor, not what the working memory still holds of this session (learned
+    since `window_start`; None: all of it), in the caller's `stores` and `categories` (None:
+    all). It ranks `depth(k)` of them: `pick_relevant` cuts them to `k` by the categories'
+    context modes."""
+    owner = set(STORES) <= set(stores) and categories is None
     req = QueryRequest(
         text=text,
-        kinds=("fact",),
+        kinds=PROMPT_KINDS if owner else ("fact",),
         stores=stores,
         categories=None if categories is None else tuple(sorted(categories)),
         # Archived facts answer when they match best; replaced ones are not the truth now.
@@ -339,7 +357,7 @@ def read_context(
     news = News(delta.render(changes, since, max_bullets=HEADER_BULLETS), max(rev, since))
     near = search.ranked_lists(conn, plan, vector, search.VECTOR_LIST) if vector else {}
     ranked = search.results(conn, plan, search.merge_lists(near, words), now=now, detail=False)
-    always = read_always_for(conn, req, policy)
+    always = read_always_for(conn, req, policy, now)
     skip = {a.id for a in always}
     found = pick_relevant(ranked, policy, k, skip=skip)
     tied = related.related_results(

@@ -59,7 +59,10 @@ class Ranked:
         return self.hit.breakdown.as_dict()
 
 
-def memory_filter(req: QueryRequest, exclude_since: float | None = None) -> SearchFilter | None:
+def memory_filter(
+    req: QueryRequest, exclude_since: float | None = None, now: float | None = None
+) -> SearchFilter | None:
+    """`now`: a memory past its `expires_at` then is not found (seed 002)."""
     kinds = tuple(k for k in req.kinds if k != EPISODE)
     statuses = tuple(s for s in req.filters.status if s not in HIDDEN_STATUSES)
     if not kinds or not statuses or not req.stores:
@@ -85,6 +88,7 @@ def memory_filter(req: QueryRequest, exclude_since: float | None = None) -> Sear
         run_id=f.run_id,
         actor_id=f.actor_id,
         person=f.person,
+        live_at=now,
     )
 
 
@@ -132,11 +136,12 @@ class Plan:
     # chat knows since when): facts learned earlier in a long session come back.
     exclude_since: float | None = None
     period: Period | None = None  # what the question's "last spring" means (`at`)
+    now: float | None = None  # when it is asked: expired memories are left out (`at`)
 
     @classmethod
     def at(cls, req: QueryRequest, weights: ScoringWeights, now: float, **how: Any) -> Plan:
         """The plan of `req` asked at `now`: with the period its words name, if any."""
-        return cls(req, weights, period=when.period(req.text, now), **how)
+        return cls(req, weights, period=when.period(req.text, now), now=now, **how)
 
     @property
     def threshold(self) -> float | None:
@@ -144,7 +149,7 @@ class Plan:
         return self.req.threshold
 
     def corpora(self) -> list[tuple[Corpus, SearchFilter]]:
-        memories = memory_filter(self.req, self.exclude_since)
+        memories = memory_filter(self.req, self.exclude_since, self.now)
         found = [(MEMORIES, memories), (TURNS, turn_filter(self.req))]
         return [(corpus, flt) for corpus, flt in found if flt is not None]
 

@@ -1,5 +1,5 @@
-"""The /v1 answers about entities, the timeline, upkeep (gc, stats, export) and the error
-body, for the OpenAPI document (and MCP)."""
+"""The /v1 answers about entities, the timeline, session summaries, upkeep (gc, stats,
+export) and the error body, for the OpenAPI document (and MCP)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from lobug.memory.shapes.memories import Memory
-from lobug.memory.shapes.scalars import Id, Store, absent, enum
+from lobug.memory.shapes.scalars import Id, SessionId, Store, absent, enum
 from lobug.memory.shapes.schema import inline_schema
 
 
@@ -23,7 +23,12 @@ class GcResult(BaseModel):
     rescored: Annotated[int, Field(ge=0)]
     promoted: Annotated[int, Field(ge=0)]
     archived: Annotated[int, Field(ge=0)]
-    soft_deleted: Annotated[int, Field(ge=0)]
+    soft_deleted: Annotated[int, Field(ge=0)] = Field(
+        description="Soft-deleted by this pass: unused (TTL) and expired (`expired`) memories."
+    )
+    expired: Annotated[int, Field(ge=0)] = absent(
+        description="Memories past their `expires_at` (seed 002), soft-deleted by this pass."
+    )
     purged: Annotated[int, Field(ge=0)]
 
 
@@ -77,6 +82,47 @@ class Timeline(BaseModel):
         description=(
             "Chronological: up to `before` older memories, the anchor, up to `after` newer ones."
         )
+    )
+
+
+class SessionSummary(BaseModel):
+    """Seed 002's record of an ended session, written once it ends (one LLM call)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "session_id": "s-1a2b3c4d5e6f7a8b",
+                    "request": "The user asked for help planning Saturday's hike.",
+                    "outcome": "Lo-Bug suggested the ridge trail and a 7 am start.",
+                    "decisions": ["The user will take the ridge trail."],
+                    "open_items": ["The user still has to check the weather."],
+                    "observation_count": 2,
+                    "turn_count": 6,
+                    "last_turn_id": 42,
+                    "created_at": 1750000000.0,
+                    "updated_at": 1750000000.0,
+                }
+            ]
+        },
+    )
+    session_id: SessionId
+    request: str = Field(description="What the user wanted in the session.")
+    outcome: str = Field(description="What came of it.")
+    decisions: list[str] = Field(description="What the user decided or agreed to.")
+    open_items: list[str] = Field(description="What was left to do or follow up.")
+    observation_count: Annotated[int, Field(ge=0)] = Field(
+        description="Active memories learned in the session (after its consolidation)."
+    )
+    turn_count: Annotated[int, Field(ge=0)] = Field(
+        description="Conversation turns the summary covers (noise and apologies aside)."
+    )
+    last_turn_id: Id | None = absent(description="The last turn it covers.")
+    created_at: float = Field(description="Unix time in seconds (UTC).")
+    updated_at: float = Field(
+        description="Unix time in seconds (UTC): a session the user came back to is summarised "
+        "again when it ends again."
     )
 
 

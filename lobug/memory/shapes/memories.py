@@ -83,6 +83,12 @@ class Memory(BaseModel):
     valid_from: float | None = absent(description="Unix time in seconds (UTC).")
     valid_until: float | None = absent(description="Unix time in seconds (UTC).")
     purge_at: float | None = absent(description="When a soft-deleted memory is purged for good.")
+    expires_at: float | None = absent(
+        description=(
+            "Unix time in seconds (UTC) the memory is kept until (seed 002); null: for good."
+            " Past it the memory is hidden from every read, and the GC pass soft-deletes it."
+        ),
+    )
     supersedes: Id | None = absent()
     session_id: SessionId | None = absent()
     agent_id: WriterId | None = absent(

@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -51,6 +52,48 @@ Seconds = Annotated[
 ]
 Ref = Annotated[str, Field(max_length=s.MAX_REF_CHARS), BeforeValidator(s.ident(s.MAX_REF_CHARS))]
 Speaker = Annotated[str, Field(max_length=s.MAX_ID_CHARS), BeforeValidator(s.ident())]
+# Seed 002: a memory kept until a time, then hidden and soft-deleted by the GC pass. A time
+# already past is refused by the service (it knows the clock): 400 `invalid_request`.
+ExpiresAt = Annotated[
+    float,
+    BeforeValidator(s.timestamp),
+    WithJsonSchema(
+        {
+            "description": "Keep the memory until then (Unix seconds, or an ISO 8601 date or "
+            "date-time, UTC when no offset); past it the memory is hidden from every read and "
+            "the GC pass soft-deletes it. Must be in the future.",
+            "anyOf": [
+                {"type": "number", "minimum": 0, "maximum": s.MAX_TIMESTAMP},
+                {"type": "string", "minLength": 1, "maxLength": 40},
+            ],
+        }
+    ),
+]
+ExpiresAtMs = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=s.MAX_TIMESTAMP * 1000,
+        description="Seed 002's name for `expires_at`: Unix time in milliseconds. Give one of "
+        "the two.",
+    ),
+    BeforeValidator(s.number(0, s.MAX_TIMESTAMP * 1000)),
+]
+EXPIRY_KEYS = ("expires_at", "expires_at_ms")
+
+
+def expiry_of(model: BaseModel) -> dict[str, float | None]:
+    """`expires_at` (seconds) from whichever of `expires_at`/`expires_at_ms` was given (both:
+    400); {} when neither was. In a patch, null clears the expiry."""
+    given = [key for key in EXPIRY_KEYS if key in model.model_fields_set]
+    if len(given) == 2:
+        raise bad("must not be given with expires_at: give one of the two", field="expires_at_ms")
+    if not given:
+        return {}
+    value = getattr(model, given[0])
+    if value is not None and given[0] == "expires_at_ms":
+        value = value / 1000.0
+    return {"expires_at": value}
 
 
 class Request(BaseModel):
@@ -155,6 +198,14 @@ class MemoryCreate(Writers):
     session_id: SessionId | None = Field(
         None, description="The session the delta header credits the change to."
     )
+    expires_at: ExpiresAt | None = Field(
+        None,
+        description="Keep the memory until then (Unix seconds, or an ISO 8601 date or "
+        "date-time, UTC when no offset); past it the memory is hidden from every read and the "
+        "GC pass soft-deletes it. Must be in the future. Default: kept for good. A text "
+        "already known merges into the memory kept, whose own expiry stays unless it had one.",
+    )
+    expires_at_ms: ExpiresAtMs | None = None
     agent_id: WriterId | None = Field(
         None,
         description="Who wrote it (seed 001 §6.1): the agent. Default: the bearer token's agent "
@@ -169,9 +220,17 @@ class MemoryCreate(Writers):
         "full trust not the owner's names (`local`, `cli`, `mcp`, `owner`: 403).",
     )
 
+    @model_validator(mode="after")
+    def _one_expiry(self) -> MemoryCreate:
+        expiry_of(self)
+        return self
+
     def fields(self) -> dict[str, Any]:
         """Keyword arguments of Records.create (store None: the trust's default)."""
-        return self.model_dump()
+        return {
+            **self.model_dump(exclude={"expires_at_ms"}),
+            "expires_at": expiry_of(self).get("expires_at"),
+        }
 
 
 class MemoryPatch(BaseModel):
@@ -189,14 +248,23 @@ class MemoryPatch(BaseModel):
     pinned: Flag = absent()
     store: Store = absent()
     status: PatchStatus = absent(description="Use DELETE to soft-delete and /restore to undo it.")
+    expires_at: ExpiresAt | None = Field(
+        None,
+        description="Keep the memory until then (Unix seconds, or an ISO 8601 date or "
+        "date-time, UTC when no offset); must be in the future. null: keep it for good.",
+    )
+    expires_at_ms: ExpiresAtMs | None = None
 
     @model_validator(mode="after")
     def _something(self) -> MemoryPatch:
         if not self.model_fields_set:
             known = ", ".join(type(self).model_fields)
             raise bad(f"nothing to change; give at least one of {known}")
+        expiry_of(self)
         return self
 
     def fields(self) -> dict[str, Any]:
-        """Only the fields given; `category: null` clears the category."""
-        return self.model_dump(include=self.model_fields_set)
+        """Only the fields given; `category: null` clears the category, `expires_at: null`
+        the expiry."""
+        given = self.model_dump(include=self.model_fields_set - set(EXPIRY_KEYS))
+        return {**given, **expiry_of(self)}

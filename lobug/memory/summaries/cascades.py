@@ -3,16 +3,17 @@
 Short: when a user has ≥ `short_term_threshold` unsummarised messages, all but the newest
 `short_term_keep` become one summary (a `memories` row, kind `summary`, with the turn id range).
 Long: when ≥ `long_term_threshold` summaries are unincorporated, all but the newest
-`long_term_keep` are distilled, with the current base memory and the top facts, into a new base
-memory. The LLM is called outside any transaction; its answer is written in one transaction that
-first checks nothing moved meanwhile. A failed call changes nothing and the job retries.
+`long_term_keep` are distilled, with the current base memory and the facts nearest them (a broad
+KNN query, top 10), into a new base memory. The LLM is called outside any transaction; its answer
+is written in one transaction that first checks nothing moved meanwhile. A failed call changes
+nothing and the job retries.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -21,10 +22,15 @@ from lobug.config import MemoryConfig
 from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient
+from lobug.llm.embedders import Embedder, EmbeddingUnavailable
 from lobug.memory import enqueue, prompts
-from lobug.memory.store import delta
+from lobug.memory.graph.entities import Entity, extract_entities, link_entities
+from lobug.memory.store import delta, memory_events
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
+from lobug.memory.summaries.distill import distill_parser
+from lobug.memory.vectors import knn
+from lobug.memory.vectors.gate import VectorGate
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -36,7 +42,8 @@ ACTOR = "cascade"
 MAX_BATCH_TURNS = 40
 MAX_BATCH_SUMMARIES = 40
 MAX_TURN_CHARS = 600
-TOP_FACTS = 10
+TOP_FACTS = 10  # seed 004 §7.2: "recent facts via a broad KNN query (top 10)"
+QUERY_CHARS = 2000  # of the summaries embedded as that query: the gist, within any embedder's input
 _ELIGIBLE = f"{CONVERSATION_TURN} AND {OWNER_TURN}"
 _LABEL = re.compile(r"^(?:summary|here is the summary)\s*:\s*", re.IGNORECASE)
 
@@ -124,7 +131,10 @@ def store_summary(
         history_meta={"turns": len(ids)},
     )
     store.link_sources(conn, memory_id, ids, reason="summarized")
+    # Who and where it was about (seed 003): a person's name finds their conversations too.
+    link_entities(conn, memory_id, entities_of(summary), user_id, now)
     delta.summary_written(conn, user_id, memory_id, summary, now)
+    memory_events.emit(conn, "episodic", "create", user_id=user_id, now=now, memory_id=memory_id)
     # Summaries are searchable by meaning too (`knn.VECTOR_KINDS`).
     enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
     # Noise (IGNORE, apologies) inside the range is settled with it.
@@ -162,10 +172,24 @@ def long_batch(conn: Any, user_id: str, threshold: int, keep: int) -> list[store
     return [store.MemoryRow.from_row(r) for r in rows]
 
 
-def distill_inputs(conn: Any, user_id: str) -> tuple[str, list[str]]:
-    return base_memory.get_base(conn, user_id), [
-        f.content for f in store.top_facts(conn, user_id, TOP_FACTS)
-    ]
+def distill_inputs(
+    conn: Any, user_id: str, vector: Sequence[float] | None, k: int = TOP_FACTS
+) -> tuple[str, list[str]]:
+    """The current base memory and the facts to distil with it: the `k` nearest to `vector`
+    (a broad query: what is being distilled), topped up by the top facts (pinned, important,
+    often said) when fewer have a vector yet, or are all of it while vectors are off (None)."""
+    near = knn.nearest_facts(conn, vector, user_id=user_id, k=k) if vector is not None else []
+    facts = [row.content for row, _ in near]
+    if len(facts) < k:
+        top = (f.content for f in store.top_facts(conn, user_id, k))
+        facts += [f for f in top if f not in facts][: k - len(facts)]
+    return base_memory.get_base(conn, user_id), facts
+
+
+def entities_of(text: str) -> list[Entity]:
+    """The entities a summary or an insight names, Lo-Bug itself left out (it is in them all)."""
+    me = prompts.ASSISTANT_NAME.casefold()
+    return [e for e in extract_entities(text) if e.canonical.casefold() != me]
 
 
 def store_base(
@@ -200,27 +224,6 @@ def parse_summary(raw: str) -> str:
     return text[:3000]
 
 
-def distill_parser(max_words: int) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        text = plain_text(raw)
-        lowered = text.lower()
-        if sum(h.lower() in lowered for h in prompts.DISTILL_HEADINGS) < 2:
-            raise InvalidOutput("not a base memory document (headings missing)", raw)
-        return _cap_words(text, int(max_words * 1.5))
-
-    return parse
-
-
-def _cap_words(text: str, limit: int) -> str:
-    kept, words = [], 0
-    for line in text.splitlines():
-        words += len(line.split())
-        if words > limit:
-            break
-        kept.append(line)
-    return "\n".join(kept).strip()
-
-
 # -- orchestration -------------------------------------------------------------------------------
 class Cascades:
     def __init__(
@@ -232,6 +235,8 @@ class Cascades:
         clock: Callable[[], float],
         max_attempts: int,
         on_base_written: Callable[[str], None],
+        embedder: Embedder | None = None,
+        gate: VectorGate | None = None,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -239,6 +244,22 @@ class Cascades:
         self.clock = clock
         self.max_attempts = max_attempts
         self.on_base_written = on_base_written
+        self.embedder = embedder
+        self.gate = gate
+
+    async def query_vector(self, text: str) -> list[float] | None:
+        """A distillation's broad query, embedded in the LLM lane like the jobs' other
+        embeddings; None while vectors are off or the embedder fails: the top facts stand in
+        (a base memory is worth more than the better choice of facts)."""
+        embedder, gate = self.embedder, self.gate
+        if embedder is None or gate is None or not gate.enabled or not text.strip():
+            return None
+        try:
+            (vector,) = await self.llm.lane.call(lambda: embedder.embed([text[:QUERY_CHARS]]))
+        except EmbeddingUnavailable as exc:
+            log.info("distillation without the facts' KNN: embedder unavailable (%s)", exc)
+            return None
+        return vector
 
     async def run_short(self, user_id: str) -> int:
         """Summarise while the threshold is met; returns how many summaries were written."""
@@ -282,9 +303,11 @@ class Cascades:
             )
             if not batch:
                 return written
-            base, facts = await self.db.read(distill_inputs, user_id)
+            summaries = [s.content for s in batch]
+            vector = await self.query_vector("\n".join(summaries))
+            base, facts = await self.db.read(distill_inputs, user_id, vector)
             messages = prompts.distill_base_memory_messages(
-                base, [s.content for s in batch], facts, cfg.base_memory_max_words
+                base, summaries, facts, cfg.base_memory_max_words
             )
             content = await ask(
                 self.llm,

@@ -2,20 +2,22 @@
 
 The long cascade needs ~20 summaries (~400 messages) before it writes a base memory; a new user
 should have a profile within days. So once `min_facts` active facts exist and no summary has
-been incorporated yet, the base memory is distilled from the top facts alone; again each time
-the facts have doubled since, until the long cascade takes over.
+been incorporated yet, the base memory is distilled from facts alone (the nearest to a broad
+query about the user, as the long cascade chooses them); again each time the facts have doubled
+since, until the long cascade takes over.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from lobug.memory.store import rows as store
-from lobug.memory.summaries import base_memory
+from lobug.memory.summaries import base_memory, cascades
 
 ACTOR = "base_from_facts"
 MAX_FACTS = 30
 _MARK = "base_from_facts.facts."  # meta: the fact count of the last distillation
+PROFILE_QUERY = "The user: who they are, their work, family and home, what they like, their plans."
 
 
 def fact_count(conn: Any, user_id: str) -> int:
@@ -46,10 +48,18 @@ def due(conn: Any, user_id: str, min_facts: int) -> bool:
     return count >= 2 * before
 
 
-def inputs(conn: Any, user_id: str) -> tuple[str, list[str], int]:
-    """(current base, top facts, fact count) for one distillation."""
-    facts = [f.content for f in store.top_facts(conn, user_id, MAX_FACTS)]
-    return base_memory.get_base(conn, user_id), facts, fact_count(conn, user_id)
+def query(current_base: str) -> str:
+    """The broad query the facts are chosen by (no summaries yet): the document so far, or
+    what it will be about."""
+    return current_base.strip() or PROFILE_QUERY
+
+
+def inputs(conn: Any, user_id: str, vector: Sequence[float] | None) -> tuple[str, list[str], int]:
+    """(current base, the MAX_FACTS facts nearest `vector` — the top facts while vectors are
+    off —, fact count) for one distillation: the long cascade's choice of facts, more of them
+    (they are all there is to distil)."""
+    base, facts = cascades.distill_inputs(conn, user_id, vector, MAX_FACTS)
+    return base, facts, fact_count(conn, user_id)
 
 
 def store_base(conn: Any, user_id: str, content: str, *, count: int, now: float) -> bool:

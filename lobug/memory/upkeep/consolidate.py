@@ -29,6 +29,7 @@ from lobug.config import UpkeepConfig
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.memory.settings import WritePolicy
+from lobug.memory.store import memory_events
 from lobug.memory.store.rows import bump_counter
 from lobug.memory.upkeep import events, pairs
 from lobug.memory.upkeep.budget import LlmBudget
@@ -171,15 +172,34 @@ class Consolidator:
                     conn, pair.older, pair.newer, now=now, strength=self.policy.strength, meta=meta
                 )
                 merged += kept is not None
+                _event(conn, "merge", pair, kept, now=now)
             elif label in (judge.UPDATE, judge.CONTRADICTION):
                 meta["reason"] = label
-                retired += retire_older(conn, pair.older, pair.newer, meta=meta, now=now)
+                done = retire_older(conn, pair.older, pair.newer, meta=meta, now=now)
+                retired += done
+                _event(conn, "supersede", pair, pair.older.id if done else None, now=now)
             pairs.remember_judged(conn, pair, label, by, now=now)
         if merged:
             events.record(conn, MERGED, now=now, n=merged)
         if retired:
             events.record(conn, SUPERSEDED, now=now, n=retired)
         return Counter(merged=merged, superseded=retired)
+
+
+def _event(conn: Any, op: str, pair: Pair, memory_id: int | None, *, now: float) -> None:
+    """The pair's per-event row (seed 001 §14, node `worker`): the memory kept by a merge or
+    retired by a supersede; `skipped` when the facts changed since they were judged."""
+    memory_events.emit(
+        conn,
+        memory_events.WORKER,
+        op,
+        user_id=pair.older.user_id,
+        now=now,
+        memory_id=pair.older.id if memory_id is None else memory_id,
+        category=pair.older.category,
+        status=memory_events.SKIPPED if memory_id is None else memory_events.OK,
+        sim=pair.similarity,
+    )
 
 
 def _ms(started: float) -> float:

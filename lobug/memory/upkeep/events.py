@@ -2,7 +2,9 @@
 
 One row per (operation, hour) in `op_events`, upserted in the writer: the table stays small (a
 year of a dozen operations is ~100k rows at most) and `/v1/stats` reads it by day. The memory
-jobs are timed by `timed`; the upkeep jobs record what they did (merges, LLM calls).
+jobs are timed by `timed`; the upkeep jobs record what they did (merges, LLM calls). The
+per-event rows beside them (who, which node, what, which memory, similarity) are
+`store/memory_events.py`'s; `operations` shows both.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from lobug.llm.lane import Preempted
 from lobug.memory.search import when
+from lobug.memory.store import memory_events
 from lobug.memory.store.rows import counters
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
@@ -113,7 +116,8 @@ def timed(db: Database, clock: Callable[[], float], op: str, handler: Handler) -
 
 def operations(conn: Any, *, now: float, days: int = STATS_DAYS) -> dict[str, Any]:
     """`/v1/stats`'s `operations`: `summary`, the merges of every path (write time and
-    consolidation, from the history) and the validator's pass rate since the install."""
+    consolidation, from the history), the validator's pass rate since the install and the
+    per-event rows by node and operation (`memory_events.by_node`)."""
     found = summary(conn, now=now, days=days)
     found["merges"] = int(
         conn.execute(
@@ -121,6 +125,7 @@ def operations(conn: Any, *, now: float, days: int = STATS_DAYS) -> dict[str, An
         ).fetchone()[0]
     )
     found["validator"] = validator_rate(counters(conn))
+    found["events"] = memory_events.by_node(conn, found["since"], days=days)
     return found
 
 

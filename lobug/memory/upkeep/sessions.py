@@ -11,15 +11,40 @@ job is enqueued, a pending one waited for: NotReady), runs the consolidation on 
 facts only (`Consolidator.run(only=...)`: duplicates among them and against what was stored
 before, merged; updates and contradictions fingerprinted) and sets `sessions.consolidated_at`.
 Idempotent: a consolidated session is skipped, a re-run merges nothing twice.
+
+Before the consolidation the job writes seed 002's record of the session (`SessionSummarizer`,
+table `session_summaries`): what the user asked for (`request`), what came of it (`outcome`),
+the `decisions` and the `open_items`, with how many turns and facts it had. One LLM call per
+ended session (the upkeep budget's, in the LLM lane behind the user's turns), on the owner's
+sessions only (OWNER_TURN: a lower-trust caller's words reach no summary) with at least
+`SUMMARY_MIN_USER_TURNS` user turns (a one-question session, a timer or the weather, is its
+own summary: its facts carry it, and the model's time on a Pi is the scarce resource). A
+session summarised up to its last turn is not asked about again, so a job retried after the
+consolidation's outage makes no second call. The record is shown by `GET /v1/sessions/{id}/summary`
+(`Records.session_summary`) and `lobug memory session-summary`.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN, TurnRecord
-from lobug.memory import enqueue
+from lobug.llm.ask import InvalidOutput, ask, plain_text
+from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
+from lobug.memory import enqueue, prompts
+from lobug.memory.store.rows import bump_counter
+from lobug.memory.upkeep.budget import LlmBudget
+from lobug.storage.database import Database
 from lobug.workers import queue
+from lobug.workers.runner import RetryLater
+
+log = logging.getLogger(__name__)
 
 CONSOLIDATE_SESSION = "consolidate_session"
 RECENT_SESSIONS = 5  # the device's latest sessions looked at per turn (indexed)
@@ -168,3 +193,254 @@ def mark_consolidated(conn: Any, session_id: str, *, now: float) -> None:
         "UPDATE sessions SET consolidated_at = ? WHERE id = ? AND consolidated_at IS NULL",
         (now, session_id),
     )
+    # The record's fact count after the consolidation's merges (no call: a count).
+    conn.execute(
+        "UPDATE session_summaries SET observation_count = (SELECT COUNT(*) FROM memories m"
+        " WHERE m.session_id = session_summaries.session_id AND m.user_id ="
+        " session_summaries.user_id AND m.status = 'active') WHERE session_id = ?",
+        (session_id,),
+    )
+
+
+# -- seed 002's session summary ------------------------------------------------------------------
+SUMMARY_MIN_USER_TURNS = 2  # a single exchange is not worth a call (see the docstring)
+SUMMARY_TURNS = 40  # turns shown to the model at most: the first ones (the request) and the last
+SUMMARY_HEAD = 8
+SUMMARY_TURN_CHARS = 600
+SUMMARY_MAX_TOKENS = 400  # four short fields
+MAX_ITEMS = 10  # decisions, open items kept at most
+MAX_FIELD_CHARS = 600
+SUMMARY_INVALID = "session_summary_invalid_total"
+
+SUMMARY_SCHEMA = OutputSchema(
+    "session_summary",
+    {
+        "type": "object",
+        "properties": {
+            "request": {"type": "string"},
+            "outcome": {"type": "string"},
+            "decisions": {"type": "array", "items": {"type": "string"}},
+            "open_items": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["request", "outcome", "decisions", "open_items"],
+    },
+)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    request: str
+    outcome: str
+    decisions: tuple[str, ...]
+    open_items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SummaryInput:
+    transcript: str
+    turn_count: int
+    last_turn_id: int
+
+
+def summary_input(conn: Any, session_id: str, user_id: str) -> SummaryInput | None:
+    """What the model reads about an ended session; None when there is nothing to ask: not the
+    owner's session, fewer than SUMMARY_MIN_USER_TURNS user turns, or already summarised up to
+    its last turn."""
+    session = conn.execute(
+        "SELECT trust FROM sessions WHERE id = ? AND user_id = ?", (session_id, user_id)
+    ).fetchone()
+    if session is None or session["trust"] != "full":
+        return None
+    rows = conn.execute(
+        f"SELECT id, role, text FROM turns WHERE session_id = ? AND {CONVERSATION_TURN}"
+        " ORDER BY id",
+        (session_id,),
+    ).fetchall()
+    if sum(r["role"] == "user" for r in rows) < SUMMARY_MIN_USER_TURNS:
+        return None
+    last = int(rows[-1]["id"])
+    done = conn.execute(
+        "SELECT last_turn_id FROM session_summaries WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if done is not None and done[0] is not None and int(done[0]) >= last:
+        return None
+    shown = list(rows)
+    gap = len(rows) - SUMMARY_TURNS
+    lines = []
+    if gap > 0:
+        shown = rows[:SUMMARY_HEAD] + rows[SUMMARY_HEAD + gap :]
+    for index, row in enumerate(shown):
+        if gap > 0 and index == SUMMARY_HEAD:
+            lines.append(f"(… {gap} turns left out …)")
+        who = "User" if row["role"] == "user" else prompts.ASSISTANT_NAME
+        text = " ".join(str(row["text"]).split())
+        if len(text) > SUMMARY_TURN_CHARS:
+            text = text[:SUMMARY_TURN_CHARS] + "…"
+        lines.append(f"{who}: {text}")
+    return SummaryInput("\n".join(lines), len(rows), last)
+
+
+def parse_summary(raw: str) -> SessionSummary:
+    """The model's JSON object (a code fence or reasoning around it tolerated); InvalidOutput
+    when it is not one with a non-empty `request` and string fields."""
+    text = plain_text(raw)
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise InvalidOutput("not a JSON object", raw=raw)
+    try:
+        data = json.loads(text[start : end + 1])
+    except json.JSONDecodeError as exc:
+        raise InvalidOutput(f"not JSON: {exc}", raw=raw) from None
+    if not isinstance(data, dict):
+        raise InvalidOutput("not a JSON object", raw=raw)
+    request, outcome = _line(data.get("request")), _line(data.get("outcome"))
+    if not request:
+        raise InvalidOutput("no 'request'", raw=raw)
+    if outcome is None:
+        raise InvalidOutput("'outcome' must be a string", raw=raw)
+    return SessionSummary(
+        request, outcome, _items(data.get("decisions"), raw), _items(data.get("open_items"), raw)
+    )
+
+
+def _line(value: Any) -> str | None:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        return None
+    return " ".join(value.split())[:MAX_FIELD_CHARS]
+
+
+def _items(value: Any, raw: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):  # one item said as a string
+        value = [value] if value.strip() else []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidOutput("'decisions' and 'open_items' must be lists of strings", raw=raw)
+    kept = [line for v in value if (line := _line(v))]
+    return tuple(dict.fromkeys(kept))[:MAX_ITEMS]
+
+
+def store_summary(
+    conn: Any,
+    session_id: str,
+    user_id: str,
+    summary: SessionSummary,
+    given: SummaryInput,
+    *,
+    now: float,
+) -> None:
+    """Insert or replace the session's record (a session the user came back to is summarised
+    again when it ends again); a newer record already stored wins."""
+    facts = conn.execute(
+        "SELECT COUNT(*) FROM memories WHERE session_id = ? AND user_id = ? AND status = 'active'",
+        (session_id, user_id),
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO session_summaries (session_id, user_id, request, outcome, decisions,"
+        " open_items, observation_count, turn_count, last_turn_id, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET"
+        " request = excluded.request, outcome = excluded.outcome,"
+        " decisions = excluded.decisions, open_items = excluded.open_items,"
+        " observation_count = excluded.observation_count, turn_count = excluded.turn_count,"
+        " last_turn_id = excluded.last_turn_id, updated_at = excluded.updated_at"
+        " WHERE excluded.last_turn_id > COALESCE(session_summaries.last_turn_id, 0)",
+        (
+            session_id,
+            user_id,
+            summary.request,
+            summary.outcome,
+            json.dumps(list(summary.decisions), ensure_ascii=False),
+            json.dumps(list(summary.open_items), ensure_ascii=False),
+            int(facts),
+            given.turn_count,
+            given.last_turn_id,
+            now,
+            now,
+        ),
+    )
+
+
+def read_summary(conn: Any, session_id: str, user_id: str) -> dict[str, Any] | None:
+    """The session's record as the API shows it, or None."""
+    row = conn.execute(
+        "SELECT * FROM session_summaries WHERE session_id = ? AND user_id = ?",
+        (session_id, user_id),
+    ).fetchone()
+    if row is None:
+        return None
+    return {
+        "session_id": row["session_id"],
+        "request": row["request"],
+        "outcome": row["outcome"],
+        "decisions": json.loads(row["decisions"]),
+        "open_items": json.loads(row["open_items"]),
+        "observation_count": row["observation_count"],
+        "turn_count": row["turn_count"],
+        "last_turn_id": row["last_turn_id"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+class SessionSummarizer:
+    """One LLM call per ended session for seed 002's record (see the module's docstring)."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        llm: LLMClient,
+        budget: LlmBudget,
+        clock: Callable[[], float],
+        timeout_s: float,
+    ) -> None:
+        self.db = db
+        self.llm = llm
+        self.budget = budget
+        self.clock = clock
+        self.timeout_s = timeout_s
+
+    async def run(self, session_id: str, user_id: str) -> bool:
+        """Summarise the session if it needs it; True when a record was written. An outage or
+        an empty answer is RetryLater (nothing written), a spent budget NotReady; an answer
+        still invalid after the reminder is counted and logged, and the session goes on
+        without a record rather than block its consolidation."""
+        given = await self.db.read(summary_input, session_id, user_id)
+        if given is None:
+            return False
+        await self.budget.take("session summary", user_id)
+        started = time.perf_counter()
+        try:
+            summary = await ask(
+                self.llm,
+                prompts.session_summary_messages(given.transcript),
+                parse_summary,
+                reminder=prompts.SESSION_REMINDER,
+                what="session summary",
+                timeout_s=self.timeout_s,
+                schema=SUMMARY_SCHEMA,
+                max_tokens=SUMMARY_MAX_TOKENS,
+            )
+        except LLMUnavailable as exc:
+            await self.budget.record(1, ok=False, ms=_ms(started))
+            raise RetryLater(f"session summary: LLM unavailable: {exc}") from None
+        except InvalidOutput as exc:
+            if not exc.raw.strip():
+                await self.budget.record(1, ok=False, ms=_ms(started))
+                raise RetryLater(f"session summary: empty answer: {exc}") from None
+            await self.budget.record(2, ok=False, ms=_ms(started))
+            await self.db.write(bump_counter, SUMMARY_INVALID)
+            log.warning("session %s: no summary, the model's answer was invalid twice (%s)",
+                        session_id, exc)  # fmt: skip
+            return False
+        await self.budget.record(1, ms=_ms(started))
+        await self.db.write(
+            partial(store_summary, now=self.clock()), session_id, user_id, summary, given
+        )
+        return True
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0

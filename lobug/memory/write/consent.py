@@ -3,13 +3,14 @@
 A fact extracted from a spoken turn (`TurnRecord.voice`, /chat/audio) that sets a profile field
 is held in `proposals` instead of being written:
 
-- **sensitive** fields (`SENSITIVE`: preferred_name, pronouns, city, language) wait up to
-  `memory.consent_days` for an explicit yes — `POST /v1/proposals/{id}/accept`, `lobug memory
-  accept ID` (both through `proposals.Proposals`), or a "yes, remember that" in the same
-  conversation (`consent_chat`). While one is pending, the prompt asks the user to confirm it
-  (`to_confirm`); overdue ones expire in the GC pass (`expire_due`).
-- **benign** fields (`BENIGN`: tone — how the user wants to be spoken to — and goals) are
-  applied by themselves once `memory.consent_signals` separate turns said the same value.
+- **sensitive** fields (`profile_fields.SENSITIVE`: preferred_name, pronouns, city, language)
+  wait up to `memory.consent_days` for an explicit yes — `POST /v1/proposals/{id}/accept`,
+  `lobug memory accept ID` (both through `proposals.Proposals`), or a "yes, remember that" in
+  the same conversation (`consent_chat`). While one is pending, the prompt asks the user to
+  confirm it (`to_confirm`); overdue ones expire in the GC pass (`expire_due`).
+- **benign** fields (`profile_fields.BENIGN`: tone — how the user wants to be spoken to — and
+  goals) are applied by themselves once `memory.consent_signals` separate turns said the same
+  value, or once a theory-of-mind insight of high confidence says it (`from_insight`).
 
 Typed words (/chat/text, /v1/turns) are deliberate and are written as before. A value the
 memory already holds is no change and is not held either. Every decision is in `history`:
@@ -24,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from lobug import errors
@@ -35,11 +35,10 @@ from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash
 from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.memory.write.candidate import Candidate
-from lobug.memory.write.fact_keys import key_string, parse_fact
+from lobug.memory.write.fact_keys import key_string
+from lobug.memory.write.profile_fields import MULTI, Field, detect, norm
 from lobug.memory.write.reconcile import Origin, reconcile
 
-SENSITIVE = ("preferred_name", "pronouns", "city", "language")
-BENIGN = ("tone", "goals")
 STATUSES = ("pending", "accepted", "rejected", "expired")
 IMPORTANCE = {"preferred_name": 0.9, "pronouns": 0.8, "city": 0.8, "language": 0.7,
               "tone": 0.6, "goals": 0.6}  # fmt: skip
@@ -49,65 +48,8 @@ CONFIRM_MAX = 2  # pending proposals the prompt asks about at once
 DAY_S = 86400.0
 USER = "default"
 DEFAULT_ATTEMPTS = WorkerConfig().max_attempts
-_MULTI = ("goals",)  # several values at once: a new one does not replace a pending one
 
-# parse_fact's attribute (subject "user") -> field.
-_ATTRIBUTES = {
-    "name": "preferred_name", "preferred name": "preferred_name", "nickname": "preferred_name",
-    "pronouns": "pronouns", "preferred pronouns": "pronouns", "pronoun": "pronouns",
-    "residence": "city", "city": "city", "home city": "city",
-    "language": "language", "preferred language": "language", "native language": "language",
-    "first language": "language", "mother tongue": "language",
-    "tone": "tone", "preferred tone": "tone", "preferred style": "tone",
-    "communication style": "tone",
-    "goal": "goals", "goals": "goals", "main goal": "goals", "aim": "goals", "ambition": "goals",
-}  # fmt: skip
-_V = r"(?P<v>.+?)\s*[.!]?$"
-# Phrasings fact_keys does not key (one value per pattern, the subject is the user).
-_PHRASES: list[tuple[str, re.Pattern[str]]] = [
-    ("preferred_name", re.compile(rf"^The user (?:prefers|wants|likes) to be called {_V}")),
-    ("pronouns", re.compile(r"^The user (?:uses|prefers|goes by) (?:the )?(?P<v>[a-z]+/[a-z]+"
-                            r"(?:/[a-z]+)?) pronouns?\s*[.!]?$", re.I)),
-    ("language", re.compile(r"^The user (?:prefers to (?:speak|talk)(?: in)?|speaks|wants to "
-                            r"(?:speak|talk) in) (?P<v>[A-Z][a-z]+)(?: language)?\s*[.!]?$")),
-    ("tone", re.compile(r"^The user prefers (?:an? )?(?P<v>[\w -]+? (?:tone|style|answers|"
-                        r"replies|responses|conversations?))\s*[.!]?$", re.I)),
-    ("tone", re.compile(rf"^The user (?:prefers|wants|would like) (?:the assistant|Lo-Bug) to "
-                        rf"(?:be|sound|speak|talk) {_V}", re.I)),
-    ("tone", re.compile(r"^The user prefers to be addressed (?P<v>formally|informally|casually)"
-                        r"\s*[.!]?$", re.I)),
-    ("goals", re.compile(rf"^The user (?:has (?:a|the) goal (?:of|to)|is working towards?|aims to)"
-                         rf" {_V}", re.I)),
-]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    value: str
-
-    @property
-    def sensitive(self) -> bool:
-        return self.name in SENSITIVE
-
-
-def detect(content: str) -> Field | None:
-    """The profile field a third-person fact sets, or None."""
-    text = " ".join(content.replace("’", "'").split())
-    key = parse_fact(text)
-    if key is not None and key.subject == "user" and key.value:
-        name = _ATTRIBUTES.get(key.attribute)
-        if name is not None:
-            return Field(name, f"not {key.value}" if key.negated else key.value)
-    for name, pattern in _PHRASES:
-        match = pattern.match(text)
-        if match:
-            return Field(name, match["v"].strip(" ,"))
-    return None
-
-
-def norm(value: str) -> str:
-    return " ".join(re.sub(r"[^\w/' -]", " ", value.casefold()).split())
+INSIGHT_CONFIDENCE = 0.8  # an insight's importance (4 of 5) that applies a benign field
 
 
 def mentions(text: str, value: str) -> bool:
@@ -144,7 +86,7 @@ def intercept(
         return True  # a re-run for this turn (the LLM pass after an outage): already decided
     row = _open(conn, origin.user_id, found, now)
     if row is None:
-        if auto and found.name not in _MULTI:  # below the owner: never displaces a proposal
+        if auto and found.name not in MULTI:  # below the owner: never displaces a proposal
             _replace_older(conn, origin.user_id, found, now)
         row = _propose(conn, cand, found, origin, cfg, now)
     elif not auto:
@@ -164,6 +106,42 @@ def intercept(
         _apply(conn, row, vector, actor=AUTO, decision="auto_applied", policy=policy, now=now,
                max_attempts=DEFAULT_ATTEMPTS, job_id=origin.job_id)  # fmt: skip
     return True
+
+
+# -- the insights job's door -------------------------------------------------------------------
+def from_insight(
+    conn: Any,
+    text: str,
+    *,
+    user_id: str,
+    importance: float,
+    insight_id: int,
+    cfg: MemoryConfig,
+    policy: WritePolicy,
+    now: float,
+    actor: str,
+    max_attempts: int = DEFAULT_ATTEMPTS,
+) -> int | None:
+    """Seed 001 §10: a benign field is applied "if corroborated by ≥ 2 signals or ToM with high
+    confidence". An insight of importance ≥ INSIGHT_CONFIDENCE that sets a benign field is
+    written as the fact it states, through a proposal decided at once (PROPOSE, ACCEPT
+    `auto_applied`, actor `actor`, meta.insight), like a corroborated one. A sensitive field
+    never: an inference is not the owner's yes. Returns the memory written, or None."""
+    found = detect(text)
+    if importance < INSIGHT_CONFIDENCE or found is None or found.sensitive:
+        return None
+    if _known(conn, text, found, user_id):
+        return None
+    row = _open(conn, user_id, found, now)
+    if row is None:
+        if found.name not in MULTI:
+            _replace_older(conn, user_id, found, now)
+        cand = Candidate(text, "preference", IMPORTANCE[found.name], ())
+        origin = Origin(user_id=user_id, actor=actor, meta={"insight": insight_id})
+        row = _propose(conn, cand, found, origin, cfg, now, insight=insight_id)
+    _apply(conn, row, None, actor=actor, decision="auto_applied", policy=policy, now=now,
+           max_attempts=max_attempts, insight=insight_id)  # fmt: skip
+    return int(proposal_row(conn, row["id"])["memory_id"])
 
 
 def _known(conn: Any, content: str, found: Field, user_id: str) -> bool:
@@ -212,7 +190,13 @@ def _decided(conn: Any, user_id: str, found: Field, turn: int) -> bool:
 
 
 def _propose(
-    conn: Any, cand: Candidate, found: Field, origin: Origin, cfg: MemoryConfig, now: float
+    conn: Any,
+    cand: Candidate,
+    found: Field,
+    origin: Origin,
+    cfg: MemoryConfig,
+    now: float,
+    **extra: Any,
 ) -> Any:
     cur = conn.execute(
         "INSERT INTO proposals (user_id, field, value, content, category, sensitive, signals,"
@@ -223,7 +207,7 @@ def _propose(
          now + cfg.consent_days * DAY_S),
     )  # fmt: skip
     row = proposal_row(conn, int(cur.lastrowid))
-    _history(conn, row, "PROPOSE", None, "proposed", origin.actor, now, job=origin.job_id)
+    _history(conn, row, "PROPOSE", None, "proposed", origin.actor, now, job=origin.job_id, **extra)
     return row
 
 
@@ -310,6 +294,7 @@ def _apply(
     now: float,
     max_attempts: int,
     job_id: int | None = None,
+    insight: int | None = None,
 ) -> str:
     cand = Candidate(row["content"], row["category"], IMPORTANCE.get(row["field"], 0.6), ())
     origin = Origin(
@@ -320,14 +305,15 @@ def _apply(
         job_id=job_id,
         store=STORE,
         source="consent",
-        meta={"proposal": row["id"], "field": row["field"]},
+        meta={"proposal": row["id"], "field": row["field"]}
+        | ({"insight": insight} if insight is not None else {}),
     )
     outcome = reconcile(conn, cand, vector, origin=origin, policy=policy, now=now)
     if vector is None and outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
         enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
     _decide(conn, row, "accepted", actor, now, memory_id=outcome.memory_id)
     _history(conn, row, "ACCEPT", outcome.memory_id, decision, actor, now,
-             action=outcome.action, job=job_id)  # fmt: skip
+             action=outcome.action, job=job_id, insight=insight)  # fmt: skip
     return outcome.action
 
 

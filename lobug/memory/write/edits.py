@@ -33,12 +33,20 @@ def remember(
     policy: WritePolicy,
     now: float,
     max_attempts: int,
+    expires_at: float | None = None,
 ) -> dict[str, Any]:
     """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action.
 
     A new row records its writer (`origin.writer`); a merge keeps the writer of the memory it
-    merges into (the history event of the merge names who said it again)."""
+    merges into (the history event of the merge names who said it again). `expires_at` (seed
+    002): a new row is kept until then; a memory merged into keeps its own expiry unless it
+    had one (said again: it lasts as long as this write asks)."""
     outcome = reconcile(conn, cand, None, origin=origin, policy=policy, now=now)
+    only_dated = "" if outcome.action in ("added", "superseded") else " AND expires_at IS NOT NULL"
+    conn.execute(
+        f"UPDATE memories SET expires_at = ? WHERE id = ?{only_dated}",
+        (expires_at, outcome.memory_id),
+    )
     if outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
         enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
     if outcome.action in ("merged", "repeated") and origin.pinned:

@@ -24,7 +24,9 @@ label at all is invalid (one reminder, then the heuristic judge for the whole ex
 
 **The heuristic judge** (the LLM down or talking nonsense, mode `heuristic`, explicit
 remember): a fact-key contradiction (`fact_keys.contradicts`) is `contradiction`; a near
-duplicate (word overlap ≥ `near_jaccard`, or cosine distance < `duplicate_distance`) is `same`
+duplicate (word overlap ≥ `near_jaccard`, or cosine distance < `duplicate_distance`; stricter
+for a fact that sets a profile field, PROFILE_NEAR_JACCARD and PROFILE_DUPLICATE_DISTANCE) is
+`same`
 — unless the new statement carries a state-change marker (seed 000: "no longer", "not …
 anymore", "changed to", "now", "moved to", "switched to", "these days", "instead", "new …") and
 says something the old one does not, which makes it an `update`. With such a marker a looser
@@ -55,6 +57,7 @@ from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash, jaccard, normalize, tokens
 from lobug.memory.store.rows import MemoryRow
 from lobug.memory.vectors import knn
+from lobug.memory.write import profile_fields
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import contradicts, key_string
 
@@ -78,6 +81,13 @@ STATE_CHANGE = re.compile(
     r"|\b(?-i:new)\b",  # "a new job", not "New York"
     re.I,
 )
+# Stricter bands for a statement that sets a profile field (seed 001 §10, `profile_fields`):
+# two values of one field differ by a word ("prefers to be called Al" / "… Alex": overlap 0.75),
+# which the general bands take for a repeat, keeping the old value. Such a pair is not `same`
+# unless nearly word for word; a new value of a one-value field updates the old one (newer
+# wins), one of a field of several values (goals) is added beside it.
+PROFILE_NEAR_JACCARD = 0.9
+PROFILE_DUPLICATE_DISTANCE = 0.05
 # Words the marker adds; left out when judging whether the rest says something new.
 MARKER_WORDS = frozenset({"now", "nowadays", "anymore", "instead", "new", "currently"})
 # Words two facts about the user share whatever they say.
@@ -156,13 +166,21 @@ def heuristic_label(
     overlap = round(jaccard(new, old), 4)
     if contradicts(new, old):
         return CONTRADICTION, overlap
-    near = overlap >= policy.near_jaccard or (
-        distance is not None and distance < policy.duplicate_distance
-    )
     # Two facts with the same key have had their say above ("no longer lives in Denver" does
-    # not update "lives in Portland"); the markers judge the facts the keys cannot parse.
+    # not update "lives in Portland"); the markers and the profile bands judge the facts the
+    # keys cannot parse.
     keyed = key_string(new)
-    if keyed is None or keyed != key_string(old):
+    by_keys = keyed is not None and keyed == key_string(old)
+    near_jaccard, duplicate_distance = policy.near_jaccard, policy.duplicate_distance
+    if not by_keys and profile_fields.detect(new) is not None:  # stricter: a profile field
+        near_jaccard = max(near_jaccard, PROFILE_NEAR_JACCARD)
+        duplicate_distance = min(duplicate_distance, PROFILE_DUPLICATE_DISTANCE)
+        changed_field = profile_fields.other_value(new, old)
+        if changed_field is not None:
+            multi = changed_field.name in profile_fields.MULTI
+            return (UNRELATED if multi else UPDATE), overlap
+    near = overlap >= near_jaccard or (distance is not None and distance < duplicate_distance)
+    if not by_keys:
         changed = near or _changed(new, old, policy)
         if changed and _says_more(new, old) and marks_change(new, said):
             return UPDATE, overlap

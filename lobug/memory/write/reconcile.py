@@ -38,7 +38,7 @@ from lobug.memory.graph import relations
 from lobug.memory.graph.entities import extract_entities, link_entities
 from lobug.memory.lifecycle.status import Sql, change_status
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import delta
+from lobug.memory.store import delta, memory_events
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import content_hash
 from lobug.memory.vectors import knn
@@ -208,7 +208,8 @@ def apply(
     now: float,
 ) -> Outcome:
     if plan.action == "repeat" and plan.row is not None:
-        _merge(conn, plan.row, cand, origin, policy, now, {"reason": "exact_duplicate"})
+        done = _merge(conn, plan.row, cand, origin, policy, now, {"reason": "exact_duplicate"})
+        _event(conn, "merge", origin, now, plan.row.id, plan.row.category, 0.0, done=done)
         return Outcome("repeated", plan.row.id)
     if plan.action == "merge" and plan.row is not None and plan.kept is not None:
         kept = plan.kept
@@ -218,7 +219,9 @@ def apply(
             "jaccard": kept.overlap,
             "distance": kept.distance,
         }
-        _merge(conn, plan.row, cand, origin, policy, now, meta)
+        done = _merge(conn, plan.row, cand, origin, policy, now, meta)
+        row = plan.row
+        _event(conn, "merge", origin, now, row.id, row.category, kept.distance, plan, done=done)
         for old in plan.retire:
             _retire(conn, old, plan.row.id, cand, origin, now)
         replaced = plan.retire[0].row.id if plan.retire else None
@@ -237,6 +240,9 @@ def apply(
         supersedes=supersedes,
         neighbours=[(row, d) for row, d in plan.neighbours if row.id not in retired],
     )
+    first = plan.retire[0].distance if plan.retire else None
+    op = "create" if supersedes is None else "update"
+    _event(conn, op, origin, now, memory_id, cand.category, first, plan)
     for old in plan.retire:
         _retire(conn, old, memory_id, cand, origin, now)
     if supersedes is not None:
@@ -244,11 +250,43 @@ def apply(
     return Outcome("added", memory_id)
 
 
+def _event(
+    conn: Any,
+    op: str,
+    origin: Origin,
+    now: float,
+    memory_id: int,
+    category: str | None,
+    distance: float | None,
+    plan: Plan | None = None,
+    *,
+    done: bool = True,
+) -> None:
+    """The write's per-event row (seed 001 §14, node `hotpath`), in this transaction; the
+    similarity is the judged row's, else the best neighbour's (`plan`), when measured. A merge
+    that changed nothing (`done` False: the same exchange again) is `skipped`."""
+    best = plan.neighbours[0][1] if plan is not None and plan.neighbours else None
+    memory_events.emit(
+        conn,
+        memory_events.HOTPATH,
+        op,
+        user_id=origin.user_id,
+        now=now,
+        thread_id=origin.session_id,
+        memory_id=memory_id,
+        category=category,
+        status=memory_events.OK if done else memory_events.SKIPPED,
+        sim=memory_events.similarity(distance, best),
+    )
+
+
 def _retire(
     conn: Any, old: Judgement, by: int, cand: Candidate, origin: Origin, now: float
 ) -> None:
     meta = {**origin.history_meta(), "reason": old.label, "judge": old.judge}
-    supersede(conn, old.row.id, by, cand.content, actor=origin.actor, meta=meta, now=now)
+    done = supersede(conn, old.row.id, by, cand.content, actor=origin.actor, meta=meta, now=now)
+    row = old.row
+    _event(conn, "supersede", origin, now, row.id, row.category, old.distance, done=done)
 
 
 def supersede(
@@ -307,9 +345,10 @@ def _merge(
     policy: WritePolicy,
     now: float,
     meta: dict[str, Any],
-) -> None:
+) -> bool:
+    """Returns whether it reinforced the row (not when the same exchange said it already)."""
     if _same_exchange(conn, row.id, origin.turn_ids):
-        return  # said once: the LLM pass after the heuristic one, or two phrasings of it
+        return False  # said once: the LLM pass after the heuristic one, or two phrasings of it
     said = None if cand.content == row.content else cand.content
     store.mention_again(
         conn,
@@ -330,6 +369,7 @@ def _merge(
         now,
         origin.user_id,
     )
+    return True
 
 
 def _add(

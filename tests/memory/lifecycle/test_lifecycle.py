@@ -374,15 +374,20 @@ def test_run_gc_counts(conn: Any) -> None:
     )
     add(conn, "forgotten", importance=0.1, created_at=NOW - 90 * DAY, status="archived")
     add(conn, "due", status="soft_deleted", purge_at=NOW - 1)
+    ended = add(conn, "ended", pinned=1, importance=0.9, expires_at=NOW - 1)
+    add(conn, "later", expires_at=NOW + DAY)
     result = lifecycle.run_gc(conn, NOW, GcParams())
     assert result == {
-        "rescored": 4,  # "fading" is only ranked lower now; the old decay soft-deleted it
+        "rescored": 5,  # "fading" is only ranked lower now; the old decay soft-deleted it
         "promoted": 1,
         "demoted": 0,
         "archived": 1,
-        "soft_deleted": 1,
+        "soft_deleted": 2,  # "forgotten" (TTL) and "ended" (past its expires_at, pinned or not)
+        "expired": 1,
         "purged": 1,
     }
+    assert get(conn, ended)["status"] == "soft_deleted" and events(conn, ended) == ["EXPIRE"]
+
     hot = conn.execute("SELECT attributes FROM memories WHERE content = 'hot'").fetchone()[0]
     assert json.loads(hot)["score"] == pytest.approx(math.log(4) + math.exp(-0.05) + 1.8)
     valid = {
@@ -407,6 +412,31 @@ def test_run_gc_counts(conn: Any) -> None:
         "EXPIRE",
     }
     assert {r[0] for r in conn.execute("SELECT event FROM history")} <= valid
+
+
+def test_expired_memories_are_soft_deleted_with_history_and_restored_for_good(conn: Any) -> None:
+    """Seed 002: past `expires_at` → soft_deleted (an EXPIRE row naming the time, purge
+    scheduled, vector dropped); a restore brings it back without the past expiry."""
+    ended = add(conn, "The user's parking spot is 14B today.", expires_at=NOW - 60)
+    archived = add(conn, "old", status="archived", expires_at=NOW)
+    live = add(conn, "The user is at a conference.", expires_at=NOW + 60)
+    assert lifecycle.expire(conn, NOW, purge_after_days=30) == 2
+    row = get(conn, ended)
+    assert row["status"] == "soft_deleted" and row["purge_at"] == NOW + 30 * DAY
+    assert not has_vector(conn, ended) and get(conn, archived)["status"] == "soft_deleted"
+    history = conn.execute("SELECT * FROM history WHERE memory_id = ?", (ended,)).fetchone()
+    assert (history["event"], history["old_value"], history["new_value"]) == (
+        "EXPIRE", "active", "soft_deleted",
+    )  # fmt: skip
+    assert json.loads(history["meta"]) == {
+        "reason": "expired", "expires_at": NOW - 60, "purge_at": NOW + 30 * DAY,
+    }  # fmt: skip
+    assert get(conn, live)["status"] == "active" and get(conn, live)["expires_at"] == NOW + 60
+    assert lifecycle.expire(conn, NOW) == 0  # nothing twice
+
+    assert lifecycle.restore(conn, ended, NOW + 10)
+    row = get(conn, ended)
+    assert row["status"] == "active" and row["expires_at"] is None
 
 
 def test_gc_runs_inside_one_immediate_transaction(conn: Any) -> None:

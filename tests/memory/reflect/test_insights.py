@@ -1,5 +1,6 @@
 """Theory-of-mind insights (seed 001 §3): 1-3 third-person notes, kind `insight`, category
-`relationship_dynamic`, at most once in 24 h, low retrieval weight, in the prompt."""
+`relationship_dynamic`, at most once in 24 h, low retrieval weight, in the prompt when they
+rank; a confident one sets a benign profile field (seed 001 §10); entities linked (seed 003)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from typing import Any
 
 from fake_ollama import FakeOllamaState
-from memory_kit import MemoryEnv
+from memory_kit import MemoryEnv, history_of
 from thinking_kit import canned, prompt
 
 from lobug.memory.reflect import insights
@@ -36,8 +37,23 @@ async def test_insights_are_written_and_shown_in_the_prompt(
     assert "short please" in call["body"]["messages"][1]["content"]
     assert call["body"]["options"]["temperature"] == 0.0
     assert call["body"]["options"]["num_predict"] == 220  # seed 001 §3: a bounded answer
-    text = await prompt(mem)
-    assert "[How the user communicates]\n- The user cares a lot about running." in text
+    # Not in every prompt: only where it ranks for the turn's words, with the relevant facts,
+    # in this turn's part of the prompt (issue 22), not the system message's.
+    assert "running" not in await prompt(mem, "hello there")
+    sections = await mem.service.prompt_sections(
+        user_id="default", session_id="s-other", text="do I care a lot about running"
+    )
+    assert "- The user cares a lot about running." in "\n".join(sections.turn)
+    assert "running" not in "\n".join(sections.stable)
+    # Like the reflection, only the owner's prompt: not a caller held to some categories.
+    allowed = frozenset({"relationship_dynamic", "personal"})
+    held = await mem.service.prompt_sections(
+        user_id="default",
+        session_id="s-other",
+        text="do I care a lot about running",
+        categories=allowed,
+    )
+    assert "running" not in "\n".join(held.all())
     # Within 24 hours: skipped, even with new words; after that, a new run.
     clock.advance(DAY - 60)
     await mem.exchange("And tomorrow?", "Rain.")
@@ -121,3 +137,57 @@ def test_insights_weigh_less_in_retrieval() -> None:
     weights = ScoringWeights()
     assert status_weight({"kind": "insight", "valid_until": None}, weights) == INSIGHT_WEIGHT < 1
     assert status_weight({"kind": "fact", "valid_until": None}, weights) == 1.0
+
+
+async def test_a_confident_insight_sets_a_benign_field_never_a_sensitive_one(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """Seed 001 §10: a benign field (tone) is applied on "ToM with high confidence" (importance
+    ≥ 4 of 5); a sensitive one (the name) never without the owner's yes, nor a shy guess."""
+    ollama[0].thinking = canned(
+        insight=json.dumps(
+            {
+                "insights": [
+                    {"summary": "The user prefers brief casual answers.", "importance": 5},
+                    {"summary": "The user prefers to be called Al.", "importance": 5},
+                    {"summary": "The user prefers a warm tone.", "importance": 3},
+                ]
+            }
+        )
+    )
+    await mem.exchange("Keep it short, mate.", "Sure.")
+    await mem.run()
+    await mem.service._think()
+    await mem.run()
+    assert mem.facts() == ["The user prefers brief casual answers."]
+    (fact_id,) = [r[0] for r in mem.rows("SELECT id FROM memories WHERE kind = 'fact'")]
+    insight_id = mem.value(
+        "SELECT id FROM memories WHERE kind = 'insight' AND content LIKE '%brief casual%'"
+    )
+    (proposal,) = mem.rows("SELECT * FROM proposals")
+    assert (proposal["field"], proposal["status"], proposal["memory_id"]) == (
+        "tone",
+        "accepted",
+        fact_id,
+    )
+    accepted = [h for h in await mem.db.read(history_of, fact_id) if h["meta"].get("decision")]
+    assert [h["meta"]["decision"] for h in accepted] == ["auto_applied"]
+    assert accepted[0]["meta"]["insight"] == insight_id
+    assert accepted[0]["actor"] == insights.ACTOR
+
+
+async def test_an_insight_is_linked_to_the_people_it_names(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    ollama[0].thinking = canned(
+        insight=json.dumps({"insights": [{"summary": "The user lights up talking about Jen."}]})
+    )
+    await mem.exchange("Jen called me today!", "How nice.")
+    await mem.run()
+    await mem.service._think()
+    await mem.run()
+    linked = mem.rows(
+        "SELECT e.canonical_name FROM memory_entities me JOIN entities e ON e.id = me.entity_id"
+        " JOIN memories m ON m.id = me.memory_id WHERE m.kind = 'insight'"
+    )
+    assert [r[0] for r in linked] == ["Jen"]

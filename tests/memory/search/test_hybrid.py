@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lobug.memory.graph.entities import Entity, link_entities
+from lobug.memory.graph.entities import Entity, link_entities, link_turn_entities
 from lobug.memory.search.fts import build_fts_query
 from lobug.memory.search.hybrid import (
     MEMORIES,
@@ -172,6 +172,21 @@ def test_entity_ranks_for_turns_match_names_in_text(conn: Any) -> None:
     turn(conn, "Nothing to see.", unit(1), NOW)
     t3 = turn(conn, "Ask @jenny about it.", unit(1), NOW)
     assert entity_ranks(conn, "when is jen here", 10, corpus=TURNS) == [t3, t1]
+
+
+def test_entity_ranks_for_turns_read_their_entity_links(conn: Any) -> None:
+    """Seed 003: turns linked through `turn_entities` (m013: `embed_turn`, the enrichment)
+    count like a name in the text; a turn linked to two named entities ranks first."""
+    jen = Entity("Jen", "Jen", "person", (0, 3))
+    lisbon = Entity("Lisbon", "Lisbon", "location", (0, 6))
+    link_entities(conn, memory(conn, "x"), [jen, lisbon], "default", NOW)
+    linked = turn(conn, "She flew there on Monday.", unit(1), NOW - DAY)  # linked, not named
+    link_turn_entities(conn, linked, [jen, lisbon], "default", NOW)
+    named = turn(conn, "Jen is back.", unit(1), NOW)
+    turn(conn, "Nothing to see.", unit(1), NOW)
+    assert entity_ranks(conn, "did jen go to lisbon", 10, corpus=TURNS) == [linked, named]
+    theirs = SearchFilter(user_id="bob")
+    assert entity_ranks(conn, "did jen go to lisbon", 10, corpus=TURNS, flt=theirs) == []
 
 
 def test_hybrid_fuses_and_explains(conn: Any) -> None:

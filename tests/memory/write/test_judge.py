@@ -1,5 +1,6 @@
 """The "newer wins" judge: the heuristic labels, the LLM answer's defensive parser, the batched
-call (one per exchange, one reminder), and the prompt the fake Ollama reads back."""
+call (one per exchange, one reminder), the prompt the fake Ollama reads back, and the stricter
+bands for a fact that sets a profile field (through the extract job)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fake_ollama import judge_by, judge_pairs
+from fake_ollama import FakeOllamaState, judge_by, judge_pairs
+from memory_kit import MemoryEnv, Script, extract_by_keyword
 
 from lobug.llm.ask import InvalidOutput
 from lobug.memory import prompts
@@ -304,3 +306,42 @@ async def test_nothing_to_compare_asks_nothing() -> None:
     fake = FakeLLM()
     answer = await ask_llm(fake, CANDS, [[], [], []], timeout_s=1)  # type: ignore[arg-type]
     assert answer == Answer({}) and fake.calls == []
+
+
+# -- stricter bands for a profile field, through the extract job ----------------------------------
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user prefers to be called Al.", "The user prefers to be called Alex."),
+        (
+            "The user prefers short and friendly answers.",
+            "The user prefers short and formal answers.",
+        ),
+    ],
+)
+async def test_a_new_value_of_a_profile_field_updates_it_instead_of_merging(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], old: str, new: str
+) -> None:
+    """Seed 001 §10: "stricter bands for context updates". Word overlap 0.75 is a repeat by the
+    general band (the old value would be kept and reinforced); for a profile field it is a new
+    value, and newer wins."""
+    assert heuristic_label(new, old, distance=None, policy=POLICY) == ("update", 0.75)
+    ollama[0].script = Script(extract=extract_by_keyword({"first": [old], "second": [new]}))
+    await mem.exchange("first thing", "OK.")
+    await mem.run()
+    await mem.exchange("second thing", "OK.")
+    await mem.run()
+    assert mem.facts() == [new]
+    (replaced,) = mem.rows("SELECT status, valid_until FROM memories WHERE content = ?", old)
+    assert replaced["valid_until"] is not None
+
+
+def test_the_general_band_still_merges_what_sets_no_profile_field() -> None:
+    repeat = (
+        "The user drives a Honda to work every day.",
+        "The user drives a Honda to work each day.",
+    )
+    assert label(*repeat) == "same"
+    assert label("The user aims to run a marathon.", "The user aims to run a half marathon.") == (
+        "unrelated"  # goals hold several values: a second one is added, not merged
+    )
