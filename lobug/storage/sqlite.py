@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -111,7 +112,7 @@ def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = F
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn, busy_timeout_ms)
     # NORMAL is durable across application crashes in WAL mode; only an OS crash or power cut
     # can lose the last transactions, and the Pi's SD card thanks us for fewer fsyncs.
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -122,6 +123,20 @@ def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = F
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     _load_vec(conn)
     return conn
+
+
+def _wal(conn: Any, busy_timeout_ms: int) -> None:
+    """Switch to WAL. On a new file another process may be switching it at the same moment;
+    SQLite then answers "locked" at once, without the busy handler, so wait here instead."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _load_vec(conn: Any) -> bool:
