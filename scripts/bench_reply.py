@@ -32,7 +32,10 @@ the daemon's embedder at the front (768-d, embedding time modelled there).
 Usage:
   .venv/bin/python scripts/bench_reply.py [--speedup 10] [--only memory-off,memory-on]
       [--root ../lobug-today] [--variant lane-off:memory.user_first=false]
-      [--json out.json] [--dump-prompts DIR] [--compare memory-on,lane-off]
+      [--json out.json] [--dump-prompts DIR] [--compare memory-on,lane-off] [--session-end]
+--session-end: after the drain, the household comes back once the session's idle time passed
+(scaled), which ends the session; the memory work that follows (its consolidation and record,
+the new turn's extraction) is printed apart from the conversation's.
 Goals (issue 22): memory on p50 <= 1.5x the floor's p50 and p95 <= 2x the floor's p95; no
 reply waits more than 2 s behind memory work; memory work <= 12 s of model time per turn until
 the queue drained, within minutes; memory off no slower than today (with --root).
@@ -91,6 +94,7 @@ CONVERSATION = (
     "Remind me, what kind of milk does Priya like in her coffee?",
     "Thanks Lo-Bug, I'm heading out to walk Biscuit now, talk to you later.",
 )
+CLOSING = "Good evening Lo-Bug, I'm back."  # --session-end: the next conversation's first words
 TURN_TIMEOUT_MODEL_S = 300.0  # ollama.timeout_s, model seconds: no turn should apologise
 MEMORY_TIMEOUT_MODEL_S = 900.0  # memory.llm_timeout_s: a base-memory rewrite may take minutes
 POLL_S = 0.5  # wall seconds between two looks at the queue while draining
@@ -236,7 +240,6 @@ def daemon_env(variant: Variant, args: argparse.Namespace, defaults: dict[str, A
         "PYTHONPATH": str(variant.root),
         "LOBUG_LOG_LEVEL": "INFO",
         "LOBUG_OLLAMA_TIMEOUT_S": f"{TURN_TIMEOUT_MODEL_S / speedup:.3f}",
-        "LOBUG_OLLAMA_HEALTH_CACHE_S": "5",
         "LOBUG_MEMORY_LLM_TIMEOUT_S": f"{MEMORY_TIMEOUT_MODEL_S / speedup:.3f}",
         "LOBUG_SPEECH_LOAD_AT_START": "false",
         "LOBUG_WYOMING_ENABLED": "false",
@@ -248,7 +251,10 @@ def daemon_env(variant: Variant, args: argparse.Namespace, defaults: dict[str, A
             LOBUG_EMBEDDING_DIM="768",
             LOBUG_EMBEDDING_TIMEOUT_S=f"{120 / speedup:.3f}",
         )
-    for key in filter(None, args.scale_keys.split(",")):
+    scaled = args.scale_keys.split(",")
+    if args.session_end:
+        scaled.append("chat.session_idle_minutes")
+    for key in filter(None, scaled):
         if key in defaults and key not in variant.overrides:
             try:
                 env[env_name(key)] = f"{float(defaults[key]) / speedup:.4f}"
@@ -311,6 +317,17 @@ async def run_variant(
                 await asyncio.sleep(args.pause / speedup)
             last_reply = turns[-1].reply_at if turns else conversation_start
             drained_at, drained = await wait_drained(daemon, front, session, args)
+            ended_at = None
+            if args.session_end and variant.memory:
+                # The session ends when the household comes back after the idle time: its
+                # consolidation (and record) runs then, in the lane like all memory work.
+                idle_s = 60.0 * float(defaults.get("chat.session_idle_minutes", 30.0))
+                await asyncio.sleep(max(0.0, last_reply + idle_s + 5.0 - front.now()) / speedup)
+                async with session.post(
+                    daemon.url + "/chat/text", json={"text": CLOSING, "device_id": DEVICE}
+                ) as resp:
+                    await resp.read()
+                ended_at, _ = await wait_drained(daemon, front, session, args)
             stats = await front.get(session, "/_stats")
             prompts = await front.get(session, "/_prompts") if args.dump_prompts else []
             memory = await memory_contents(daemon, session, turns)
@@ -327,6 +344,7 @@ async def run_variant(
         last_reply=last_reply,
         drained_at=drained_at,
         drained=drained,
+        ended_at=ended_at,
         memory=memory,
         health=health[1],
         log=str(daemon.log_path),
@@ -416,11 +434,16 @@ def summarise(
     last_reply: float,
     drained_at: float,
     drained: bool,
+    ended_at: float | None,
     memory: dict[str, Any],
     health: Any,
     log: str,
 ) -> dict[str, Any]:
-    memory_records = [r for r in records if r["memory"] and r["arrival"] >= conversation_start]
+    all_memory = [r for r in records if r["memory"] and r["arrival"] >= conversation_start]
+    # The conversation's memory work: until the queue drained (the goal's count); with
+    # --session-end, what the session's end cost after that is counted apart.
+    memory_records = [r for r in all_memory if r["arrival"] <= drained_at]
+    after_end = [r for r in all_memory if r["arrival"] > drained_at and r["start"] is not None]
     chats = [r for r in records if r["task"] == pi_llm.CHAT]
     per_turn = []
     for turn in turns:
@@ -486,6 +509,11 @@ def summarise(
         "embed_model_s": round(sum(r["end"] - r["start"] for r in embeds), 1),
         "drained": drained,
         "drained_after_s": round(drained_at - last_reply, 1),
+        "session_end_calls": len(after_end) if ended_at is not None else None,
+        "session_end_tasks": sorted({r["task"] for r in after_end}),
+        "session_end_model_s": round(sum(r["end"] - r["start"] for r in after_end), 1)
+        if ended_at is not None
+        else None,
         "per_turn": per_turn,
         "memory": memory,
         "queue_at_end": health.get("queue") if isinstance(health, dict) else None,
@@ -542,6 +570,14 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> list[str]:
             f"{name}: errors {r['errors']}, degraded {r['degraded']}, memory tasks "
             f"{r['memory_tasks'] or '{}'}{extra}"
         )
+        if r.get("session_end_model_s") is not None:
+            whole = r["memory_model_s"] + r["session_end_model_s"]
+            lines.append(
+                f"{name}: the session's end (the next turn after the idle time, and its own "
+                f"extraction): {r['session_end_calls']} memory calls {r['session_end_tasks']}, "
+                f"{r['session_end_model_s']} s; with it {whole:.1f} s, "
+                f"{whole / max(1, r['turns']):.1f} s per turn"
+            )
     lines += goals(results, args)
     return lines
 
@@ -691,6 +727,12 @@ def parse() -> argparse.Namespace:
         "--scale-keys",
         default="memory.quiet_s",
         help="daemon keys in model seconds, divided by the speed-up where the checkout has them",
+    )
+    parser.add_argument(
+        "--session-end",
+        action="store_true",
+        help="after the drain, end the session as the household's return does (the idle time "
+        "scaled) and count the memory work that follows apart",
     )
     parser.add_argument("--drain-timeout", type=float, default=3600.0, help="model s (3600)")
     parser.add_argument("--idle", type=float, default=30.0, help="model s the front stays idle")

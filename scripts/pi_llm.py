@@ -471,6 +471,23 @@ def insight_answer(prompt: str) -> str:
     return json.dumps({"insights": [insight]})
 
 
+def session_answer(prompt: str) -> str:
+    """Seed 002's record of an ended session: request, outcome, decisions, open items, each a
+    sentence or two restating what was said (~100 tokens of JSON)."""
+    said = _said_lines(prompt)
+    topics = list(dict.fromkeys(topic_of(s) for s in said if topic_of(s) != "that"))[:3]
+    facts = [f for f in (as_fact(s) for line in said for s in _sentences(line)) if f]
+    asked = [s for s in said if s.rstrip().endswith("?")]
+    record = {
+        "request": f"The user told Lo-Bug about {', '.join(topics) or 'everyday things'}"
+        + (f" and asked: {asked[0]}" if asked else "."),
+        "outcome": "Lo-Bug answered each question briefly and kept the plans and names.",
+        "decisions": facts[:2],
+        "open_items": [f"Follow up: {asked[-1]}"] if len(asked) > 1 else [],
+    }
+    return json.dumps(record)
+
+
 def answer(task: str, body: dict[str, Any]) -> str:
     """What the model says to this request."""
     messages = body.get("messages") or []
@@ -494,6 +511,8 @@ def answer(task: str, body: dict[str, Any]) -> str:
         return reflect_answer(prompt)
     if task == "insight":
         return insight_answer(prompt)
+    if task == "session":
+        return session_answer(prompt)
     return "[]"
 
 
