@@ -56,8 +56,11 @@ from fake_ollama import MEMORY_DEFAULTS, FakeOllamaState, build_app  # noqa: E40
 
 from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.config import load_config  # noqa: E402
+from lobug.llm import client as llm_client  # noqa: E402
+from lobug.memory import service as memory_service  # noqa: E402
 from lobug.memory.prompts import SHARED_TASKS, task_of  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
+from lobug.workers import runner as workers_runner  # noqa: E402
 
 DAY = 86_400.0
 START = 1_767_261_600.0  # 2026-01-01 10:00 UTC
@@ -364,6 +367,11 @@ class World:
 
     async def __aenter__(self) -> World:
         ollama_url = await self._serve(build_app(self.ollama))
+        # The simulation's pace (module constants): every health check asks the fake Ollama,
+        # idle workers look often, hits are written soon after each query.
+        llm_client.HEALTH_CACHE_S = 0.0
+        workers_runner.POLL_INTERVAL_S = 0.02
+        memory_service.HIT_FLUSH_S = 0.05
         config = load_config(
             None,
             env={},
@@ -371,11 +379,8 @@ class World:
                 "storage.data_dir": str(self.workdir / "data"),
                 "ollama.host": ollama_url,
                 "ollama.timeout_s": 2.0,
-                "ollama.health_cache_s": 0.0,
                 **EMBEDDERS[self.embedder],
-                "workers.poll_interval_s": 0.02,
                 "workers.backoff_base_s": 60.0,
-                "memory.hit_flush_s": 0.05,
                 "memory.llm_timeout_s": 2.0,
                 "memory.quiet_s": 0.0,  # simulated days: memory work follows each turn
                 "lifecycle.gc_interval_s": 0,  # the simulation runs it at each day's time

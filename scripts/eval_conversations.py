@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from lobug.app import make_database  # noqa: E402
 from lobug.config import Config, load_config  # noqa: E402
 from lobug.memory import MemoryService  # noqa: E402
+from lobug.memory import service as memory_service  # noqa: E402
 from lobug.memory.query import QueryFilters, QueryRequest, QueryResult  # noqa: E402
 from lobug.memory.search.fts import build_fts_query  # noqa: E402
 from lobug.memory.transfer import import_turns as importer  # noqa: E402
@@ -82,15 +83,15 @@ NO_OLLAMA = "http://127.0.0.1:9"
 
 # -- loading a conversation through the daemon's code --------------------
 def make_config(data_dir: Path, embedder: str, overrides: dict[str, Any]) -> Config:
+    # Hits are reinforcement: written during the run they would make a question's result
+    # depend on the questions asked before it. They are counted, never flushed, here.
+    memory_service.HIT_FLUSH_S = 1e9
     values: dict[str, Any] = {
         "storage.data_dir": str(data_dir),
         "ollama.host": NO_OLLAMA,
         "ollama.timeout_s": 2.0,
         "memory.llm_timeout_s": 2.0,
         "memory.extraction_mode": "heuristic",
-        # Hits are reinforcement: written during the run they would make a question's result
-        # depend on the questions asked before it. They are counted, never flushed, here.
-        "memory.hit_flush_s": 1e9,
         "embedding.backend": embedder,
         "embedding.model": "all-MiniLM-L6-v2" if embedder == "local" else "hashing",
         "embedding.dim": 384,
@@ -134,7 +135,11 @@ def import_lines(conv: dict[str, Any]) -> list[str]:
 async def open_store(
     conv: dict[str, Any], workdir: Path, embedder: str, overrides: dict[str, Any]
 ) -> Any:
-    config = make_config(workdir / conv["id"], embedder, overrides)
+    # `scoring.KEY`: a ScoringWeights field or a list weight by list name (constants in the
+    # daemon; varied here for a measurement), the rest config keys.
+    weights = {k.split(".", 1)[1]: v for k, v in overrides.items() if k.startswith("scoring.")}
+    settings = {k: v for k, v in overrides.items() if not k.startswith("scoring.")}
+    config = make_config(workdir / conv["id"], embedder, settings)
     now = float(conv["now_ts"])
 
     def clock() -> float:
@@ -146,6 +151,7 @@ async def open_store(
     try:
         await db.write_raw(migrate)
         service = MemoryService.create(config, db=db, clock=clock)
+        service.weights = service.weights.changed(weights)
         await service.start()
         runner = JobRunner(db, config.workers, clock)
         service.register(runner)
@@ -163,8 +169,6 @@ async def open_store(
                 partners=partners,
                 now=clock(),
                 user_id=USER,
-                threshold=config.memory.short_term_threshold,
-                max_attempts=config.workers.max_attempts,
                 result=result,
             )
             await db.write(store, batch)

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -219,7 +219,7 @@ def sensitivity(
         "|---|---|---|---|---|---|",
     ]
     for label, changes in VARIANTS:
-        weights = _apply(base, changes)
+        weights = base.changed(changes)
         results = evaluate(corpus, questions, weights, depth, vectors)
         hybrid, rescored = results["hybrid"]["all"], results["hybrid+rescore"]
         cells = [
@@ -287,19 +287,7 @@ def _weights(overrides: list[str]) -> ScoringWeights:
     for item in overrides:
         name, _, value = item.partition("=")
         changes[name] = float(value)
-    return _apply(ScoringWeights(), changes)
-
-
-def _apply(base: ScoringWeights, changes: dict[str, float]) -> ScoringWeights:
-    """A copy of base with fields (or list weights, by list name) changed."""
-    lists = dict(base.list_weights)
-    fields: dict[str, Any] = {}
-    for name, value in changes.items():
-        if name in lists:
-            lists[name] = value
-        else:
-            fields[name] = int(value) if name == "bm25_min_words" else value
-    return replace(base, list_weights=lists, **fields)
+    return ScoringWeights().changed(changes)
 
 
 def _doc(results: str, weights: ScoringWeights) -> str:

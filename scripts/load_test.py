@@ -255,8 +255,6 @@ async def main() -> int:
         "LOBUG_EMBEDDER": args.embedder,
         "LOBUG_EMBEDDING_DIM": "768",
         "LOBUG_OLLAMA_TIMEOUT_S": "30",
-        "LOBUG_OLLAMA_HEALTH_CACHE_S": "5",
-        "LOBUG_WORKERS_POLL_INTERVAL_S": "1.0",
         "LOBUG_MEMORY_QUIET_S": "0",  # an instant fake LLM: no pause to wait for
         "LOBUG_WORKERS_BACKOFF_BASE_S": "2.0",
     }

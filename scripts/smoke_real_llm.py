@@ -57,6 +57,13 @@ from lobug.memory.write.judge import LABELS_SCHEMA, parse_labels  # noqa: E402
 
 ALIAS = "gemma-3-270m"
 TOKEN = "smoke-token-0123456789"
+# `lobug serve` with a smaller short cascade (constants: lobug.memory.summaries.cascades), so
+# the conversation below starts a summary.
+SMALL_CASCADE = (
+    "import sys; from lobug.memory.summaries import cascades;"
+    " cascades.SHORT_THRESHOLD, cascades.SHORT_KEEP = 8, 2;"
+    " from lobug.cli.main import main; sys.exit(main())"
+)
 SAID = [
     "Hi! My name is Alex and I live in Lisbon.",
     "I have a cat called Tom who likes to sleep on my keyboard.",
@@ -169,8 +176,6 @@ async def daemon_run(base_url: str, timeout_s: float, data_dir: Path) -> dict[st
         "LOBUG_EMBEDDING_DIM": "384",
         "LOBUG_SPEECH_LOAD_AT_START": "false",
         "LOBUG_WYOMING_ENABLED": "false",
-        "LOBUG_MEMORY_SHORT_TERM_THRESHOLD": "8",  # the conversation below starts a summary
-        "LOBUG_MEMORY_SHORT_TERM_KEEP": "2",
         "LOBUG_MEMORY_QUIET_S": "0",
         "LOBUG_WORKERS_CONCURRENCY": "1",
         "LOBUG_API_TOKENS": f"{TOKEN}:full:supervisor:smoke",
@@ -182,7 +187,8 @@ async def daemon_run(base_url: str, timeout_s: float, data_dir: Path) -> dict[st
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lobug", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-c", SMALL_CASCADE, "serve"]
+            + ["--host", "127.0.0.1", "--port", str(port)],
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

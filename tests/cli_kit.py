@@ -20,7 +20,7 @@ def config_file(tmp_path: Path, url: str, name: str = "data", **sections: str) -
     path = tmp_path / f"lobug-{name}.toml"
     path.write_text(
         f'[storage]\ndata_dir = "{tmp_path / name}"\n{extra["storage"]}\n'
-        f'[ollama]\nhost = "{url}"\ntimeout_s = 2.0\nhealth_timeout_s = 1.0\n{extra["ollama"]}\n'
+        f'[ollama]\nhost = "{url}"\ntimeout_s = 2.0\n{extra["ollama"]}\n'
         f'[embedding]\nbackend = "hashing"\ndim = 64\n{extra["embedding"]}\n'
         f"[workers]\nbackoff_base_s = 0.05\n{extra['workers']}\n"
         f"[memory]\nllm_timeout_s = 2.0\n{extra['memory']}\n"

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from audio_fixtures import FakeTranscriber  # noqa: E402
 from fake_ollama import FakeOllamaState, build_app  # noqa: E402
 from faultkit import DaemonPool  # noqa: E402
-from memory_kit import MemoryEnv, memory_env  # noqa: E402
+from memory_kit import MemoryEnv, fast_constants, memory_env  # noqa: E402
 
 from lobug import keys  # noqa: E402
 from lobug.app import Overrides, create_app  # noqa: E402
@@ -61,19 +61,20 @@ async def ollama(aiohttp_server: Any) -> tuple[FakeOllamaState, str]:
 
 
 @pytest.fixture
-def make_config(tmp_path: Path, ollama: tuple[FakeOllamaState, str]) -> Callable[..., Config]:
+def make_config(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Config]:
     _, url = ollama
+    fast_constants(monkeypatch)
 
     def factory(**overrides: Any) -> Config:
         values = {
             "storage.data_dir": str(tmp_path / "data"),
             "ollama.host": url,
             "ollama.timeout_s": 2.0,
-            "ollama.health_cache_s": 0.0,
             "embedding.backend": "hashing",
             "embedding.dim": 64,
             "log.level": "DEBUG",
-            "workers.poll_interval_s": 0.05,
             "memory.quiet_s": 0.0,  # memory work may follow a turn at once (still after it)
         }
         values.update(overrides)

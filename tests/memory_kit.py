@@ -11,15 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dbutil import query
 from fake_ollama import MEMORY_DEFAULTS
 
 from lobug import conversation as turns
 from lobug.config import Config
 from lobug.conversation import TurnRecord
+from lobug.llm import client
 from lobug.memory.prompts import SHARED_TASKS, task_of
 from lobug.memory.service import MemoryService
 from lobug.storage.database import Database
+from lobug.workers import runner as workers_runner
 from lobug.workers.runner import JobRunner
 
 Reply = Callable[[str], str]  # the memory prompt's user message -> the model's raw answer
@@ -195,6 +198,12 @@ async def drain(db_path: Path, clock: Callable[[], float], timeout: float = 10.0
     raise TimeoutError(f"jobs still busy after {timeout}s")
 
 
+def fast_constants(patch: pytest.MonkeyPatch) -> None:
+    """A test's pace: every health check asks the fake Ollama, idle workers look often."""
+    patch.setattr(client, "HEALTH_CACHE_S", 0.0)
+    patch.setattr(workers_runner, "POLL_INTERVAL_S", 0.05)
+
+
 def memory_config(tmp_path: Path, ollama_url: str, **overrides: Any) -> Config:
     from lobug.config import load_config
 
@@ -202,12 +211,10 @@ def memory_config(tmp_path: Path, ollama_url: str, **overrides: Any) -> Config:
         "storage.data_dir": str(tmp_path / "data"),
         "ollama.host": ollama_url,
         "ollama.timeout_s": 2.0,
-        "ollama.health_cache_s": 0.0,
         "embedding.backend": "hashing",
         "embedding.dim": 64,
         "memory.llm_timeout_s": 2.0,
         "workers.backoff_base_s": 1.0,
-        "workers.poll_interval_s": 0.05,
         "memory.quiet_s": 0.0,
         "log.level": "DEBUG",
     }
@@ -223,17 +230,19 @@ async def memory_env(
     from lobug.storage.vector_index import VectorIndex
 
     config = memory_config(tmp_path, ollama_url, **overrides)
-    db = Database(config.storage.db_path, vector_index=VectorIndex())
-    await db.open()
-    await db.write_raw(migrate)
-    service = MemoryService.create(config, db=db, clock=clock)
-    await service.start()
-    assert service.indexing is not None
-    await service.indexing  # searched through the in-memory vectors, as in the daemon
-    runner = JobRunner(db, config.workers, clock)
-    service.register(runner)
-    try:
-        yield MemoryEnv(config, db, service, runner, clock)
-    finally:
-        await service.close()
-        await db.close()
+    with pytest.MonkeyPatch.context() as patch:
+        fast_constants(patch)
+        db = Database(config.storage.db_path, vector_index=VectorIndex())
+        await db.open()
+        await db.write_raw(migrate)
+        service = MemoryService.create(config, db=db, clock=clock)
+        await service.start()
+        assert service.indexing is not None
+        await service.indexing  # searched through the in-memory vectors, as in the daemon
+        runner = JobRunner(db, config.workers, clock)
+        service.register(runner)
+        try:
+            yield MemoryEnv(config, db, service, runner, clock)
+        finally:
+            await service.close()
+            await db.close()

@@ -20,8 +20,11 @@ from lobug.app import Overrides  # noqa: E402
 from lobug.cli.main import overrides_from_args  # noqa: E402
 from lobug.cli.serve import serve  # noqa: E402
 from lobug.config import load_config  # noqa: E402
+from lobug.llm import client  # noqa: E402
 from lobug.ops.lock import DataDirLocked  # noqa: E402
+from lobug.service import connections  # noqa: E402
 from lobug.service.logs import setup_logging  # noqa: E402
+from lobug.workers import runner  # noqa: E402
 
 
 def main() -> None:
@@ -33,7 +36,13 @@ def main() -> None:
     parser.add_argument("--log-level")
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
+    parser.add_argument("--header-timeout-s", type=float, help="connections.HEADER_TIMEOUT_S")
     args = parser.parse_args()
+    # The test daemon's pace: every health check asks the fake Ollama, idle workers look often.
+    client.HEALTH_CACHE_S = 0.0
+    runner.POLL_INTERVAL_S = 0.1
+    if args.header_timeout_s is not None:
+        connections.HEADER_TIMEOUT_S = args.header_timeout_s
     config = load_config(args.config, overrides=overrides_from_args(args))
     setup_logging(config.log.level)
     transcriber = FakeTranscriber(args.stt_text, delay_s=args.stt_delay)

@@ -77,6 +77,34 @@ def test_bad_config_names_the_key(
         load_config(path, env=env)
 
 
+def test_a_key_that_became_a_constant_is_ignored_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An old config file (issue 24) still loads: [scoring] and the other formula keys are
+    named module constants now; each is one warning, the rest of the file applies."""
+    path = tmp_path / "c.toml"
+    path.write_text(
+        "[scoring]\nw_rel = 0.25\nrrf_k = 30\n"
+        "[memory]\ntop_k = 7\nlink_min = 0.9\n"
+        "[workers]\npoll_interval_s = 0.1\n"
+    )
+    config = load_config(path, env={}, overrides={"lifecycle.mid_capacity": 9})
+    assert config.memory.top_k == 7
+    warned = [r.getMessage() for r in caplog.records if "now a constant" in r.getMessage()]
+    assert [w.split(":")[0] for w in warned] == [
+        "scoring.w_rel",
+        "scoring.rrf_k",
+        "memory.link_min",
+        "workers.poll_interval_s",
+        "lifecycle.mid_capacity",
+    ]
+    with pytest.raises(ConfigError, match="unknown key memory.link_max"):
+        load_config(None, env={}, overrides={"memory.link_max": 1})
+    path.write_text("[scoring]\nw_rel = 0.25\nnot_a_weight = 1\n")
+    with pytest.raises(ConfigError, match="scoring: unknown config section"):
+        load_config(path, env={})
+
+
 def test_cli_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("[server]\nport = 'abc'\n")
@@ -158,7 +186,7 @@ def test_env_values_are_coerced() -> None:
         "LOBUG_SPEECH_LANGUAGE": "none",
         "LOBUG_CHAT_PERSONALITY_FILE": "~/p.txt",
         "LOBUG_MEMORY_ENABLED": "off",
-        "LOBUG_SCORING_W_REL": "0.25",
+        "LOBUG_LIFECYCLE_DECAY_RATE": "0.25",
         "LOBUG_NOT_A_SECTION": "ignored",
         "HOME": "/home/x",
     }
@@ -166,4 +194,4 @@ def test_env_values_are_coerced() -> None:
     assert config.api.device_allowlist == ("m5-a", "m5-b")
     assert config.speech.language is None and config.memory.enabled is False
     assert config.chat.personality_file == Path.home() / "p.txt"
-    assert config.scoring.w_rel == 0.25
+    assert config.lifecycle.decay_rate == 0.25

@@ -279,7 +279,7 @@ OPERATIONS = (
             "Seed 001 §10: a sensitive profile field (preferred_name, pronouns, city, "
             "language) heard by voice is not written but proposed, for "
             "`memory.consent_days`; a benign one (tone, goals) is applied once "
-            "`memory.consent_signals` separate turns said it. Every decision is in the "
+            "two separate turns said it. Every decision is in the "
             "history (PROPOSE, ACCEPT, REJECT, EXPIRE). Only callers who read the "
             "`private` store and the proposal's category see it."
         ),

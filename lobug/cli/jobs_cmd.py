@@ -36,15 +36,17 @@ def _list(args: argparse.Namespace, config: Config) -> int:
         counts = queue.counts(db.writer)
     finally:
         db.close_sync()
+    max_attempts = config.workers.max_attempts  # what the worker gives each job
     if args.json:
-        print(json.dumps({"counts": counts, "jobs": [j.to_dict() for j in jobs]}, indent=2))
+        rows = [{**j.to_dict(), "max_attempts": max_attempts} for j in jobs]
+        print(json.dumps({"counts": counts, "jobs": rows}, indent=2))
         return 0
     print(" ".join(f"{k}={v}" for k, v in counts.items()))
     for job in jobs:
         error = f"  error: {job.last_error}" if job.last_error else ""
         print(
             f"#{job.id:<6} {job.kind:<14} {job.state:<8} "
-            f"attempts={job.attempts}/{job.max_attempts}{error}"
+            f"attempts={job.attempts}/{max_attempts}{error}"
         )
     return 0
 

@@ -17,6 +17,7 @@ from lobug.service.connections import GuardedSite, Limits, default_max_connectio
 from lobug.service.notify import Notifier, watchdog_loop
 
 log = logging.getLogger("lobug")
+KEEPALIVE_TIMEOUT_S = 15.0  # an idle keep-alive connection is kept this long
 
 
 async def serve(config: Config, overrides: Overrides | None = None) -> None:
@@ -35,7 +36,7 @@ async def _serve_locked(config: Config, overrides: Overrides | None) -> None:
         handle_signals=False,
         access_log=None,  # our own middleware logs requests with latency
         shutdown_timeout=config.server.shutdown_timeout_s,
-        keepalive_timeout=config.server.keepalive_timeout_s,
+        keepalive_timeout=KEEPALIVE_TIMEOUT_S,
     )
     await runner.setup()  # opens and migrates the DB, starts workers (cleanup_ctx)
     stop = asyncio.Event()
@@ -44,10 +45,7 @@ async def _serve_locked(config: Config, overrides: Overrides | None) -> None:
         loop.add_signal_handler(sig, stop.set)
     watchdog: asyncio.Task[None] | None = None
     try:
-        limits = Limits(
-            config.server.max_connections or default_max_connections(),
-            config.server.header_timeout_s,
-        )
+        limits = Limits(config.server.max_connections or default_max_connections())
         site = GuardedSite(
             runner,
             config.server.host,

@@ -28,7 +28,7 @@ ApiKey = Annotated[str | None, BeforeValidator(_blank_is_none), PlainSerializer(
 class LLMConfig:
     """The chat model's server. ollama: [ollama] host and chat_model. openai: any server of
     the OpenAI chat API (llama.cpp's llama-server, LM Studio, LocalAI, vLLM) at base_url. Both
-    use [ollama] timeout_s, health_timeout_s, health_cache_s and temperature."""
+    use [ollama] timeout_s and temperature."""
 
     backend: Literal["ollama", "openai"] = Field(default="ollama", description="ollama | openai")
     base_url: str = Field(

@@ -7,6 +7,7 @@ well-known names do not follow LOBUG_<SECTION>_<KEY>."""
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 import typing
@@ -20,6 +21,47 @@ from pydantic_core import ErrorDetails
 
 from lobug.config.fields import ConfigError, field_infos, record_type
 from lobug.config.models import _ADAPTER, SECTIONS, ApiConfig, Config
+
+log = logging.getLogger(__name__)
+
+# Keys that were settings and are now named constants next to their formula (issue 24): an old
+# config file that still sets one is loaded with a warning, its value ignored.
+_CONSTANTS = {
+    "scoring": (
+        "lobug.memory.search.scoring.ScoringWeights",
+        "w_freq w_recency w_importance decay_lambda rrf_k w_vector w_bm25 w_entity w_when w_who"
+        " bm25_min_words w_fused w_memory rescore_lambda w_rel confidence_floor w_strength"
+        " superseded_weight hits_cap",
+    ),
+    "lifecycle": (
+        "lobug.memory.lifecycle.policies, .forgetting; store.strength.Strength",
+        "reinforce_gain max_strength_days promote_hits promote_seen_within_days"
+        " archive_score_below mid_capacity ttl_idle_days ttl_importance_below",
+    ),
+    "upkeep": (
+        "lobug.memory.upkeep.pairs / consolidate",
+        "pool_hours pool_importance band_low recency_days pairs_per_prompt pairs_per_day"
+        " fingerprint_days",
+    ),
+    "memory": (
+        "lobug.memory.settings.WritePolicy, service, summaries.cascades, write.consent",
+        "near_duplicate_jaccard link_min link_k hit_flush_s consent_signals"
+        " short_term_threshold short_term_keep long_term_threshold long_term_keep",
+    ),
+    "reflection": (
+        "lobug.memory.reflect.reflection, summaries.early_base, service",
+        "reflection_min_facts base_from_facts_min check_interval_s",
+    ),
+    "workers": ("lobug.workers.runner", "backoff_max_s poll_interval_s"),
+    "ollama": ("lobug.llm.client", "health_timeout_s health_cache_s"),
+    "storage": ("lobug.config.models.DB_FILE", "db_file"),
+    "server": ("lobug.service.connections, cli.serve", "header_timeout_s keepalive_timeout_s"),
+}
+REMOVED: dict[str, str] = {
+    f"{section}.{key}": where
+    for section, (where, keys) in _CONSTANTS.items()
+    for key in keys.split()
+}
 
 # Well-known variables that do not follow LOBUG_<SECTION>_<KEY>.
 ENV_ALIASES: dict[str, tuple[str, str]] = {
@@ -64,7 +106,7 @@ def load_config(
     raw: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
     if path is not None:
         for section, values in _read_toml(path).items():
-            if section not in SECTIONS:
+            if section not in SECTIONS and not _all_removed(section, values):
                 known = ", ".join(SECTIONS)
                 raise ConfigError(f"{section}: unknown config section (known: {known})")
             if not isinstance(values, dict):
@@ -106,7 +148,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 
 
+def _all_removed(section: str, values: Any) -> bool:
+    """A section whose every key is now a constant ([scoring]): warned about key by key."""
+    return isinstance(values, dict) and all(f"{section}.{key}" in REMOVED for key in values)
+
+
 def _put(raw: dict[str, dict[str, Any]], section: str, key: str, value: Any, origin: str) -> None:
+    if f"{section}.{key}" in REMOVED:
+        log.warning("%s: ignored: now a constant (%s)", origin, REMOVED[f"{section}.{key}"])
+        return
     if section not in SECTIONS:
         raise ConfigError(f"{origin}: unknown config section {section!r}")
     info = field_infos(SECTIONS[section]).get(key)
@@ -174,11 +224,6 @@ def _describe(error: ErrorDetails) -> str:
 
 def _check(config: Config) -> None:
     """What one field cannot say about itself."""
-    memory = config.memory
-    if memory.short_term_keep >= memory.short_term_threshold:
-        raise ConfigError("memory.short_term_keep: must be below memory.short_term_threshold")
-    if memory.long_term_keep >= memory.long_term_threshold:
-        raise ConfigError("memory.long_term_keep: must be below memory.long_term_threshold")
     if not config.ollama.host.startswith(("http://", "https://")):
         raise ConfigError(
             f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}"

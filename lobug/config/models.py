@@ -28,10 +28,11 @@ from lobug.config.memory_sections import (
     LifecycleConfig,
     MemoryConfig,
     ReflectionConfig,
-    ScoringConfig,
     UpkeepConfig,
 )
 from lobug.config.wyoming_section import WyomingConfig
+
+DB_FILE = "lobug.db"  # the database's name in storage.data_dir
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -55,12 +56,6 @@ class ServerConfig:
     max_connections: int = Field(
         default=0, description="open connections at most; 0 = the fd limit less a reserve"
     )
-    header_timeout_s: float = Field(
-        default=10.0, description="how long a request head may take to arrive"
-    )
-    keepalive_timeout_s: float = Field(
-        default=15.0, description="how long an idle keep-alive connection is kept"
-    )
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -73,7 +68,6 @@ class StorageConfig:
         " ProtectSystem=strict only /var/lib/lobug and /var/cache/lobug are writable, so leave"
         " this unset when running as the service.",
     )
-    db_file: str = "lobug.db"
     busy_timeout_ms: int = Field(
         default=5000,
         ge=0,
@@ -105,7 +99,7 @@ class StorageConfig:
 
     @property
     def db_path(self) -> Path:
-        return self.data_dir / self.db_file
+        return self.data_dir / DB_FILE
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -114,13 +108,15 @@ class OllamaConfig:
         default="http://127.0.0.1:11434",
         description="also accepts host, host:port or :port; $OLLAMA_HOST if unset",
     )
-    chat_model: str = "llama3.2"
+    chat_model: str = Field(
+        default="llama3.2", description="the model that answers (`ollama pull` it first)"
+    )
     timeout_s: float = Field(
         default=30.0, gt=0, description="one chat call; past this the device gets chat.apology"
     )
-    health_timeout_s: float = Field(default=1.0, gt=0)
-    health_cache_s: float = 5.0
-    temperature: float = 0.7
+    temperature: float = Field(
+        default=0.7, description="the replies' variety (0 = the same answer every time)"
+    )
     keep_alive: str = Field(
         default="30m",
         description="keep the model loaded between turns (first token is slow otherwise)",
@@ -140,8 +136,13 @@ class ChatConfig:
     session_idle_minutes: float = Field(
         default=30.0, description="a new session starts after this much silence"
     )
-    max_text_chars: int = Field(default=4000, ge=1, le=1_000_000)
-    apology: str = "Sorry, I can't think right now. I'll remember what you said."
+    max_text_chars: int = Field(
+        default=4000, ge=1, le=1_000_000, description="longer typed messages are refused"
+    )
+    apology: str = Field(
+        default="Sorry, I can't think right now. I'll remember what you said.",
+        description="what the device hears when the model cannot answer",
+    )
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -150,7 +151,7 @@ class SpeechConfig:
         default="base.en",
         description='a faster-whisper size ("tiny.en" suits a Pi 3/4) or a model directory',
     )
-    device: str = "cpu"
+    device: str = Field(default="cpu", description='"cuda" with a GPU and its libraries')
     compute_type: str = Field(
         default="int8", description="int8 is the fast choice on ARM and laptop CPUs"
     )
@@ -182,8 +183,12 @@ class SpeechConfig:
     vocabulary_max_tokens: int = Field(
         default=48, ge=0, le=200, description="bound on those names, in Whisper tokens"
     )
-    max_audio_seconds: float = 60.0
-    max_audio_bytes: int = 10 * 1024 * 1024
+    max_audio_seconds: float = Field(
+        default=60.0, description="longer recordings are refused (transcribing is the slow part)"
+    )
+    max_audio_bytes: int = Field(
+        default=10 * 1024 * 1024, description="larger uploads are refused before decoding"
+    )
     load_at_start: bool = Field(
         default=True, description="load the model at startup instead of on the first request"
     )
@@ -193,18 +198,24 @@ class SpeechConfig:
 class EmbeddingConfig:
     backend: Literal["ollama", "openai", "local", "hashing"] = Field(
         default="ollama",
-        description='ollama | openai (llm.base_url) | local (sentence-transformers, extra'
+        description="ollama | openai (llm.base_url) | local (sentence-transformers, extra"
         ' "local-embed") | hashing (tests only)',
     )
-    model: str = "nomic-embed-text"
+    model: str = Field(
+        default="nomic-embed-text", description="the embedding model of the backend above"
+    )
     dim: int = Field(
         default=768,
         ge=1,
         le=8192,
         description="must match the model; a change needs `lobug memory reembed`",
     )
-    batch_size: int = Field(default=32, ge=1, le=4096)
-    timeout_s: float = 10.0
+    batch_size: int = Field(
+        default=32, ge=1, le=4096, description="texts per embedding call (re-embedding, imports)"
+    )
+    timeout_s: float = Field(
+        default=10.0, description="one embedding call; past it search goes on by words alone"
+    )
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -221,9 +232,10 @@ class WorkerConfig:
         le=1000,
         description="then the job is marked failed (kept in the DB, not dropped)",
     )
-    backoff_base_s: float = 2.0
-    backoff_max_s: float = 600.0
-    poll_interval_s: float = 1.0
+    backoff_base_s: float = Field(
+        default=2.0,
+        description="a failed job waits this, doubling per attempt (at most 10 minutes)",
+    )
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -323,7 +335,6 @@ class Config:
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     reflection: ReflectionConfig = Field(default_factory=ReflectionConfig)
-    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
     upkeep: UpkeepConfig = Field(default_factory=UpkeepConfig)
     workers: WorkerConfig = Field(default_factory=WorkerConfig)

@@ -18,6 +18,11 @@ from typing import Any
 from lobug.config import OllamaConfig
 from lobug.llm.lane import LLMLane
 
+# The health probe (/health, the device's status): one model listing may take this long, and
+# its answer is reused this long (a burst of status calls asks the server once).
+HEALTH_TIMEOUT_S = 1.0
+HEALTH_CACHE_S = 5.0
+
 
 class LLMUnavailable(Exception):
     """The server is down, timed out, answered with an error, or the model is missing."""
@@ -133,7 +138,7 @@ class LLMClient(abc.ABC):
                 assert self._health is not None
                 return self._health
             try:
-                names = await asyncio.wait_for(self._list_models(), self.config.health_timeout_s)
+                names = await asyncio.wait_for(self._list_models(), HEALTH_TIMEOUT_S)
                 health = LLMHealth(reachable=True, models=names)
             except Exception as exc:  # noqa: BLE001 - health reports, never raises
                 health = LLMHealth(reachable=False, error=f"{type(exc).__name__}: {exc}")
@@ -141,10 +146,7 @@ class LLMClient(abc.ABC):
             return health
 
     def _cached(self) -> bool:
-        return (
-            self._health is not None
-            and time.monotonic() - self._health_at < self.config.health_cache_s
-        )
+        return self._health is not None and time.monotonic() - self._health_at < HEALTH_CACHE_S
 
     def _failed(self, message: str, kind: str = "down") -> LLMUnavailable:
         self.errors[kind] += 1

@@ -13,7 +13,7 @@ import httpx
 import ollama
 
 from lobug.config import OllamaConfig
-from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, LLMUnavailable, OutputSchema
 from lobug.llm.lane import LLMLane
 from lobug.llm.transport import AiohttpTransport
 
@@ -34,7 +34,7 @@ class OllamaChat(LLMClient):
             host=config.host, timeout=config.timeout_s, transport=AiohttpTransport()
         )
         self._health_client = ollama.AsyncClient(
-            host=config.host, timeout=config.health_timeout_s, transport=AiohttpTransport(limit=2)
+            host=config.host, timeout=HEALTH_TIMEOUT_S, transport=AiohttpTransport(limit=2)
         )
         # Streamed replies need a transport that hands chunks on as they arrive.
         self._stream_client = ollama.AsyncClient(

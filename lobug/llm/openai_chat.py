@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 
 from lobug.config import LLMConfig, OllamaConfig
-from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, LLMUnavailable, OutputSchema
 from lobug.llm.lane import LLMLane
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class OpenAIChat(LLMClient):
         return self._first_model
 
     async def _list_models(self) -> tuple[str, ...]:
-        timeout = aiohttp.ClientTimeout(total=self.config.health_timeout_s)
+        timeout = aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
         async with self._client().get(f"{self.where}/models", timeout=timeout) as resp:
             data = await _json(resp)
         listed = data.get("data") if isinstance(data, dict) else None

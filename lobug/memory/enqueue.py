@@ -15,11 +15,11 @@ KINDS = (EMBED_TURN, EXTRACT, CASCADE_SHORT, CASCADE_LONG, EMBED_MEMORY)
 LLM_KINDS = (EXTRACT, CASCADE_SHORT, CASCADE_LONG)
 
 
-def embed_turn(conn: Any, turn_id: int, *, now: float, max_attempts: int) -> int:
-    return queue.enqueue(conn, EMBED_TURN, {"turn_id": turn_id}, now=now, max_attempts=max_attempts)
+def embed_turn(conn: Any, turn_id: int, *, now: float) -> int:
+    return queue.enqueue(conn, EMBED_TURN, {"turn_id": turn_id}, now=now)
 
 
-def embed_memory(conn: Any, memory_id: int, *, now: float, max_attempts: int) -> int:
+def embed_memory(conn: Any, memory_id: int, *, now: float) -> int:
     """A vector for a memory written without one (remember, restore); one pending per memory."""
     return queue.enqueue(
         conn,
@@ -27,7 +27,6 @@ def embed_memory(conn: Any, memory_id: int, *, now: float, max_attempts: int) ->
         {"memory_id": memory_id},
         now=now,
         dedupe_key=f"{EMBED_MEMORY}:{memory_id}",
-        max_attempts=max_attempts,
     )
 
 
@@ -38,7 +37,6 @@ def extract(
     user_turn_id: int,
     assistant_turn_id: int | None,
     now: float,
-    max_attempts: int,
 ) -> int:
     payload = {
         "user_id": user_id,
@@ -51,11 +49,10 @@ def extract(
         payload,
         now=now,
         dedupe_key=f"{EXTRACT}:{user_turn_id}",
-        max_attempts=max_attempts,
     )
 
 
-def per_user(conn: Any, kind: str, *, user_id: str, now: float, max_attempts: int) -> int:
+def per_user(conn: Any, kind: str, *, user_id: str, now: float) -> int:
     """At most one pending job of `kind` per user (the dedupe key): cascade checks and the
     scheduled upkeep and reflection jobs."""
     return queue.enqueue(
@@ -64,5 +61,4 @@ def per_user(conn: Any, kind: str, *, user_id: str, now: float, max_attempts: in
         {"user_id": user_id},
         now=now,
         dedupe_key=f"{kind}:{user_id}",
-        max_attempts=max_attempts,
     )

@@ -57,7 +57,6 @@ class MemoryJobs:
         policy: WritePolicy,
         recent: RecentVectors | None = None,
         upkeep: UpkeepConfig | None = None,
-        max_attempts: int = 6,
         reflection: ReflectionConfig | None = None,
     ) -> None:
         self.db = db
@@ -87,7 +86,6 @@ class MemoryJobs:
             policy=policy,
             clock=clock,
             timeout_s=config.llm_timeout_s,
-            max_attempts=max_attempts,
             vectors_on=self._vectors_for_extraction,
             # Seed 003's accurate NER for the nightly enrichment only: the memory model,
             # unless extraction keeps it out of memory work (`heuristic`).
@@ -104,7 +102,6 @@ class MemoryJobs:
             memory=config,
             config=reflection or ReflectionConfig(),
             clock=clock,
-            max_attempts=max_attempts,
             on_base_written=cascades.on_base_written,
             query_vector=cascades.query_vector,
             policy=policy,

@@ -3,7 +3,7 @@
 Inline (per turn): embed the user's words, hybrid search over facts, the cached base memory.
 In the turn's transactions: enqueue the durable jobs (embed, extract, cascade checks). In the
 background: jobs (JobRunner), retrieval hits and delta seen-marks flushed every
-`memory.hit_flush_s`, and the periodic GC. The API's calls (query, why, remember, forget,
+`HIT_FLUSH_S`, and the periodic GC. The API's calls (query, why, remember, forget,
 restore, gc) are thin: the work is in `search`, `write` and `lifecycle`.
 """
 
@@ -32,6 +32,7 @@ from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.reflect import notes
 from lobug.memory.search import explain, prompt, runner
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
+from lobug.memory.search.scoring import WEIGHTS
 from lobug.memory.store import memory_events
 from lobug.memory.store.strength import Strength
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
@@ -49,6 +50,10 @@ from lobug.workers.periodic import Periodic, Task
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
+# Constants (issue 24): retrieval hits are counted in memory and written this often (one
+# transaction, not one per query); the persisted reflection schedule is looked at this often.
+HIT_FLUSH_S = 5.0
+REFLECTION_CHECK_S = 3600.0
 
 __all__ = ["InvalidMemory", "MemoryService", "QueryRequest", "QueryResult"]
 
@@ -76,9 +81,7 @@ class MemoryService:
         self.memory = config.memory
         self.clock = clock
         self.owns_llm = owns_llm
-        self.max_attempts = config.workers.max_attempts
-        self.weights = settings.scoring_weights(config.scoring)
-        self.gc_params = settings.gc_params(config.lifecycle, self.weights)
+        self.weights = WEIGHTS
         self.policy = settings.write_policy(config)
         self.hits = HitBuffer()
         self.searches = memory_events.Pending()  # context searches' events, written with the hits
@@ -99,7 +102,6 @@ class MemoryService:
             llm,
             config.memory,
             clock=clock,
-            max_attempts=self.max_attempts,
             on_base_written=self.base_cache.invalidate,
             embedder=embedder,  # the distillation's facts: a broad KNN query (seed 004 §7.2)
             gate=self.gate,
@@ -116,15 +118,12 @@ class MemoryService:
             policy=self.policy,
             recent=recent,
             upkeep=config.upkeep,
-            max_attempts=self.max_attempts,
             reflection=config.reflection,
         )
         # The upkeep jobs' schedule (issue 12) next to the GC's: persisted, caught up once.
         self.periodic.tasks.extend(t for t in self.jobs.upkeep.tasks() if t.interval_s > 0)
-        if config.reflection.enabled and config.reflection.check_interval_s > 0:
-            self.periodic.tasks.append(
-                Task("reflection", config.reflection.check_interval_s, self._think)
-            )
+        if config.reflection.enabled:
+            self.periodic.tasks.append(Task("reflection", REFLECTION_CHECK_S, self._think))
         self._wake: Callable[[], None] = lambda: None
         self._warm: asyncio.Task[None] | None = None
 
@@ -293,39 +292,35 @@ class MemoryService:
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):
-            enqueue.embed_turn(conn, turn.id, now=now, max_attempts=self.max_attempts)
+            enqueue.embed_turn(conn, turn.id, now=now)
         # "yes, remember that" decides pending proposals (seed 001 §10), said by the owner only
         if turn.role == "user" and session_trust(conn, turn.session_id) == "full":
             with _guarded(conn, "consent in user turn", turn.id):
-                consent_chat.on_user_turn(
-                    conn, turn, now=now, policy=self.policy, max_attempts=self.max_attempts
-                )
+                consent_chat.on_user_turn(conn, turn, now=now, policy=self.policy)
         if turn.role == "user" and self.config.upkeep.session_consolidation:
             # A switch to this session ends the device's others: consolidate them (seed 003).
             with _guarded(conn, "session switch", turn.id):
-                sessions.enqueue_ended(conn, turn, now=now, max_attempts=self.max_attempts)
+                sessions.enqueue_ended(conn, turn, now=now)
 
     def on_exchange(
         self, conn: Any, user: TurnRecord, assistant: TurnRecord | None, *, now: float
     ) -> None:
         with _guarded(conn, "exchange", user.id):
             if assistant is not None:
-                enqueue.embed_turn(conn, assistant.id, now=now, max_attempts=self.max_attempts)
+                enqueue.embed_turn(conn, assistant.id, now=now)
             enqueue.extract(
                 conn,
                 user_id=user.user_id,
                 user_turn_id=user.id,
                 assistant_turn_id=assistant.id if assistant else None,
                 now=now,
-                max_attempts=self.max_attempts,
             )
-            if short_cascade_due(conn, user.user_id, self.memory.short_term_threshold):
+            if short_cascade_due(conn, user.user_id):
                 enqueue.per_user(
                     conn,
                     enqueue.CASCADE_SHORT,
                     user_id=user.user_id,
                     now=now,
-                    max_attempts=self.max_attempts,
                 )
 
     def wake(self) -> None:
@@ -338,7 +333,6 @@ class MemoryService:
             self.categories,
             policy=self.policy,
             clock=self.clock,
-            max_attempts=self.max_attempts,
             wake=self.wake,
         )
 
@@ -406,11 +400,8 @@ class MemoryService:
         """One GC pass (scores, promotion, archive, TTL, purge, vectors owed) and the consent
         proposals past their time, in the writer."""
         now = self.clock()
-        result = await self.db.write(
-            partial(
-                gc_pass, now=now, params=self.gc_params, actor=actor, max_attempts=self.max_attempts
-            )
-        )
+        gc = partial(gc_pass, now=now, cfg=self.config.lifecycle, actor=actor)
+        result = await self.db.write(gc)
         result["proposals_expired"] = await self.db.write(partial(consent.expire_due, now=now))
         log.info("memory gc (%s): %s", actor, result)
         return result
@@ -463,7 +454,6 @@ class MemoryService:
                 origin=origin,
                 policy=self.policy,
                 now=self.clock(),
-                max_attempts=self.max_attempts,
                 expires_at=expires_at,
             ),
             cand,
@@ -479,7 +469,7 @@ class MemoryService:
                 purge=purge,
                 actor=actor,
                 now=self.clock(),
-                purge_after_days=self.gc_params.purge_after_days,
+                purge_after_days=self.config.lifecycle.purge_after_days,
             ),
             memory_id,
         )
@@ -487,7 +477,7 @@ class MemoryService:
     async def restore(self, memory_id: int, *, actor: str) -> bool:
         """Archived or soft-deleted → active; its vector is remade by a job."""
         restored = await self.db.write(
-            partial(edits.restore, actor=actor, now=self.clock(), max_attempts=self.max_attempts),
+            partial(edits.restore, actor=actor, now=self.clock()),
             memory_id,
         )
         self._wake()
@@ -518,7 +508,7 @@ class MemoryService:
 
     async def _flush_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.memory.hit_flush_s)
+            await asyncio.sleep(HIT_FLUSH_S)
             try:
                 await self.flush_hits()
             except asyncio.CancelledError:

@@ -8,7 +8,7 @@ head arrives a byte at a time (slowloris) held its socket for as long as the cli
 - past `max_connections` open connections a new one is closed at once (the OS backlog, not
   our fds, absorbs a burst; a client retries);
 - the first request head (request line and headers, up to the blank line) must arrive within
-  `header_timeout_s` of the connection opening; otherwise the connection is closed. Idle
+  `HEADER_TIMEOUT_S` of the connection opening; otherwise the connection is closed. Idle
   keep-alive connections between requests are aiohttp's (`keepalive_timeout`).
 Not covered here: a later head on a kept-alive connection, and a body sent slowly.
 """
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 FD_RESERVE = 128  # descriptors kept for the database, the log, Ollama and model files
 HEAD_END = b"\r\n\r\n"
+HEADER_TIMEOUT_S = 10.0  # a request head must arrive this soon after the connection opens
 
 
 def default_max_connections() -> int:
@@ -40,9 +41,8 @@ def default_max_connections() -> int:
 class Limits:
     """The shared state of every guarded connection of one server."""
 
-    def __init__(self, max_connections: int, header_timeout_s: float) -> None:
+    def __init__(self, max_connections: int) -> None:
         self.max_connections = max_connections
-        self.header_timeout_s = header_timeout_s
         self.open = 0
         self.refused = 0
         self.timed_out = 0
@@ -88,7 +88,7 @@ class Guarded(asyncio.Protocol):
 
     def _arm(self) -> None:
         loop = asyncio.get_running_loop()
-        self.timer = loop.call_later(self.limits.header_timeout_s, self._too_slow)
+        self.timer = loop.call_later(HEADER_TIMEOUT_S, self._too_slow)
 
     def _too_slow(self) -> None:
         self.timer = None

@@ -20,7 +20,6 @@ class Job:
     payload: dict[str, Any]
     state: str
     attempts: int
-    max_attempts: int
     run_after: float
     last_error: str | None
     created_at: float
@@ -34,7 +33,6 @@ class Job:
             payload=json.loads(row["payload"]),
             state=row["state"],
             attempts=row["attempts"],
-            max_attempts=row["max_attempts"],
             run_after=row["run_after"],
             last_error=row["last_error"],
             created_at=row["created_at"],
@@ -53,7 +51,6 @@ def enqueue(
     now: float,
     run_after: float | None = None,
     dedupe_key: str | None = None,
-    max_attempts: int = 6,
 ) -> int:
     """Add a job; with a dedupe_key, an equal pending/running job is reused instead."""
     if dedupe_key is not None:
@@ -65,9 +62,9 @@ def enqueue(
             return int(row[0])
     try:
         cur = conn.execute(
-            "INSERT INTO jobs (kind, payload, state, attempts, max_attempts, run_after, dedupe_key,"
-            " created_at, updated_at) VALUES (?, ?, 'pending', 0, ?, ?, ?, ?, ?)",
-            (kind, json.dumps(payload), max_attempts, run_after or now, dedupe_key, now, now),
+            "INSERT INTO jobs (kind, payload, state, attempts, run_after, dedupe_key, created_at,"
+            " updated_at) VALUES (?, ?, 'pending', 0, ?, ?, ?, ?)",
+            (kind, json.dumps(payload), run_after or now, dedupe_key, now, now),
         )
     except (IntegrityError, _stdlib_sqlite3.IntegrityError):  # raced dedupe (same writer: rare)
         row = conn.execute("SELECT id FROM jobs WHERE dedupe_key = ?", (dedupe_key,)).fetchone()
@@ -107,14 +104,17 @@ def fail(
     *,
     now: float,
     retry_in: float | None,
+    max_attempts: int,
     permanent: bool = False,
     exhaustible: bool = True,
 ) -> str:
     """Record a failure: back to pending after `retry_in`, or `failed` when out of attempts.
 
-    `exhaustible=False` (a dependency outage) keeps the job pending however often it failed.
+    `max_attempts` is the worker's `workers.max_attempts`, read now (the `jobs.max_attempts`
+    column of m001 is no longer written or read). `exhaustible=False` (a dependency outage)
+    keeps the job pending however often it failed.
     """
-    out_of_attempts = exhaustible and job.attempts >= job.max_attempts
+    out_of_attempts = exhaustible and job.attempts >= max_attempts
     if permanent or retry_in is None or out_of_attempts:
         conn.execute(
             "UPDATE jobs SET state = 'failed', last_error = ?, updated_at = ? WHERE id = ?",

@@ -16,6 +16,8 @@ from lobug.workers import queue
 from lobug.workers.queue import Job
 
 log = logging.getLogger(__name__)
+POLL_INTERVAL_S = 1.0  # an idle worker looks for a job this often (a new job wakes it at once)
+BACKOFF_MAX_S = 600.0  # the longest wait between two attempts (workers.backoff_base_s doubles)
 
 Handler = Callable[[Job], Awaitable[None]]
 
@@ -24,7 +26,7 @@ class RetryLater(Exception):
     """A dependency is down (LLM, embedder): try again after the backoff.
 
     An outage delays work, it never drops it: such retries do not run out of attempts (the
-    backoff is capped at `workers.backoff_max_s`, so work resumes soon after the outage ends).
+    backoff is capped at `BACKOFF_MAX_S`, so work resumes soon after the outage ends).
     """
 
 
@@ -129,7 +131,7 @@ class JobRunner:
             if job is None:
                 self._wake.clear()
                 try:
-                    await asyncio.wait_for(self._wake.wait(), self.config.poll_interval_s)
+                    await asyncio.wait_for(self._wake.wait(), POLL_INTERVAL_S)
                 except TimeoutError:
                     pass
                 continue
@@ -151,12 +153,12 @@ class JobRunner:
             try:
                 await self.db.write(
                     lambda c: queue.defer(
-                        c, job, reason, now=self.clock(), retry_in=self.config.poll_interval_s
+                        c, job, reason, now=self.clock(), retry_in=POLL_INTERVAL_S
                     )
                 )
                 return
             except Exception:  # noqa: BLE001 - still full or busy: wait and try again
-                await asyncio.sleep(self.config.poll_interval_s)
+                await asyncio.sleep(POLL_INTERVAL_S)
 
     async def _run(self, job: Job) -> None:
         handler = self.handlers[job.kind]
@@ -198,6 +200,7 @@ class JobRunner:
                 error,
                 now=self.clock(),
                 retry_in=delay,
+                max_attempts=self.config.max_attempts,
                 permanent=permanent,
                 exhaustible=exhaustible,
             )
@@ -209,7 +212,7 @@ class JobRunner:
             job.kind,
             job.id,
             job.attempts,
-            job.max_attempts,
+            self.config.max_attempts,
             error,
             "gave up: marked failed" if state == "failed" else f"retrying in {delay:.1f}s",
         )
@@ -217,7 +220,7 @@ class JobRunner:
     def backoff(self, attempts: int) -> float:
         base = self.config.backoff_base_s * (2 ** max(0, attempts - 1))
         # Jitter keeps retries of many jobs from hitting a recovering Ollama all at once.
-        return float(min(self.config.backoff_max_s, base * random.uniform(0.8, 1.2)))
+        return float(min(BACKOFF_MAX_S, base * random.uniform(0.8, 1.2)))
 
     def stats(self) -> dict[str, Any]:
         return {"processed": self.processed, "failures": self.failures, "workers": len(self._tasks)}

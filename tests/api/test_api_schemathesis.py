@@ -51,7 +51,6 @@ class LiveApp:
                 "ollama.timeout_s": 1.0,
                 "embedding.backend": "hashing",
                 "embedding.dim": 64,
-                "workers.poll_interval_s": 0.05,
                 "log.level": "WARNING",
                 "api.tokens": [{"token": TOKEN, "trust": "full", "agent": "owner"}],
             },

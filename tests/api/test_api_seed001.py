@@ -9,11 +9,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from api_kit import ids, make_app
 from memory_kit import drain
 
 from lobug import keys
 from lobug.llm.embedders import EmbeddingUnavailable
+from lobug.memory import service as memory_service
 from lobug.memory.vectors import knn
 from lobug.storage.vectors import unpack
 
@@ -170,9 +172,10 @@ async def test_turns_accept_and_validate_writer_ids(make_client: Callable[..., A
 
 
 async def test_threshold_is_the_query_similarity_floor(
-    make_client: Callable[..., Any], clock: Any
+    make_client: Callable[..., Any], clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = await make_app(make_client, **{"memory.hit_flush_s": 3600})  # scores stay put
+    monkeypatch.setattr(memory_service, "HIT_FLUSH_S", 3600)  # scores stay put
+    app = await make_app(make_client)
     facts = [
         "The user paddles a blue kayak on river trips with Sam.",
         "The blue kayak leaks a little after long river trips.",

@@ -79,7 +79,7 @@ async def test_importing_the_same_file_twice_stores_every_turn_once(
     tmp_path: Path, ollama: tuple[FakeOllamaState, str]
 ) -> None:
     _, url = ollama
-    config = config_file(tmp_path, url, memory="short_term_threshold = 6\nshort_term_keep = 2")
+    config = config_file(tmp_path, url)
     lines = [
         {"session_id": f"s{i % 4}", "role": "user" if i % 2 == 0 else "assistant",
          "text": f"line {i % 30}", **({"ts": 1_700_000_000 + i} if i % 3 else {})}

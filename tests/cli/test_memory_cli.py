@@ -30,7 +30,7 @@ def config_file(tmp_path: Path, url: str, dim: int = 64) -> Path:
     path = tmp_path / f"lobug-{dim}.toml"
     path.write_text(
         f'[storage]\ndata_dir = "{tmp_path / "data"}"\n'
-        f'[ollama]\nhost = "{url}"\ntimeout_s = 2.0\nhealth_timeout_s = 1.0\n'
+        f'[ollama]\nhost = "{url}"\ntimeout_s = 2.0\n'
         f'[embedding]\nbackend = "hashing"\ndim = {dim}\n'
         f"[workers]\nbackoff_base_s = 0.05\n"
         f'[memory]\nllm_timeout_s = 2.0\n[log]\nlevel = "WARNING"\n',

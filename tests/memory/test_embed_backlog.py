@@ -24,10 +24,8 @@ def test_gathering_pending_embed_jobs_reads_an_index_not_the_backlog(tmp_path: P
             "INSERT INTO turns (session_id, role, text, ts) VALUES ('s', 'user', ?, ?)",
             (f"turn {i}", float(i)),
         )
-        enqueue.embed_turn(conn, i, now=float(i), max_attempts=3)
-        enqueue.extract(
-            conn, user_id="default", user_turn_id=i, assistant_turn_id=None, now=i, max_attempts=3
-        )
+        enqueue.embed_turn(conn, i, now=float(i))
+        enqueue.extract(conn, user_id="default", user_turn_id=i, assistant_turn_id=None, now=i)
     conn.execute("COMMIT")
     statements: list[str] = []
     conn.set_trace_callback(statements.append)

@@ -29,8 +29,8 @@ def closed_by_server(sock: socket.socket, within: float) -> bool:
 
 
 async def test_idle_and_slow_sockets_are_cut_and_health_answers(daemons: DaemonPool) -> None:
-    env = {"LOBUG_SERVER_MAX_CONNECTIONS": "40", "LOBUG_SERVER_HEADER_TIMEOUT_S": "1"}
-    daemon = await daemons.start(env=env)
+    env = {"LOBUG_SERVER_MAX_CONNECTIONS": "40"}
+    daemon = await daemons.start(env=env, extra_args=["--header-timeout-s", "1"])
     flood = [s for s in (idle_socket(daemon.port) for _ in range(120)) if s is not None]
     slow = idle_socket(daemon.port)
     try:

@@ -12,6 +12,7 @@ from lobug.config import WorkerConfig
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.workers import queue
+from lobug.workers import runner as runner_module
 from lobug.workers.queue import Job
 from lobug.workers.runner import JobRunner, NotReady, PermanentFailure, RetryLater
 
@@ -24,6 +25,11 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(autouse=True)
+def fast_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_module, "POLL_INTERVAL_S", 0.02)
+
+
 @pytest.fixture
 async def db(tmp_path: Path) -> Any:
     database = Database(tmp_path / "q.db")
@@ -34,7 +40,7 @@ async def db(tmp_path: Path) -> Any:
 
 
 def config(**kw: Any) -> WorkerConfig:
-    return WorkerConfig(**{"concurrency": 2, "poll_interval_s": 0.02, "backoff_base_s": 10.0, **kw})
+    return WorkerConfig(**{"concurrency": 2, "backoff_base_s": 10.0, **kw})
 
 
 async def state_of(db: Database, job_id: int) -> Any:
@@ -83,8 +89,8 @@ async def test_out_of_attempts_is_failed_with_error_kept(db: Database) -> None:
     async def broken(job: Job) -> None:
         raise RuntimeError("bad model output")
 
-    runner = JobRunner(db, config(backoff_base_s=0.0), clock, {"extract": broken})
-    job_id = await db.write(lambda c: queue.enqueue(c, "extract", {}, now=clock(), max_attempts=3))
+    runner = JobRunner(db, config(backoff_base_s=0.0, max_attempts=3), clock, {"extract": broken})
+    job_id = await db.write(lambda c: queue.enqueue(c, "extract", {}, now=clock()))
     for _ in range(3):
         await runner.run_until_idle()
     row = await state_of(db, job_id)
@@ -157,14 +163,18 @@ async def test_workers_are_bounded_and_woken(db: Database) -> None:
     assert peak == 2
 
 
-async def test_outages_never_exhaust_attempts(db: Database) -> None:
+async def test_outages_never_exhaust_attempts(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = Clock()
+    monkeypatch.setattr(runner_module, "BACKOFF_MAX_S", 5.0)
 
     async def down(job: Job) -> None:
         raise RetryLater("ollama down")
 
-    runner = JobRunner(db, config(backoff_base_s=1.0, backoff_max_s=5.0), clock, {"extract": down})
-    job_id = await db.write(lambda c: queue.enqueue(c, "extract", {}, now=clock(), max_attempts=2))
+    cfg = config(backoff_base_s=1.0, max_attempts=2)
+    runner = JobRunner(db, cfg, clock, {"extract": down})
+    job_id = await db.write(lambda c: queue.enqueue(c, "extract", {}, now=clock()))
     for _ in range(6):
         await runner.run_until_idle()
         clock.now += 10

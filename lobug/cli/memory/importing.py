@@ -82,8 +82,6 @@ async def run_import(args: argparse.Namespace, config: Config) -> int:
                 partners=partners,
                 now=time.time(),
                 user_id=args.user,
-                threshold=config.memory.short_term_threshold,
-                max_attempts=config.workers.max_attempts,
                 result=result,
             )
             await db.write(store, batch)
@@ -202,7 +200,7 @@ async def import_file_records(
 ) -> RecordReport:
     def write(conn: Any) -> RecordReport:
         report = import_records(conn, records, user_id=user_id)
-        enqueue_vectors(conn, report, now=time.time(), max_attempts=config.workers.max_attempts)
+        enqueue_vectors(conn, report, now=time.time())
         return report
 
     report = await db.write(write)

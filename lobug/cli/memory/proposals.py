@@ -86,7 +86,6 @@ async def _run(handler: Action, args: argparse.Namespace, config: Config, *, emb
                 records.policy,
                 policy=settings.write_policy(config),
                 clock=time.time,
-                max_attempts=config.workers.max_attempts,
             )
             data, text = await handler(args, desk, principal)
             if records.memory is not None:

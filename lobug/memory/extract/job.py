@@ -430,7 +430,6 @@ class ExtractJob:
                 now=now,
                 run_after=now + self.refine_after_s,
                 dedupe_key=f"{enqueue.EXTRACT}:{user.id}:refine",
-                max_attempts=job.max_attempts,
             )
         # Done in the same transaction as the facts: a crash now cannot make them twice.
         batch.clear(conn, job.id)

@@ -21,13 +21,17 @@ from lobug.memory.store.rows import add_history
 KINDS = ("fact", "insight", "procedural", "reflection")
 IN_KINDS = "kind IN ('fact', 'insight', 'procedural', 'reflection')"
 SEEN = "COALESCE(last_accessed, created_at)"  # "last seen": the last use, else creation
+# The TTL (seed 001 §7): idle this long AND importance below this (the default importance of an
+# ordinary memory), never used, never said again, mid layer, not pinned.
+TTL_IDLE_DAYS = 60.0
+TTL_IMPORTANCE_BELOW = 0.5
 
 
 def ttl_soft_delete(
     conn: Any,
     now: float,
-    idle_days: float = 60.0,
-    importance_below: float = 0.5,
+    idle_days: float = TTL_IDLE_DAYS,
+    importance_below: float = TTL_IMPORTANCE_BELOW,
     purge_after_days: float = 30.0,
     *,
     actor: str = "system",

@@ -18,8 +18,9 @@ import json
 from collections import Counter
 from typing import Any
 
+from lobug.config import LifecycleConfig
 from lobug.memory import enqueue
-from lobug.memory.lifecycle.policies import GcParams, run_gc
+from lobug.memory.lifecycle.policies import run_gc
 from lobug.memory.store import delta, memory_events
 from lobug.memory.vectors.knn import facts_without_vector
 
@@ -36,11 +37,9 @@ _WHAT = {"deleted": "archived", "soft_deleted": "set aside for deletion"}
 VECTOR_SWEEP = 500  # facts queued for a vector per pass at most
 
 
-def gc_pass(
-    conn: Any, *, now: float, params: GcParams, actor: str, max_attempts: int = 6
-) -> dict[str, int]:
+def gc_pass(conn: Any, *, now: float, cfg: LifecycleConfig, actor: str) -> dict[str, int]:
     before = conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
-    counts = run_gc(conn, now, params, actor=actor)
+    counts = run_gc(conn, now, cfg, actor=actor)
     memory_events.from_history(conn, before, node=memory_events.WORKER, now=now)  # seed 001 §14
     memory_events.prune(conn, now=now)
     rows = conn.execute(
@@ -60,5 +59,5 @@ def gc_pass(
         summary = f"{n} {unused}memor{'y' if n == 1 else 'ies'} {_WHAT[event]} ({detail})"
         delta.bump(conn, None, None, event, {"summary": summary, "count": n}, now, user_id)
     for memory_id in facts_without_vector(conn, VECTOR_SWEEP):
-        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+        enqueue.embed_memory(conn, memory_id, now=now)
     return {key: int(counts.get(key, 0)) for key in GC_KEYS}

@@ -19,9 +19,9 @@ Summaries belong to the cascades and are left alone here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from lobug.config import LifecycleConfig
 from lobug.memory.lifecycle.forgetting import (
     IN_KINDS,
     SEEN,
@@ -33,12 +33,11 @@ from lobug.memory.lifecycle.forgetting import (
 )
 from lobug.memory.lifecycle.purge import purge_due, purge_memory
 from lobug.memory.lifecycle.status import change_status
-from lobug.memory.search.scoring import DAY, ScoringWeights, memory_score
+from lobug.memory.search.scoring import DAY, WEIGHTS, ScoringWeights, memory_score
 from lobug.memory.store.rows import add_history
 from lobug.memory.store.strength import retrievability, seen_at
 
 __all__ = [
-    "GcParams",
     "capacity_cleanup",
     "confirm",
     "demote_or_archive",
@@ -54,17 +53,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class GcParams:
-    weights: ScoringWeights = field(default_factory=ScoringWeights)
-    purge_after_days: float = 30.0  # seed 001 §7
-    promote_hits: int = 3  # seed 000
-    promote_seen_within_days: float = 7.0
-    archive_score_below: float = 0.5
-    archive_idle_days: float = 30.0
-    mid_capacity: int = 500
-    ttl_idle_days: float = 60.0
-    ttl_importance_below: float = 0.5  # below the default importance of an ordinary memory
+# The GC's thresholds (constants, issue 24; what an owner sets is in LifecycleConfig).
+PROMOTE_HITS = 3  # seed 000: mid → long once used this often...
+PROMOTE_SEEN_WITHIN_DAYS = 7.0  # ...and seen within this window
+ARCHIVE_SCORE_BELOW = 0.5  # a mid memory scoring below this is archived, a long one demoted
+MID_CAPACITY = 500  # mid memories per user; the weakest beyond are archived
 
 
 def store_scores(conn: Any, now: float, weights: ScoringWeights) -> int:
@@ -87,8 +80,8 @@ def store_scores(conn: Any, now: float, weights: ScoringWeights) -> int:
 def promote(
     conn: Any,
     now: float,
-    hits_min: int = 3,
-    seen_within_days: float = 7.0,
+    hits_min: int = PROMOTE_HITS,
+    seen_within_days: float = PROMOTE_SEEN_WITHIN_DAYS,
     *,
     actor: str = "system",
 ) -> int:
@@ -107,7 +100,7 @@ def demote_or_archive(
     conn: Any,
     now: float,
     weights: ScoringWeights,
-    score_below: float = 0.5,
+    score_below: float = ARCHIVE_SCORE_BELOW,
     max_age_days: float = 30.0,
     *,
     actor: str = "system",
@@ -148,13 +141,12 @@ def demote_or_archive(
 def capacity_cleanup(
     conn: Any,
     now: float,
-    mid_capacity: int = 500,
-    weights: ScoringWeights | None = None,
+    mid_capacity: int = MID_CAPACITY,
+    weights: ScoringWeights = WEIGHTS,
     *,
     actor: str = "system",
 ) -> int:
     """Archive the lowest-scored unpinned mid memories of each user beyond mid_capacity."""
-    weights = weights or ScoringWeights()
     archived = 0
     users = conn.execute(
         f"SELECT user_id, COUNT(*) AS n FROM memories WHERE status = 'active' AND layer = 'mid'"
@@ -191,21 +183,18 @@ def capacity_cleanup(
 
 
 def run_gc(
-    conn: Any, now: float, params: GcParams | None = None, *, actor: str = "system"
+    conn: Any, now: float, cfg: LifecycleConfig | None = None, *, actor: str = "system"
 ) -> dict[str, int]:
     """One GC pass (seed 000 order): expiry (seed 002), scores, promote, archive, capacity,
-    TTL, purge."""
-    p = params or GcParams()
-    expired = expire(conn, now, p.purge_after_days, actor=actor)
-    rescored = store_scores(conn, now, p.weights)
-    promoted = promote(conn, now, p.promote_hits, p.promote_seen_within_days, actor=actor)
-    moved = demote_or_archive(
-        conn, now, p.weights, p.archive_score_below, p.archive_idle_days, actor=actor
-    )
-    evicted = capacity_cleanup(conn, now, p.mid_capacity, p.weights, actor=actor)
-    ttl = ttl_soft_delete(
-        conn, now, p.ttl_idle_days, p.ttl_importance_below, p.purge_after_days, actor=actor
-    )
+    TTL, purge. From the config: purge_after_days and archive_idle_days; the rest are the
+    module constants."""
+    cfg = cfg or LifecycleConfig()
+    expired = expire(conn, now, cfg.purge_after_days, actor=actor)
+    rescored = store_scores(conn, now, WEIGHTS)
+    promoted = promote(conn, now, actor=actor)
+    moved = demote_or_archive(conn, now, WEIGHTS, max_age_days=cfg.archive_idle_days, actor=actor)
+    evicted = capacity_cleanup(conn, now, actor=actor)
+    ttl = ttl_soft_delete(conn, now, purge_after_days=cfg.purge_after_days, actor=actor)
     purged = purge_due(conn, now, actor)
     return {
         "rescored": rescored,

@@ -94,9 +94,8 @@ class Recall:
                 (enqueue.EXTRACT, f"{enqueue.EXTRACT}:{turn.id}"),
             ).fetchone()
             return turn, None if row is None else int(row[0])
-        if short_cascade_due(conn, user_id, memory.memory.short_term_threshold):
-            enqueue.per_user(conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now,
-                            max_attempts=memory.max_attempts)  # fmt: skip
+        if short_cascade_due(conn, user_id):
+            enqueue.per_user(conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now)
         return turn, None
 
     async def _await(self, job_id: int, wait_s: float) -> str:

@@ -275,7 +275,6 @@ class Records:
                     if_match=if_match,
                     user_id=user_id,
                     now=self.clock(),
-                    max_attempts=memory.max_attempts if memory is not None else 6,
                 ),
                 self.scope(principal),
                 memory_id,

@@ -54,7 +54,6 @@ def update(
     if_match: str | None,
     user_id: str,
     now: float,
-    max_attempts: int,
 ) -> None:
     """PATCH: only the given fields; 409 when `if_match` is not the memory's current ETag;
     InvalidMemory when new content breaks the writing constraints of the memory's kind."""
@@ -104,7 +103,7 @@ def update(
         # drop it now; an active memory gets a new one from an embed_memory job.
         knn.drop_memory_vector(conn, memory_id)
         if status == "active":
-            enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+            enqueue.embed_memory(conn, memory_id, now=now)
     event, change = STATUS_EVENTS.get(status, ("UPDATE", "updated"))
     if status == row["status"]:
         event, change = "UPDATE", "updated"

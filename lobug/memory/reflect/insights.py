@@ -149,7 +149,6 @@ def store_insights(
     found: list[tuple[str, tuple[str, ...], float]],
     *,
     now: float,
-    max_attempts: int,
     cfg: MemoryConfig,
     policy: WritePolicy,
 ) -> list[int]:
@@ -172,7 +171,7 @@ def store_insights(
             tags=tags,
         )
         link_entities(conn, memory_id, entities_of(text), user_id, now)
-        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+        enqueue.embed_memory(conn, memory_id, now=now)
         written.append(memory_id)
         consent.from_insight(
             conn,
@@ -184,7 +183,6 @@ def store_insights(
             policy=policy,
             now=now,
             actor=ACTOR,
-            max_attempts=max_attempts,
         )
     marks.put(conn, TASK, user_id, now)
     return written

@@ -48,7 +48,6 @@ class Thinking:
         memory: MemoryConfig,
         config: ReflectionConfig,
         clock: Callable[[], float],
-        max_attempts: int,
         on_base_written: Callable[[str], None] = lambda _: None,
         query_vector: Callable[[str], Awaitable[list[float] | None]] | None = None,
         policy: WritePolicy | None = None,
@@ -58,7 +57,6 @@ class Thinking:
         self.memory = memory
         self.config = config
         self.clock = clock
-        self.max_attempts = max_attempts
         self.on_base_written = on_base_written
         # The early base memory's broad KNN query (`Cascades.query_vector`); None: top facts.
         self.query_vector = query_vector or _no_vector
@@ -83,20 +81,15 @@ class Thinking:
                     user_id,
                     now=now,
                     every_days=cfg.reflection_every_days,
-                    min_facts=cfg.reflection_min_facts,
                 ),
                 INSIGHTS: insights.due(
                     conn, user_id, now=now, every_hours=cfg.insights_every_hours
                 ),
-                BASE_FROM_FACTS: early_base.due(conn, user_id, cfg.base_from_facts_min)
+                BASE_FROM_FACTS: early_base.due(conn, user_id)
                 and not marks.quiet(conn, BASE_FROM_FACTS, user_id, now, budget.DAY_S),
             }
             for kind in (k for k, is_due in due.items() if is_due):
-                ids.append(
-                    enqueue.per_user(
-                        conn, kind, user_id=user_id, now=now, max_attempts=self.max_attempts
-                    )
-                )
+                ids.append(enqueue.per_user(conn, kind, user_id=user_id, now=now))
         return ids
 
     # -- handlers --------------------------------------------------------------------------------
@@ -106,7 +99,6 @@ class Thinking:
             reflection.due,
             now=self.clock(),
             every_days=cfg.reflection_every_days,
-            min_facts=cfg.reflection_min_facts,
         )
         if not await self.db.read(check, user_id):
             return
@@ -121,7 +113,6 @@ class Thinking:
                 now=self.clock(),
                 every_days=cfg.reflection_every_days,
                 facts=len(facts),
-                max_attempts=self.max_attempts,
             ),
             user_id,
             text,
@@ -151,7 +142,6 @@ class Thinking:
             partial(
                 insights.store_insights,
                 now=self.clock(),
-                max_attempts=self.max_attempts,
                 cfg=self.memory,
                 policy=self.policy,
             ),
@@ -161,8 +151,8 @@ class Thinking:
         log.info("theory-of-mind insights for %s: %s", user_id, ids or "none")
 
     async def base(self, job: Job) -> None:
-        user_id, min_facts = _user(job), self.config.base_from_facts_min
-        if not await self.db.read(early_base.due, user_id, min_facts):
+        user_id = _user(job)
+        if not await self.db.read(early_base.due, user_id):
             return
         current = await self.db.read(base_memory.get_base, user_id)
         vector = await self.query_vector(early_base.query(current))

@@ -1,7 +1,7 @@
 """The weekly reflection (seed 003): a paragraph looking back over the week's facts.
 
 Due when the user's last reflection is at least `reflection_every_days` old (or there is none)
-and at least `reflection_min_facts` facts were learned in the last 7 days. Stored as a memory of
+and at least `MIN_FACTS` facts were learned in the last 7 days. Stored as a memory of
 kind `reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the
 latest one (`notes`).
 
@@ -34,6 +34,7 @@ MAX_ITEMS = 200  # facts and episodes of the week, at most (seed 003)
 INPUT_CHARS = 8000  # of them all, what a 4k-token context holds beside the prompt and answer
 TURN_CHARS = 300  # of one thing the user said
 GIVE_UP_S = 86400.0  # after nonsense twice, the next try waits a day
+MIN_FACTS = 3  # new facts in 7 days the reflection needs
 _LABEL = re.compile(r"^(?:weekly )?reflection\s*:\s*", re.IGNORECASE)
 
 
@@ -101,7 +102,7 @@ def fit(
     return taken[0], taken[1]
 
 
-def due(conn: Any, user_id: str, *, now: float, every_days: float, min_facts: int) -> bool:
+def due(conn: Any, user_id: str, *, now: float, every_days: float) -> bool:
     if marks.quiet(conn, TASK, user_id, now, GIVE_UP_S):
         return False
     last = latest(conn, user_id)
@@ -112,7 +113,7 @@ def due(conn: Any, user_id: str, *, now: float, every_days: float, min_facts: in
         " AND created_at >= ?",
         (user_id, now - WEEK_S),
     ).fetchone()[0]
-    return int(count) >= min_facts
+    return int(count) >= MIN_FACTS
 
 
 def inputs(conn: Any, user_id: str, now: float) -> tuple[list[str], list[str]]:
@@ -142,7 +143,6 @@ def store_reflection(
     now: float,
     every_days: float,
     facts: int,
-    max_attempts: int,
 ) -> int | None:
     """Write the reflection unless another run wrote one meanwhile; its vector is a job."""
     last = latest(conn, user_id)
@@ -160,5 +160,5 @@ def store_reflection(
         tags=("weekly",),
         history_meta={"facts": facts},
     )
-    enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+    enqueue.embed_memory(conn, memory_id, now=now)
     return memory_id

@@ -3,7 +3,7 @@
 A retrieval must not cost a write transaction: the writer is shared with the background jobs,
 and a turn would queue behind a long extraction or GC pass. So `HitBuffer.add` only counts and
 `SeenMarks.mark` only remembers which delta revision a session was shown; the service's flush
-(every `memory.hit_flush_s`, and at shutdown) writes both in one transaction: `hits += n`,
+(every `service.HIT_FLUSH_S`, and at shutdown) writes both in one transaction: `hits += n`,
 `last_accessed = the last retrieval`, the memory's strength reinforced once (a use, however
 many retrievals the interval held: `store.strength`) and one HIT history row per memory with
 the old and new count; each session's seen revision (`delta.mark_seen`). A crash loses at most

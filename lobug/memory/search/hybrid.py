@@ -28,9 +28,9 @@ from lobug.memory.search.corpus import (
 from lobug.memory.search.fts import fts_available
 from lobug.memory.search.lexical import bm25_ranks, text_ranks
 from lobug.memory.search.scoring import Fused, RescoreBreakdown, ScoringWeights, fuse, rescore
+from lobug.memory.vectors import knn
+from lobug.memory.vectors.knn import VEC_MAX_K
 from lobug.storage.sqlite import has_table
-from lobug.storage.vector_index import index_of
-from lobug.storage.vectors import pack
 
 # The whole retrieval surface in one place: corpus and filter types, the lexical lists.
 __all__ = [
@@ -48,7 +48,6 @@ __all__ = [
     "vector_ranks",
 ]
 
-VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
 LIST_ORDER = (
     "vector",
     "bm25",
@@ -89,47 +88,13 @@ def vector_knn(
     *,
     corpus: Corpus = MEMORIES,
     flt: SearchFilter | None = None,
-    oversample: float = 1.25,
     max_distance: float | None = None,
 ) -> list[tuple[int, float]]:
     """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first."""
-    if k <= 0:
-        return []
-    flt = flt or SearchFilter()
-    index = index_of(conn)
-    if index is not None:  # the daemon: exact search over its in-memory copy of the vectors
-        return index.nearest(
-            conn,
-            corpus.vectors,
-            query_vec,
-            k,
-            accept=partial(visible_ids, conn, corpus, flt),
-            max_distance=max_distance,
-        )
-    blob = pack(query_vec)
-    # vec0 cannot filter by our columns: fetch more neighbours than k, filter, and widen the
-    # net while invisible rows (other users, archived, other stores) crowd out the visible.
-    # The exact scan costs more with a larger k, so start a little above it: one user's active
-    # facts (the common case) need no more.
-    fetch = min(VEC_MAX_K, max(k + 8, int(k * oversample)))
-    while True:
-        near = conn.execute(
-            f"SELECT {corpus.vec_key}, distance FROM {corpus.vectors}"
-            f" WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-            (blob, fetch),
-        ).fetchall()
-        # A zero query vector (no words the embedder knows) has no cosine distance at all.
-        fetched = len(near)
-        near = [r for r in near if r[1] is not None]
-        far = max_distance is not None and bool(near) and float(near[-1][1]) > max_distance
-        if max_distance is not None:
-            near = [r for r in near if float(r[1]) <= max_distance]
-        visible = visible_ids(conn, corpus, flt, [int(r[0]) for r in near])
-        hits = [(int(r[0]), float(r[1])) for r in near if int(r[0]) in visible]
-        # Past the distance floor a wider net cannot find anything closer.
-        if len(hits) >= k or far or fetched < fetch or fetch >= VEC_MAX_K:
-            return hits[:k]
-        fetch = min(VEC_MAX_K, fetch * 4)
+    visible = partial(visible_ids, conn, corpus, flt or SearchFilter())
+    return knn.nearest(
+        conn, corpus.vectors, query_vec, k, accept=visible, max_distance=max_distance
+    )
 
 
 def vector_ranks(

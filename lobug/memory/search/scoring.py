@@ -1,6 +1,7 @@
 """Ranking arithmetic: the seed-000 memory score, reciprocal-rank fusion, Ebbinghaus decay.
 
-Formulas (weights in `ScoringWeights`; ages in days, computed from an explicit `now`):
+Formulas (weights in `ScoringWeights`, constants rather than settings: issue 24; ages in days,
+computed from an explicit `now`):
 
     memory score (seed 000)
         s = w_freq·ln(1 + hits) + w_recency·exp(−λ·age_days) + w_importance·importance
@@ -42,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lobug.memory.store.strength import retrievability
@@ -69,7 +70,8 @@ LIST_WEIGHTS = {
 
 @dataclass(frozen=True)
 class ScoringWeights:
-    """Every knob of the ranking formulas, with the seed defaults."""
+    """Every knob of the ranking formulas: the seed defaults are the values the daemon ranks
+    with (`WEIGHTS`); scripts/eval_retrieval.py varies them for its sensitivity runs."""
 
     w_freq: float = 1.0
     w_recency: float = 1.0
@@ -89,12 +91,28 @@ class ScoringWeights:
     superseded_weight: float = 0.5  # a newer statement replaced it: after the current value
     hits_cap: int = 20  # ln(1 + hits) saturates here for normalisation; hits beyond add little
 
-    def list_weight(self, name: str) -> float:
-        return float(self.list_weights.get(name, 1.0))
+    def changed(self, changes: Mapping[str, float]) -> ScoringWeights:
+        """A copy with fields, or list weights by list name ("bm25"), changed: what the eval
+        scripts' `--set` varies (scripts/eval_retrieval.py, scripts/eval_conversations.py)."""
+        lists = dict(self.list_weights)
+        knobs: dict[str, Any] = {}
+        for name, value in changes.items():
+            if name in lists:
+                lists[name] = float(value)
+            elif name in ("rrf_k", "bm25_min_words", "hits_cap"):
+                knobs[name] = int(value)
+            elif name in {f.name for f in fields(self)} - {"list_weights"}:
+                knobs[name] = float(value)
+            else:
+                raise ValueError(f"no scoring weight or list named {name!r}")
+        return replace(self, list_weights=lists, **knobs)
 
     @property
     def memory_max(self) -> float:
         return self.w_freq * math.log1p(self.hits_cap) + self.w_recency + self.w_importance
+
+
+WEIGHTS = ScoringWeights()
 
 
 @dataclass(frozen=True)

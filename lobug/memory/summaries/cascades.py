@@ -1,9 +1,9 @@
 """The two cascades of seed 004 §7: turns → summaries → the base memory document.
 
-Short: when a user has ≥ `short_term_threshold` unsummarised messages, all but the newest
-`short_term_keep` become one summary (a `memories` row, kind `summary`, with the turn id range).
-Long: when ≥ `long_term_threshold` summaries are unincorporated, all but the newest
-`long_term_keep` are distilled, with the current base memory and the facts nearest them (a broad
+Short: when a user has ≥ `SHORT_THRESHOLD` unsummarised messages, all but the newest
+`SHORT_KEEP` become one summary (a `memories` row, kind `summary`, with the turn id range).
+Long: when ≥ `LONG_THRESHOLD` summaries are unincorporated, all but the newest
+`LONG_KEEP` are distilled, with the current base memory and the facts nearest them (a broad
 KNN query, top 10), into a new base memory. The LLM is called outside any transaction; its answer
 is written in one transaction that first checks nothing moved meanwhile. A failed call changes
 nothing and the job retries.
@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 SUMMARY_MAX_TOKENS = 320  # one paragraph of 3-5 sentences, with room to spare
 
 ACTOR = "cascade"
+# The cascades' sizes (constants, issue 24); each keep is below its threshold.
+SHORT_THRESHOLD = 30  # unsummarised messages that trigger a summary...
+SHORT_KEEP = 10  # ...of all but this many newest
+LONG_THRESHOLD = 20  # unincorporated summaries that trigger a base-memory rewrite...
+LONG_KEEP = 10  # ...keeping this many newest
 # A backlog (an import, a long outage) is summarised in several calls, each small enough for a
 # small model's context window.
 MAX_BATCH_TURNS = 40
@@ -62,17 +67,18 @@ def count_unsummarized(conn: Any, user_id: str) -> int:
     return int(conn.execute(sql, (user_id,)).fetchone()[0])
 
 
-def short_cascade_due(conn: Any, user_id: str, threshold: int) -> bool:
-    """Whether at least `threshold` messages wait for a summary.
+def short_cascade_due(conn: Any, user_id: str) -> bool:
+    """Whether at least `SHORT_THRESHOLD` messages wait for a summary.
 
-    Asked on every exchange, so it reads at most `threshold` index rows instead of counting a
+    Asked on every exchange, so it reads at most that many index rows instead of counting a
     backlog that grows while the LLM is away.
     """
     sql = (
         "SELECT COUNT(*) FROM (SELECT 1 FROM turns WHERE user_id = ? AND summarized = 0"
         f" AND {_ELIGIBLE} LIMIT ?)"
     )
-    return int(conn.execute(sql, (user_id, threshold)).fetchone()[0]) >= threshold
+    count = int(conn.execute(sql, (user_id, SHORT_THRESHOLD)).fetchone()[0])
+    return count >= SHORT_THRESHOLD
 
 
 def short_batch(conn: Any, user_id: str, threshold: int, keep: int) -> list[TurnLine]:
@@ -109,8 +115,6 @@ def store_summary(
     summary: str,
     *,
     now: float,
-    config: MemoryConfig,
-    max_attempts: int,
 ) -> int | None:
     ids = [line.id for line in lines]
     marks = ",".join("?" * len(ids))
@@ -136,16 +140,14 @@ def store_summary(
     delta.summary_written(conn, user_id, memory_id, summary, now)
     memory_events.emit(conn, "episodic", "create", user_id=user_id, now=now, memory_id=memory_id)
     # Summaries are searchable by meaning too (`knn.VECTOR_KINDS`).
-    enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+    enqueue.embed_memory(conn, memory_id, now=now)
     # Noise (IGNORE, apologies) inside the range is settled with it.
     conn.execute(
         "UPDATE turns SET summarized = 1 WHERE user_id = ? AND summarized = 0 AND id <= ?",
         (user_id, ids[-1]),
     )
-    if count_unincorporated(conn, user_id) >= config.long_term_threshold:
-        enqueue.per_user(
-            conn, enqueue.CASCADE_LONG, user_id=user_id, now=now, max_attempts=max_attempts
-        )
+    if count_unincorporated(conn, user_id) >= LONG_THRESHOLD:
+        enqueue.per_user(conn, enqueue.CASCADE_LONG, user_id=user_id, now=now)
     return memory_id
 
 
@@ -233,7 +235,6 @@ class Cascades:
         config: MemoryConfig,
         *,
         clock: Callable[[], float],
-        max_attempts: int,
         on_base_written: Callable[[str], None],
         embedder: Embedder | None = None,
         gate: VectorGate | None = None,
@@ -242,7 +243,6 @@ class Cascades:
         self.llm = llm
         self.config = config
         self.clock = clock
-        self.max_attempts = max_attempts
         self.on_base_written = on_base_written
         self.embedder = embedder
         self.gate = gate
@@ -265,9 +265,7 @@ class Cascades:
         """Summarise while the threshold is met; returns how many summaries were written."""
         cfg, written = self.config, 0
         while True:
-            lines = await self.db.read(
-                short_batch, user_id, cfg.short_term_threshold, cfg.short_term_keep
-            )
+            lines = await self.db.read(short_batch, user_id, SHORT_THRESHOLD, SHORT_KEEP)
             if not lines:
                 return written
             summary = await ask(
@@ -281,9 +279,7 @@ class Cascades:
                 max_tokens=SUMMARY_MAX_TOKENS,
             )
             memory_id = await self.db.write(
-                partial(
-                    store_summary, now=self.clock(), config=cfg, max_attempts=self.max_attempts
-                ),
+                partial(store_summary, now=self.clock()),
                 user_id,
                 lines,
                 summary,
@@ -298,9 +294,7 @@ class Cascades:
     async def run_long(self, user_id: str) -> int:
         cfg, written = self.config, 0
         while True:
-            batch = await self.db.read(
-                long_batch, user_id, cfg.long_term_threshold, cfg.long_term_keep
-            )
+            batch = await self.db.read(long_batch, user_id, LONG_THRESHOLD, LONG_KEEP)
             if not batch:
                 return written
             summaries = [s.content for s in batch]

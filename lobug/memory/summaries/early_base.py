@@ -1,7 +1,7 @@
 """A base memory before the long cascade has one: distilled from the facts (seed 004 §2.1).
 
 The long cascade needs ~20 summaries (~400 messages) before it writes a base memory; a new user
-should have a profile within days. So once `min_facts` active facts exist and no summary has
+should have a profile within days. So once `MIN_FACTS` active facts exist and no summary has
 been incorporated yet, the base memory is distilled from facts alone (the nearest to a broad
 query about the user, as the long cascade chooses them); again each time the facts have doubled
 since, until the long cascade takes over.
@@ -39,12 +39,15 @@ def distilled_at(conn: Any, user_id: str) -> int:
     return int(row[0]) if row else 0
 
 
-def due(conn: Any, user_id: str, min_facts: int) -> bool:
-    if min_facts <= 0 or cascade_took_over(conn, user_id):
+MIN_FACTS = 8  # a new user's base memory is distilled from facts once this many exist
+
+
+def due(conn: Any, user_id: str) -> bool:
+    if cascade_took_over(conn, user_id):
         return False
     count, before = fact_count(conn, user_id), distilled_at(conn, user_id)
     if before == 0:
-        return count >= min_facts and not base_memory.get_base(conn, user_id).strip()
+        return count >= MIN_FACTS and not base_memory.get_base(conn, user_id).strip()
     return count >= 2 * before
 
 

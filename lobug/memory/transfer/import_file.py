@@ -216,10 +216,10 @@ def import_records(
     return report
 
 
-def enqueue_vectors(conn: Any, report: RecordReport, *, now: float, max_attempts: int) -> int:
+def enqueue_vectors(conn: Any, report: RecordReport, *, now: float) -> int:
     """Durable embed jobs for what the import added (vectors are not exported)."""
     for turn_id in report.turn_ids:
-        enqueue.embed_turn(conn, turn_id, now=now, max_attempts=max_attempts)
+        enqueue.embed_turn(conn, turn_id, now=now)
     active = [
         memory_id
         for memory_id in report.memory_ids
@@ -230,7 +230,7 @@ def enqueue_vectors(conn: Any, report: RecordReport, *, now: float, max_attempts
         ).fetchone()
     ]
     for memory_id in active:
-        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+        enqueue.embed_memory(conn, memory_id, now=now)
     return len(report.turn_ids) + len(active)
 
 

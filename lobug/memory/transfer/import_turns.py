@@ -182,8 +182,6 @@ def store_batch(
     partners: dict[int, int],
     now: float,
     user_id: str,
-    threshold: int,
-    max_attempts: int,
     result: ImportResult,
 ) -> None:
     """One transaction: the turns, their embed jobs, and the extract jobs of whole exchanges.
@@ -229,7 +227,7 @@ def store_batch(
         )
         ids[line.lineno] = turn.id
         stored.add(line.session_id, line.role, ts, line.text)
-        enqueue.embed_turn(conn, turn.id, now=now, max_attempts=max_attempts)
+        enqueue.embed_turn(conn, turn.id, now=now)
         result.stored += 1
         result.embed_jobs += 1
     if not ids:
@@ -244,13 +242,10 @@ def store_batch(
             user_turn_id=ids[line.lineno],
             assistant_turn_id=ids.get(reply) if reply is not None else None,
             now=now,
-            max_attempts=max_attempts,
         )
         result.extract_jobs += 1
-    if short_cascade_due(conn, user_id, threshold):
-        enqueue.per_user(
-            conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now, max_attempts=max_attempts
-        )
+    if short_cascade_due(conn, user_id):
+        enqueue.per_user(conn, enqueue.CASCADE_SHORT, user_id=user_id, now=now)
 
 
 def _text(value: dict[str, Any], key: str, limit: int) -> str:

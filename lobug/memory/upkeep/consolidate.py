@@ -4,7 +4,7 @@ checks are found (upkeep/pairs.py), judged and merged (upkeep/merge.py).
 A pair the write-time heuristic judge already calls `same` (word overlap ≥ near_jaccard or
 cosine distance < duplicate_distance: written while vectors were off, imported, or in one
 exchange) is merged without asking. The others go to the LLM judge of "newer wins" (the same
-prompt and parser, write/judge.py), `pairs_per_prompt` pairs a call, at most `pairs_per_day`
+prompt and parser, write/judge.py), `PAIRS_PER_PROMPT` pairs a call, at most `PAIRS_PER_DAY`
 pairs per user a day, each call taken from the daily upkeep budget. The labels apply as at
 write time: `same` merges the two; `update` and `contradiction` retire the older for the newer
 ("newer wins": the later statement stands, the older is archived with a SUPERSEDE event and a
@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from lobug.config import UpkeepConfig
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.memory.settings import WritePolicy
@@ -43,6 +42,8 @@ log = logging.getLogger(__name__)
 
 MERGED = "consolidate_merge"
 SUPERSEDED = "consolidate_supersede"
+PAIRS_PER_PROMPT = 8  # pairs judged per LLM call (5-10)
+PAIRS_PER_DAY = 50  # pairs per user per day sent to the model
 
 
 class Consolidator:
@@ -51,7 +52,6 @@ class Consolidator:
         *,
         db: Database,
         llm: LLMClient,
-        cfg: UpkeepConfig,
         policy: WritePolicy,
         budget: LlmBudget,
         clock: Callable[[], float],
@@ -59,7 +59,6 @@ class Consolidator:
     ) -> None:
         self.db = db
         self.llm = llm
-        self.cfg = cfg
         self.policy = policy
         self.budget = budget
         self.clock = clock
@@ -71,7 +70,7 @@ class Consolidator:
         """One pass for `user_id`; `only`: the pool is these facts (a session's), not today's.
         Returns what it did: pool, pairs, merged, llm_pairs, llm_calls, invalid."""
         now = self.clock()
-        await self.db.write(pairs.forget_judged, now - self.cfg.fingerprint_days * events.DAY_S)
+        await self.db.write(pairs.forget_judged, now - pairs.FINGERPRINT_DAYS * events.DAY_S)
         found, pool_size = await self.db.read(self._pairs, user_id, now, vectors, only)
         report = Counter(pool=pool_size, pairs=len(found))
         sure: list[Pair] = []
@@ -86,8 +85,8 @@ class Consolidator:
             (sure if label == judge.SAME else unsure).append(pair)
         report.update(await self._apply([(p, judge.SAME, judge.HEURISTIC) for p in sure]))
         checked = await self.db.read(pairs.judged_by_llm_since, user_id, events.day_start(now))
-        todo = unsure[: max(0, self.cfg.pairs_per_day - checked)]
-        size = max(1, self.cfg.pairs_per_prompt)
+        todo = unsure[: max(0, PAIRS_PER_DAY - checked)]
+        size = max(1, PAIRS_PER_PROMPT)
         for start in range(0, len(todo), size):
             batch = todo[start : start + size]
             await self.budget.take("consolidation", user_id)
@@ -101,12 +100,10 @@ class Consolidator:
         self, conn: Any, user_id: str, now: float, vectors: bool, only: Sequence[int] | None
     ) -> tuple[list[Pair], int]:
         if only is None:
-            facts = pairs.pool(conn, user_id, now=now, cfg=self.cfg)
+            facts = pairs.pool(conn, user_id, now=now)
         else:
             facts = pairs.rows(conn, only)
-        return pairs.candidate_pairs(conn, facts, now=now, cfg=self.cfg, vectors=vectors), len(
-            facts
-        )
+        return pairs.candidate_pairs(conn, facts, now=now, vectors=vectors), len(facts)
 
     async def _judge(self, batch: list[Pair], report: Counter[str]) -> list[tuple[Pair, str, str]]:
         """The batch's labels from one LLM call (the heuristic ones if it answers nonsense)."""

@@ -55,7 +55,6 @@ class UpkeepJobs:
         policy: WritePolicy,
         clock: Callable[[], float],
         timeout_s: float,
-        max_attempts: int,
         vectors_on: Callable[[], bool],
         ner: Ner | None = None,
     ) -> None:
@@ -63,13 +62,11 @@ class UpkeepJobs:
         self.ner = ner or Ner([])  # the regexes only: no accurate NER
         self.cfg = cfg
         self.clock = clock
-        self.max_attempts = max_attempts
         self.vectors_on = vectors_on  # raises NotReady while vectors are being rebuilt
         self.budget = LlmBudget(db, clock, cfg.llm_calls_per_day)
         self.consolidator = Consolidator(
             db=db,
             llm=llm,
-            cfg=cfg,
             policy=policy,
             budget=self.budget,
             clock=clock,
@@ -99,9 +96,7 @@ class UpkeepJobs:
         jobs = list(await self.db.write(self._enqueue_per_user, CONSOLIDATE))
         if self.cfg.session_consolidation:  # the sessions no switch consolidated (seed 003)
             jobs += await self.db.write(
-                lambda c: sessions.enqueue_idle(
-                    c, now=self.clock(), idle_s=DAY_S, max_attempts=self.max_attempts
-                )
+                lambda c: sessions.enqueue_idle(c, now=self.clock(), idle_s=DAY_S)
             )
         return jobs
 
@@ -115,12 +110,7 @@ class UpkeepJobs:
                 "SELECT DISTINCT user_id FROM memories WHERE kind = 'fact' AND status = 'active'"
             )
         ]
-        return [
-            enqueue.per_user(
-                conn, kind, user_id=u, now=self.clock(), max_attempts=self.max_attempts
-            )
-            for u in users
-        ]
+        return [enqueue.per_user(conn, kind, user_id=u, now=self.clock()) for u in users]
 
     # -- the jobs --------------------------------------------------------------------------------
     async def consolidate(self, job: Job) -> None:
@@ -144,9 +134,7 @@ class UpkeepJobs:
         missing, pending = await self.db.read(sessions.extraction_owed, session_id)
         if missing:
             await self.db.write(
-                lambda c: sessions.extract_missing(
-                    c, user_id, missing, now=self.clock(), max_attempts=self.max_attempts
-                )
+                lambda c: sessions.extract_missing(c, user_id, missing, now=self.clock())
             )
         if missing or pending:
             raise NotReady(

@@ -1,11 +1,11 @@
 """The daily consolidation's pairs (seed 001 §4): candidate pool, similarity band, fingerprints.
 
-No LLM here. The pool is the active facts new or changed in the last `pool_hours`, those of
-importance ≥ `pool_importance`, and the most retrieved tenth. Each is paired with its nearest
+No LLM here. The pool is the active facts new or changed in the last `POOL_HOURS`, those of
+importance ≥ `POOL_IMPORTANCE`, and the most retrieved tenth. Each is paired with its nearest
 stored facts (vectors; BM25 and word overlap when sqlite-vec is absent) in the same store, and a
-pair is kept when its similarity is ≥ `band_low`, its older fact changed within `recency_days`,
+pair is kept when its similarity is ≥ `BAND_LOW`, its older fact changed within `RECENCY_DAYS`,
 and the two share a content word or both carry a number (a "numeric step": 2 kids, 3 kids).
-A pair judged in the last `fingerprint_days` (same ids, same similarity to 2 decimals) is not
+A pair judged in the last `FINGERPRINT_DAYS` (same ids, same similarity to 2 decimals) is not
 offered again.
 """
 
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lobug.config import UpkeepConfig
 from lobug.memory.search.corpus import SearchFilter
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.store import rows as store
@@ -29,6 +28,11 @@ from lobug.storage.sqlite import has_table
 
 NEIGHBOURS = 5  # stored facts each pool fact is paired with
 POOL_MAX = 300  # pool facts per run; the rest wait for tomorrow
+POOL_HOURS = 72.0  # facts new or changed this recently are checked for duplicates...
+POOL_IMPORTANCE = 0.6  # ...and facts at least this important, and the most retrieved
+BAND_LOW = 0.6  # similarity from which a pair is worth a look
+RECENCY_DAYS = 90.0  # pairs whose older fact changed longer ago are left alone
+FINGERPRINT_DAYS = 14.0  # a judged pair is not judged again for this long
 _NUMBER = re.compile(r"\d")
 
 
@@ -46,7 +50,7 @@ class Pair:
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-def pool(conn: Any, user_id: str, *, now: float, cfg: UpkeepConfig) -> list[MemoryRow]:
+def pool(conn: Any, user_id: str, *, now: float) -> list[MemoryRow]:
     """The facts worth a look today: recent, important, or among the most retrieved."""
     facts = "user_id = ? AND kind = 'fact' AND status = 'active'"
     count = conn.execute(f"SELECT COUNT(*) FROM memories WHERE {facts}", (user_id,)).fetchone()[0]
@@ -58,14 +62,12 @@ def pool(conn: Any, user_id: str, *, now: float, cfg: UpkeepConfig) -> list[Memo
     rows = conn.execute(
         f"SELECT * FROM memories WHERE {facts} AND (updated_at >= ? OR importance >= ?"
         " OR hits >= ?) ORDER BY updated_at DESC LIMIT ?",
-        (user_id, now - cfg.pool_hours * 3600.0, cfg.pool_importance, hits_floor, POOL_MAX),
+        (user_id, now - POOL_HOURS * 3600.0, POOL_IMPORTANCE, hits_floor, POOL_MAX),
     ).fetchall()
     return [MemoryRow.from_row(r) for r in rows]
 
 
-def candidate_pairs(
-    conn: Any, facts: list[MemoryRow], *, now: float, cfg: UpkeepConfig, vectors: bool
-) -> list[Pair]:
+def candidate_pairs(conn: Any, facts: list[MemoryRow], *, now: float, vectors: bool) -> list[Pair]:
     """The pool's pairs in the band, most similar first, each once, none judged lately."""
     found: dict[tuple[int, int], Pair] = {}
     for fact in facts:
@@ -75,17 +77,17 @@ def candidate_pairs(
                 continue
             older, newer = sorted((fact, other), key=lambda r: (r.created_at, r.id))
             pair = Pair(older, newer, round(similarity, 4))
-            if (older.id, newer.id) not in found and _worth_a_look(pair, now=now, cfg=cfg):
+            if (older.id, newer.id) not in found and _worth_a_look(pair, now=now):
                 found[(older.id, newer.id)] = pair
-    recent = judged_since(conn, now - cfg.fingerprint_days * DAY_S)
+    recent = judged_since(conn, now - FINGERPRINT_DAYS * DAY_S)
     fresh = [p for p in found.values() if p.fingerprint not in recent]
     return sorted(fresh, key=lambda p: -p.similarity)
 
 
-def _worth_a_look(pair: Pair, *, now: float, cfg: UpkeepConfig) -> bool:
-    if pair.similarity < cfg.band_low:
+def _worth_a_look(pair: Pair, *, now: float) -> bool:
+    if pair.similarity < BAND_LOW:
         return False
-    if now - min(pair.older.updated_at, pair.newer.updated_at) > cfg.recency_days * DAY_S:
+    if now - min(pair.older.updated_at, pair.newer.updated_at) > RECENCY_DAYS * DAY_S:
         return False
     if pair.older.pinned and pair.newer.pinned:
         return False  # both are the user's word: neither is ever retired

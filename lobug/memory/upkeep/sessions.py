@@ -56,7 +56,7 @@ def _key(session_id: str) -> str:
     return f"{CONSOLIDATE_SESSION}:{session_id}"
 
 
-def enqueue_ended(conn: Any, turn: TurnRecord, *, now: float, max_attempts: int) -> list[int]:
+def enqueue_ended(conn: Any, turn: TurnRecord, *, now: float) -> list[int]:
     """In the user turn's transaction: a job for each of the device's other recent sessions
     not consolidated yet (none already queued or given up on). A consolidated session the
     user comes back to is open again: its new exchanges are consolidated when it ends."""
@@ -70,13 +70,13 @@ def enqueue_ended(conn: Any, turn: TurnRecord, *, now: float, max_attempts: int)
         (turn.device_id, turn.session_id, RECENT_SESSIONS),
     ).fetchall()
     return [
-        enqueue_session(conn, r["id"], r["user_id"], now=now, max_attempts=max_attempts)
+        enqueue_session(conn, r["id"], r["user_id"], now=now)
         for r in rows
         if not _given_up(conn, r["id"])
     ]
 
 
-def enqueue_idle(conn: Any, *, now: float, idle_s: float, max_attempts: int) -> list[int]:
+def enqueue_idle(conn: Any, *, now: float, idle_s: float) -> list[int]:
     """The schedule's catch-up: sessions idle for `idle_s` and never consolidated."""
     rows = conn.execute(
         "SELECT id, user_id FROM sessions WHERE consolidated_at IS NULL AND last_active < ?"
@@ -84,22 +84,19 @@ def enqueue_idle(conn: Any, *, now: float, idle_s: float, max_attempts: int) -> 
         (now - idle_s, IDLE_BATCH),
     ).fetchall()
     return [
-        enqueue_session(conn, r["id"], r["user_id"], now=now, max_attempts=max_attempts)
+        enqueue_session(conn, r["id"], r["user_id"], now=now)
         for r in rows
         if not _given_up(conn, r["id"])
     ]
 
 
-def enqueue_session(
-    conn: Any, session_id: str, user_id: str, *, now: float, max_attempts: int
-) -> int:
+def enqueue_session(conn: Any, session_id: str, user_id: str, *, now: float) -> int:
     return queue.enqueue(
         conn,
         CONSOLIDATE_SESSION,
         {"user_id": user_id, "session_id": session_id},
         now=now,
         dedupe_key=_key(session_id),
-        max_attempts=max_attempts,
     )
 
 
@@ -166,7 +163,6 @@ def extract_missing(
     missing: list[tuple[int, int | None]],
     *,
     now: float,
-    max_attempts: int,
 ) -> None:
     for user_turn, reply in missing:
         enqueue.extract(
@@ -175,7 +171,6 @@ def extract_missing(
             user_turn_id=user_turn,
             assistant_turn_id=reply,
             now=now,
-            max_attempts=max_attempts,
         )
 
 

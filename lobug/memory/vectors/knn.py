@@ -1,4 +1,4 @@
-"""Vector rows and KNN queries on the sqlite-vec tables (`k = ?`, cosine distance).
+"""Vector rows and the one KNN query (`nearest`, cosine distance) every search goes through.
 
 `memory_vectors` holds the vectors of live (active and archived) memories: an archived fact stays
 findable by meaning (issue 10); a soft-deleted one loses its vector (`status.change_status`).
@@ -12,13 +12,18 @@ from typing import Any
 
 from lobug.memory.store.rows import MemoryRow
 from lobug.storage.sqlite import has_table
-from lobug.storage.vector_index import VectorIndex, index_of, record_change
+from lobug.storage.vector_index import KEYS, Accept, index_of, record_change
 from lobug.storage.vectors import pack
 
 log = logging.getLogger(__name__)
 
-# Extra neighbours fetched so rows of other users can be filtered out and k still be met.
+VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
+# vec0 cannot filter by our columns: fetch more neighbours than k (k + OVERSAMPLE, or
+# k × OVERSAMPLE_RATIO when larger), filter, and widen the net ×4 while rows the filter drops
+# (other users, archived, other stores) crowd out the kept ones. The exact scan costs more with
+# a larger k, so start a little above it: one user's active facts (the common case) need no more.
 OVERSAMPLE = 8
+OVERSAMPLE_RATIO = 1.25
 
 # memory_vectors holds every live memory a search can find by meaning: facts, and what the
 # daemon distils from them (issue 12: summaries, reflections, insights, procedures).
@@ -81,6 +86,49 @@ def has_turn_vector(conn: Any, turn_id: int) -> bool:
     return row is not None
 
 
+def nearest(
+    conn: Any,
+    table: str,
+    vector: Sequence[float],
+    k: int,
+    *,
+    accept: Accept,
+    max_distance: float | None = None,
+) -> list[tuple[int, float]]:
+    """(id, cosine distance) of the k nearest rows of `table` that `accept` keeps, nearest
+    first, none farther than `max_distance`.
+
+    The daemon searches its in-memory copy of the vectors (`storage.vector_index`, exact);
+    without one (the CLI, tests) sqlite-vec's exact scan of `table`.
+    """
+    if k <= 0:
+        return []
+    index = index_of(conn)
+    if index is not None:
+        return index.nearest(conn, table, vector, k, accept=accept, max_distance=max_distance)
+    blob = pack(vector)
+    fetch = min(VEC_MAX_K, max(k + OVERSAMPLE, int(k * OVERSAMPLE_RATIO)))
+    while True:
+        near = conn.execute(
+            f"SELECT {KEYS[table]}, distance FROM {table} WHERE embedding MATCH ? AND k = ?"
+            " ORDER BY distance",
+            (blob, fetch),
+        ).fetchall()
+        fetched = len(near)
+        # A zero vector (no words the embedder knows) has no cosine distance: it is near nothing.
+        near = [r for r in near if r[1] is not None]
+        far = max_distance is not None and bool(near) and float(near[-1][1]) > max_distance
+        if max_distance is not None:
+            near = [r for r in near if float(r[1]) <= max_distance]
+        ids = [int(r[0]) for r in near]
+        kept = accept(ids) if ids else set()
+        hits = [(int(r[0]), float(r[1])) for r in near if int(r[0]) in kept]
+        # Past the distance floor a wider net cannot find anything closer.
+        if len(hits) >= k or far or fetched < fetch or fetch >= VEC_MAX_K:
+            return hits[:k]
+        fetch = min(VEC_MAX_K, fetch * 4)
+
+
 def nearest_facts(
     conn: Any,
     vector: Sequence[float],
@@ -90,36 +138,7 @@ def nearest_facts(
     max_distance: float | None = None,
 ) -> list[tuple[MemoryRow, float]]:
     """The k active facts of `user_id` closest to `vector`, nearest first, with their distance."""
-    index = index_of(conn)
-    if index is not None:
-        return _nearest_indexed(
-            conn, index, vector, user_id=user_id, k=k, max_distance=max_distance
-        )
-    sql = (
-        "SELECT m.*, v.distance AS distance FROM ("
-        " SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
-        ") v JOIN memories m ON m.id = v.memory_id"
-        " WHERE m.user_id = ? AND m.kind = 'fact' AND m.status = 'active'"
-    )
-    params: list[Any] = [pack(vector), k + OVERSAMPLE, user_id]
-    if max_distance is not None:
-        sql += " AND v.distance <= ?"
-        params.append(max_distance)
-    rows = conn.execute(sql + " ORDER BY v.distance LIMIT ?", [*params, k]).fetchall()
-    # A zero vector has no cosine distance (NULL): it is near nothing.
-    found = [r for r in rows if r["distance"] is not None]
-    return [(MemoryRow.from_row(r), float(r["distance"])) for r in found]
 
-
-def _nearest_indexed(
-    conn: Any,
-    index: VectorIndex,
-    vector: Sequence[float],
-    *,
-    user_id: str,
-    k: int,
-    max_distance: float | None,
-) -> list[tuple[MemoryRow, float]]:
     def accept(ids: list[int]) -> set[int]:
         marks = ",".join("?" * len(ids))
         rows = conn.execute(
@@ -129,9 +148,7 @@ def _nearest_indexed(
         )
         return {int(r[0]) for r in rows}
 
-    near = index.nearest(
-        conn, "memory_vectors", vector, k, accept=accept, max_distance=max_distance
-    )
+    near = nearest(conn, "memory_vectors", vector, k, accept=accept, max_distance=max_distance)
     if not near:
         return []
     marks = ",".join("?" * len(near))

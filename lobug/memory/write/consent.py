@@ -9,7 +9,7 @@ is held in `proposals` instead of being written:
   the same conversation (`consent_chat`). While one is pending, the prompt asks the user to
   confirm it (`to_confirm`); overdue ones expire in the GC pass (`expire_due`).
 - **benign** fields (`profile_fields.BENIGN`: tone — how the user wants to be spoken to — and
-  goals) are applied by themselves once `memory.consent_signals` separate turns said the same
+  goals) are applied by themselves once `SIGNALS` (2) separate turns said the same
   value, or once a theory-of-mind insight of high confidence says it (`from_insight`).
 
 Typed words (/chat/text, /v1/turns) are deliberate and are written as before. A value the
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lobug import errors
-from lobug.config import MemoryConfig, WorkerConfig
+from lobug.config import MemoryConfig
 from lobug.memory import enqueue
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
@@ -45,9 +45,9 @@ IMPORTANCE = {"preferred_name": 0.9, "pronouns": 0.8, "city": 0.8, "language": 0
 STORE = "private"  # profile facts are the owner's
 AUTO = "consent"  # the actor of an automatic decision (auto-apply, expiry)
 CONFIRM_MAX = 2  # pending proposals the prompt asks about at once
+SIGNALS = 2  # a benign profile field (tone, goals) heard this often is applied without a "yes"
 DAY_S = 86400.0
 USER = "default"
-DEFAULT_ATTEMPTS = WorkerConfig().max_attempts
 
 INSIGHT_CONFIDENCE = 0.8  # an insight's importance (4 of 5) that applies a benign field
 
@@ -102,9 +102,9 @@ def intercept(
              now + cfg.consent_days * DAY_S, row["id"]),
         )  # fmt: skip
         row = proposal_row(conn, row["id"])
-    if auto and not found.sensitive and row["signals"] >= cfg.consent_signals:
+    if auto and not found.sensitive and row["signals"] >= SIGNALS:
         _apply(conn, row, vector, actor=AUTO, decision="auto_applied", policy=policy, now=now,
-               max_attempts=DEFAULT_ATTEMPTS, job_id=origin.job_id)  # fmt: skip
+               job_id=origin.job_id)  # fmt: skip
     return True
 
 
@@ -120,7 +120,6 @@ def from_insight(
     policy: WritePolicy,
     now: float,
     actor: str,
-    max_attempts: int = DEFAULT_ATTEMPTS,
 ) -> int | None:
     """Seed 001 §10: a benign field is applied "if corroborated by ≥ 2 signals or ToM with high
     confidence". An insight of importance ≥ INSIGHT_CONFIDENCE that sets a benign field is
@@ -140,7 +139,7 @@ def from_insight(
         origin = Origin(user_id=user_id, actor=actor, meta={"insight": insight_id})
         row = _propose(conn, cand, found, origin, cfg, now, insight=insight_id)
     _apply(conn, row, None, actor=actor, decision="auto_applied", policy=policy, now=now,
-           max_attempts=max_attempts, insight=insight_id)  # fmt: skip
+           insight=insight_id)  # fmt: skip
     return int(proposal_row(conn, row["id"])["memory_id"])
 
 
@@ -229,14 +228,13 @@ def accept(
     actor: str,
     now: float,
     policy: WritePolicy | None = None,
-    max_attempts: int = DEFAULT_ATTEMPTS,
     user_id: str | None = None,
 ) -> dict[str, Any]:
     """Write the proposed fact (reconcile, source `consent`: it supersedes the old value);
     404 when there is no such proposal, 409 when it is decided or expired."""
     row = _decidable(conn, proposal_id, user_id, now)
     action = _apply(conn, row, None, actor=actor, decision="accepted",
-                    policy=policy or WritePolicy(), now=now, max_attempts=max_attempts)  # fmt: skip
+                    policy=policy or WritePolicy(), now=now)  # fmt: skip
     return {**proposal_dict(proposal_row(conn, proposal_id)), "action": action}
 
 
@@ -292,7 +290,6 @@ def _apply(
     decision: str,
     policy: WritePolicy,
     now: float,
-    max_attempts: int,
     job_id: int | None = None,
     insight: int | None = None,
 ) -> str:
@@ -310,7 +307,7 @@ def _apply(
     )
     outcome = reconcile(conn, cand, vector, origin=origin, policy=policy, now=now)
     if vector is None and outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
-        enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
+        enqueue.embed_memory(conn, outcome.memory_id, now=now)
     _decide(conn, row, "accepted", actor, now, memory_id=outcome.memory_id)
     _history(conn, row, "ACCEPT", outcome.memory_id, decision, actor, now,
              action=outcome.action, job=job_id, insight=insight)  # fmt: skip

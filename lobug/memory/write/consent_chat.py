@@ -17,7 +17,7 @@ from typing import Any
 
 from lobug.conversation import TurnRecord
 from lobug.memory.settings import WritePolicy
-from lobug.memory.write.consent import DEFAULT_ATTEMPTS, accept, mentions, reject
+from lobug.memory.write.consent import accept, mentions, reject
 
 ACK_WINDOW = 6  # a yes/no applies to proposals from this many previous turns of the session
 CHAT = "chat"  # the actor of a yes/no said in the conversation
@@ -64,7 +64,6 @@ def on_user_turn(
     *,
     now: float,
     policy: WritePolicy | None = None,
-    max_attempts: int = DEFAULT_ATTEMPTS,
 ) -> list[dict[str, Any]]:
     """In the transaction that commits a user turn: "yes, remember that" accepts (and "no,
     that's wrong" rejects) the newest pending proposals of this session from the last
@@ -106,8 +105,7 @@ def on_user_turn(
     decided = []
     for row in chosen:
         if said.decision == "accept":
-            decided.append(accept(conn, row["id"], actor=CHAT, now=now, policy=policy,
-                                  max_attempts=max_attempts))  # fmt: skip
+            decided.append(accept(conn, row["id"], actor=CHAT, now=now, policy=policy))  # fmt: skip
         else:
             decided.append(reject(conn, row["id"], actor=CHAT, now=now))
     return decided

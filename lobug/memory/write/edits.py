@@ -32,7 +32,6 @@ def remember(
     origin: Origin,
     policy: WritePolicy,
     now: float,
-    max_attempts: int,
     expires_at: float | None = None,
 ) -> dict[str, Any]:
     """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action.
@@ -48,7 +47,7 @@ def remember(
         (expires_at, outcome.memory_id),
     )
     if outcome.action in ("added", "superseded") and cand.kind in VECTOR_KINDS:
-        enqueue.embed_memory(conn, outcome.memory_id, now=now, max_attempts=max_attempts)
+        enqueue.embed_memory(conn, outcome.memory_id, now=now)
     if outcome.action in ("merged", "repeated") and origin.pinned:
         # Asking to remember a known fact as pinned pins the fact that is kept.
         conn.execute("UPDATE memories SET pinned = 1 WHERE id = ?", (outcome.memory_id,))
@@ -79,7 +78,7 @@ def forget(
     return True
 
 
-def restore(conn: Any, memory_id: int, *, actor: str, now: float, max_attempts: int) -> bool:
+def restore(conn: Any, memory_id: int, *, actor: str, now: float) -> bool:
     """Archived or soft-deleted → active again, valid again, re-embedded; False when there is
     no such memory (restoring an active memory changes nothing)."""
     row = store.get_memory(conn, memory_id)
@@ -91,7 +90,7 @@ def restore(conn: Any, memory_id: int, *, actor: str, now: float, max_attempts: 
         "UPDATE memories SET valid_until = NULL, updated_at = ? WHERE id = ?", (now, memory_id)
     )
     if row.kind in VECTOR_KINDS:
-        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=max_attempts)
+        enqueue.embed_memory(conn, memory_id, now=now)
     delta.bump(conn, None, memory_id, "restored", _meta(row), now, row.user_id)
     return True
 

@@ -14,7 +14,6 @@ from lobug import errors
 from lobug.access import UNCATEGORIZED, CategoryPolicy, Principal, can_read_store
 from lobug.memory.settings import WritePolicy
 from lobug.memory.write.consent import (
-    DEFAULT_ATTEMPTS,
     STORE,
     USER,
     accept,
@@ -36,14 +35,12 @@ class Proposals:
         *,
         policy: WritePolicy,
         clock: Callable[[], float],
-        max_attempts: int = DEFAULT_ATTEMPTS,
         wake: Callable[[], None] | None = None,
     ) -> None:
         self.db = db
         self.categories = categories
         self.policy = policy
         self.clock = clock
-        self.max_attempts = max_attempts
         self.wake = wake or (lambda: None)
 
     def visible(self, principal: Principal, category: str | None) -> bool:
@@ -109,7 +106,7 @@ class Proposals:
             now = self.clock()
             if what == "accept":
                 return accept(conn, proposal_id, actor=actor, now=now, policy=self.policy,
-                              max_attempts=self.max_attempts, user_id=user_id)  # fmt: skip
+                              user_id=user_id)  # fmt: skip
             return reject(conn, proposal_id, actor=actor, now=now, user_id=user_id)
 
         return await self.db.write(write)

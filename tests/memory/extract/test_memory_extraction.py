@@ -16,6 +16,7 @@ from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, histor
 
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import HashingEmbedder
+from lobug.memory import settings
 from lobug.memory.extract.llm import Candidate, parse_facts
 from lobug.memory.prompts import EXTRACT_TASK
 from lobug.memory.store.rows import counters
@@ -178,18 +179,23 @@ FAR = "The user plays the cello in a community orchestra on Tuesdays."
 
 @pytest.mark.parametrize("margin", [+0.001, -0.001])
 async def test_the_vector_band_merges_exactly_below_the_threshold(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any, margin: float
+    tmp_path: Path,
+    ollama: tuple[FakeOllamaState, str],
+    clock: Any,
+    margin: float,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     state, url = ollama
     distance = _distance(STAMPS, STAMPS_2)
     assert distance < 0.3 and _distance(STAMPS, FAR) > 0.5
-    overrides = {
-        "memory.duplicate_distance": round(distance + margin, 6),
-        "memory.near_duplicate_jaccard": 1.0,  # words alone never merge here: the band decides
-    }
+    policy = settings.WritePolicy(
+        duplicate_distance=round(distance + margin, 6),
+        near_jaccard=1.0,  # words alone never merge here: the band decides
+    )
+    monkeypatch.setattr(settings, "write_policy", lambda config: policy)
     table = {"Europe": [STAMPS], "Asia": [STAMPS_2], "cello": [FAR]}
     state.script = Script(extract=extract_by_keyword(table))
-    async with memory_env(tmp_path, url, clock, **overrides) as mem:
+    async with memory_env(tmp_path, url, clock) as mem:
         first, _ = await mem.exchange("stamps from Europe")
         await mem.run()
         await mem.exchange("the cello")

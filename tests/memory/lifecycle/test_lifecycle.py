@@ -12,7 +12,6 @@ import pytest
 
 from lobug.memory.graph.entities import Entity, link_entities
 from lobug.memory.lifecycle import policies as lifecycle
-from lobug.memory.lifecycle.policies import GcParams
 from lobug.memory.search.scoring import DAY, ScoringWeights
 from lobug.memory.store.rows import add_history
 from lobug.storage.migrations import migrate
@@ -376,7 +375,7 @@ def test_run_gc_counts(conn: Any) -> None:
     add(conn, "due", status="soft_deleted", purge_at=NOW - 1)
     ended = add(conn, "ended", pinned=1, importance=0.9, expires_at=NOW - 1)
     add(conn, "later", expires_at=NOW + DAY)
-    result = lifecycle.run_gc(conn, NOW, GcParams())
+    result = lifecycle.run_gc(conn, NOW)
     assert result == {
         "rescored": 5,  # "fading" is only ranked lower now; the old decay soft-deleted it
         "promoted": 1,

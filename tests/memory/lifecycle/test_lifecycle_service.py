@@ -15,6 +15,7 @@ from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, drain, extract_by_keyword, memory_env
 
 from lobug import keys
+from lobug.memory import service as memory_service
 from lobug.memory.query import QueryRequest
 from lobug.memory.search.scoring import DAY
 from lobug.workers.periodic import Periodic, Task
@@ -25,9 +26,10 @@ GC_KEYS = {"rescored", "promoted", "demoted", "archived", "soft_deleted", "purge
 
 @pytest.fixture
 async def mem(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[MemoryEnv]:
-    async with memory_env(tmp_path, ollama[1], clock, **{"memory.hit_flush_s": 3600}) as env:
+    monkeypatch.setattr(memory_service, "HIT_FLUSH_S", 3600)
+    async with memory_env(tmp_path, ollama[1], clock) as env:
         yield env
 
 

@@ -14,6 +14,7 @@ from thinking_kit import canned, prompt
 from lobug.memory.reflect import insights
 from lobug.memory.reflect.jobs import INSIGHTS
 from lobug.memory.search.scoring import INSIGHT_WEIGHT, ScoringWeights, status_weight
+from lobug.workers.runner import BACKOFF_MAX_S
 
 DAY = 86400.0
 
@@ -102,7 +103,7 @@ async def test_garbage_and_outage(
     await mem.service._think()
     for _ in range(mem.config.workers.max_attempts + 2):
         await mem.run()
-        clock.advance(mem.config.workers.backoff_max_s * 2)
+        clock.advance(BACKOFF_MAX_S * 2)
     assert mem.jobs(INSIGHTS)[-1]["state"] == "pending"
     state.memory_mode = "ok"
     await mem.run()

@@ -12,6 +12,7 @@ from thinking_kit import REFLECTION, add_facts, canned, prompt
 from lobug.memory.reflect.jobs import BUDGET, INSIGHTS, REFLECT
 from lobug.memory.upkeep import budget
 from lobug.workers.periodic import Periodic
+from lobug.workers.runner import BACKOFF_MAX_S
 
 DAY = 86400.0
 FACTS = ("The user runs on Sundays.", "The user grows tomatoes.", "The user lives in Seattle.")
@@ -84,7 +85,7 @@ async def test_an_outage_never_fails_the_job(
     rounds = mem.config.workers.max_attempts + 2
     for _ in range(rounds):
         await mem.run()
-        clock.advance(mem.config.workers.backoff_max_s * 2)
+        clock.advance(BACKOFF_MAX_S * 2)
         assert [j["state"] for j in mem.jobs(REFLECT)] == ["pending"]
     assert mem.jobs(REFLECT)[0]["attempts"] > mem.config.workers.max_attempts
     assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 0

@@ -27,8 +27,6 @@ async def imported(mem: MemoryEnv, lines: list[dict[str, Any]]) -> dict[str, int
             partners=partners,
             now=mem.clock(),
             user_id="default",
-            threshold=mem.config.memory.short_term_threshold,
-            max_attempts=3,
             result=importer.ImportResult(),
         )
         await mem.db.write(store, batch)

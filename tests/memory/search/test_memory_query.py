@@ -17,6 +17,7 @@ from memory_kit import MemoryEnv, memory_env
 
 from lobug.errors import ApiError
 from lobug.llm.embedders import EmbeddingUnavailable
+from lobug.memory import service as memory_service
 from lobug.memory.query import QueryFilters, QueryRequest, tokens_of
 from lobug.memory.vectors import knn
 from lobug.storage.vectors import unpack
@@ -29,9 +30,10 @@ JEN = "Jen is the user's sister and lives in Denver."
 
 @pytest.fixture
 async def mem(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[MemoryEnv]:
-    async with memory_env(tmp_path, ollama[1], clock, **{"memory.hit_flush_s": 3600}) as env:
+    monkeypatch.setattr(memory_service, "HIT_FLUSH_S", 3600)
+    async with memory_env(tmp_path, ollama[1], clock) as env:
         yield env
 
 
@@ -294,9 +296,10 @@ async def test_hostile_text_never_breaks_query(mem: MemoryEnv) -> None:
 
 
 async def test_hits_are_counted_off_the_request_path(
-    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with memory_env(tmp_path, ollama[1], clock, **{"memory.hit_flush_s": 0.05}) as mem:
+    monkeypatch.setattr(memory_service, "HIT_FLUSH_S", 0.05)
+    async with memory_env(tmp_path, ollama[1], clock) as mem:
         bike = await remember(mem, BIKE)
         writes = 0
         original = mem.db.write

@@ -10,6 +10,7 @@ from memory_kit import MemoryEnv, Script
 
 from lobug.memory import enqueue
 from lobug.memory.summaries.cascades import count_unincorporated, count_unsummarized
+from lobug.workers.runner import BACKOFF_MAX_S
 
 BASE = (
     "User Profile:\n- Name: Alex\nPreferences:\n- Green tea\n"
@@ -36,7 +37,7 @@ async def outage(mem: MemoryEnv, clock: Any, kind: str, rounds: int) -> None:
     """Run the queue `rounds` times during the outage, past every backoff."""
     for _ in range(rounds):
         await mem.run()
-        clock.advance(mem.config.workers.backoff_max_s * 2)
+        clock.advance(BACKOFF_MAX_S * 2)
         for job in mem.jobs(kind):
             assert job["state"] == "pending", dict(job)
 
@@ -85,7 +86,6 @@ async def test_cascade_long_outage_longer_than_max_attempts_stays_pending(
             enqueue.CASCADE_LONG,
             user_id="default",
             now=clock(),
-            max_attempts=mem.config.workers.max_attempts,
         )
 
     await mem.db.write(insert)

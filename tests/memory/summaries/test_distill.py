@@ -40,7 +40,7 @@ async def add(mem: MemoryEnv, kind: str, texts: list[str], importance: float = 0
                 actor="test",
                 importance=importance,
             )
-            enqueue.embed_memory(conn, memory_id, now=mem.clock(), max_attempts=6)
+            enqueue.embed_memory(conn, memory_id, now=mem.clock())
 
     await mem.db.write(write)
     await mem.run()
@@ -48,9 +48,7 @@ async def add(mem: MemoryEnv, kind: str, texts: list[str], importance: float = 0
 
 async def long_cascade(mem: MemoryEnv) -> None:
     await mem.db.write(
-        lambda c: enqueue.per_user(
-            c, enqueue.CASCADE_LONG, user_id="default", now=mem.clock(), max_attempts=6
-        )
+        lambda c: enqueue.per_user(c, enqueue.CASCADE_LONG, user_id="default", now=mem.clock())
     )
     await mem.run()
 

@@ -209,9 +209,7 @@ async def test_long_cascade_boundary_and_failure_changes_nothing(
 
     async def check() -> None:
         await mem.db.write(
-            lambda c: enqueue.per_user(
-                c, enqueue.CASCADE_LONG, user_id="default", now=clock(), max_attempts=6
-            )
+            lambda c: enqueue.per_user(c, enqueue.CASCADE_LONG, user_id="default", now=clock())
         )
         await mem.run()
 

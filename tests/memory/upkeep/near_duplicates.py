@@ -52,7 +52,7 @@ def insert(conn: Any, texts: list[str], *, now: float) -> list[int]:
             actor="fixture",
             importance=0.5,
         )
-        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=6)
+        enqueue.embed_memory(conn, memory_id, now=now)
         ids.append(memory_id)
     return ids
 

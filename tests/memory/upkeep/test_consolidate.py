@@ -11,6 +11,7 @@ from memory_kit import MemoryEnv
 from near_duplicates import GROUPS, JUDGE, duplicates, insert, load
 
 from lobug.memory.upkeep.jobs import CONSOLIDATE
+from lobug.workers.runner import BACKOFF_MAX_S
 
 DAY = 86400.0
 
@@ -121,7 +122,7 @@ async def test_an_outage_keeps_the_job_waiting_and_loses_nothing(
     await scheduled(mem, clock)
     for _ in range(mem.config.workers.max_attempts + 2):
         await mem.run()
-        clock.advance(mem.config.workers.backoff_max_s * 2)
+        clock.advance(BACKOFF_MAX_S * 2)
         (job,) = mem.jobs(CONSOLIDATE)
         assert job["state"] == "pending", dict(job)
     # Only the merges no LLM was needed for; every other fact waits.
@@ -134,15 +135,16 @@ async def test_an_outage_keeps_the_job_waiting_and_loses_nothing(
 
 
 async def test_the_daily_llm_budget_makes_the_job_wait(
-    tmp_path: Any, ollama: tuple[FakeOllamaState, str], clock: Any
+    tmp_path: Any, ollama: tuple[FakeOllamaState, str], clock: Any, monkeypatch: Any
 ) -> None:
     from memory_kit import memory_env
 
+    from lobug.memory.upkeep import consolidate
+
     state = ollama[0]
     state.judge = JUDGE
-    async with memory_env(
-        tmp_path, ollama[1], clock, **{"upkeep.llm_calls_per_day": 1, "upkeep.pairs_per_prompt": 2}
-    ) as mem:
+    monkeypatch.setattr(consolidate, "PAIRS_PER_PROMPT", 2)
+    async with memory_env(tmp_path, ollama[1], clock, **{"upkeep.llm_calls_per_day": 1}) as mem:
         await load(mem)
         await scheduled(mem, clock)
         await mem.run()

@@ -23,7 +23,7 @@ def _insert(conn: Any, texts: list[str], *, session_id: str | None, now: float) 
             conn, user_id="default", kind="fact", content=text, now=now, actor="fixture",
             importance=0.5, session_id=session_id,
         )  # fmt: skip
-        enqueue.embed_memory(conn, memory_id, now=now, max_attempts=6)
+        enqueue.embed_memory(conn, memory_id, now=now)
         ids.append(memory_id)
     return ids
 
