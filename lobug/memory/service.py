@@ -84,7 +84,7 @@ class MemoryService:
         self.weights = WEIGHTS
         self.policy = settings.write_policy(config)
         self.hits = HitBuffer()
-        self.searches = memory_events.Pending()  # context searches' events, written with the hits
+        self.searches = memory_events.SearchEvents()  # written with the hits
         self.seen = SeenMarks()
         self.periodic = Periodic(db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc)])
         self._flusher: asyncio.Task[None] | None = None

@@ -52,7 +52,7 @@ LINKED_TURN = f"role = 'user' AND {CONVERSATION_TURN} AND {OWNER_TURN}"
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Unlinked:
     kind: str  # FACT or TURN
     id: int
     text: str
@@ -72,7 +72,7 @@ def enrich(conn: Any, user_id: str, *, now: float, relinked: int | None = None) 
     return dict(report)
 
 
-def candidates(conn: Any, user_id: str, *, strategy: str, limit: int) -> list[Candidate]:
+def candidates(conn: Any, user_id: str, *, strategy: str, limit: int) -> list[Unlinked]:
     """Facts and turns with at most MAX_LINKS links that `strategy` has not looked at, newest
     first; each kind gets half of `limit` at least when it has that many."""
     facts = _fact_candidates(conn, user_id, strategy, limit)
@@ -81,7 +81,7 @@ def candidates(conn: Any, user_id: str, *, strategy: str, limit: int) -> list[Ca
     return facts[: limit - n_turns] + turns[:n_turns]
 
 
-def _fact_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list[Candidate]:
+def _fact_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list[Unlinked]:
     attrs = "CASE WHEN json_valid(m.attributes) THEN m.attributes ELSE '{}' END"
     seen = (
         f"json_extract({attrs}, '$.enriched_at') IS NULL"
@@ -95,10 +95,10 @@ def _fact_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list
         " ORDER BY m.id DESC LIMIT ?",
         (user_id, MAX_LINKS, limit),
     ).fetchall()
-    return [Candidate(FACT, int(r[0]), str(r[1])) for r in rows]
+    return [Unlinked(FACT, int(r[0]), str(r[1])) for r in rows]
 
 
-def _turn_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list[Candidate]:
+def _turn_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list[Unlinked]:
     rows = conn.execute(
         f"SELECT id, text FROM turns WHERE user_id = ? AND {LINKED_TURN}"
         f" AND NOT EXISTS (SELECT 1 FROM turn_ner n WHERE n.turn_id = turns.id{_by(strategy)})"
@@ -106,7 +106,7 @@ def _turn_candidates(conn: Any, user_id: str, strategy: str, limit: int) -> list
         " ORDER BY id DESC LIMIT ?",
         (user_id, MAX_LINKS, limit),
     ).fetchall()
-    return [Candidate(TURN, int(r[0]), str(r[1])) for r in rows]
+    return [Unlinked(TURN, int(r[0]), str(r[1])) for r in rows]
 
 
 def _by(strategy: str) -> str:
@@ -117,7 +117,7 @@ def _by(strategy: str) -> str:
 def link_found(
     conn: Any,
     user_id: str,
-    found: Sequence[tuple[Candidate, Sequence[Entity]]],
+    found: Sequence[tuple[Unlinked, Sequence[Entity]]],
     *,
     strategy: str,
     now: float,

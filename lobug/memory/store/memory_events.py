@@ -9,7 +9,7 @@ Each row is written inside a transaction that already happens, never in one of i
   a typed or API "remember", a consent yes): create, update (a new fact superseding), merge,
   and one `supersede` per retired fact; a merge or supersede that changed nothing is
   `skipped`;
-- `context`: the prompt's memory search, noted in memory (`Pending.searched`) and written with
+- `context`: the prompt's memory search, noted in memory (`SearchEvents.searched`), written with
   the retrieval hits (`MemoryService.flush_hits`), so the turn itself writes nothing;
 - `episodic`: a conversation summary stored by the short cascade;
 - `worker`: the GC's status and layer changes (`lifecycle.gc.gc_pass` → `from_history`) and the
@@ -112,7 +112,7 @@ def prune(conn: Any, *, now: float, days: float = RETENTION_DAYS) -> int:
     )
 
 
-class Pending:
+class SearchEvents:
     """Context searches noted on the hot path (no write), written by the next hits flush in
     its transaction (`write`). Bounded: past `MAX_PENDING` a search goes uncounted."""
 
@@ -153,7 +153,7 @@ class Pending:
 
 
 def write(conn: Any, rows: Sequence[dict[str, Any]]) -> None:
-    """`Pending.take`'s events, in the caller's write transaction."""
+    """`SearchEvents.take`'s events, in the caller's write transaction."""
     for row in rows:
         emit(conn, **row)
 

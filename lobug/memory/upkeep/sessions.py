@@ -223,7 +223,7 @@ SUMMARY_SCHEMA = OutputSchema(
 
 
 @dataclass(frozen=True)
-class SessionSummary:
+class SessionRecord:
     request: str
     outcome: str
     decisions: tuple[str, ...]
@@ -275,7 +275,7 @@ def summary_input(conn: Any, session_id: str, user_id: str) -> SummaryInput | No
     return SummaryInput("\n".join(lines), len(rows), last)
 
 
-def parse_summary(raw: str) -> SessionSummary:
+def parse_summary(raw: str) -> SessionRecord:
     """The model's JSON object (a code fence or reasoning around it tolerated); InvalidOutput
     when it is not one with a non-empty `request` and string fields."""
     text = plain_text(raw)
@@ -293,7 +293,7 @@ def parse_summary(raw: str) -> SessionSummary:
         raise InvalidOutput("no 'request'", raw=raw)
     if outcome is None:
         raise InvalidOutput("'outcome' must be a string", raw=raw)
-    return SessionSummary(
+    return SessionRecord(
         request, outcome, _items(data.get("decisions"), raw), _items(data.get("open_items"), raw)
     )
 
@@ -321,7 +321,7 @@ def store_summary(
     conn: Any,
     session_id: str,
     user_id: str,
-    summary: SessionSummary,
+    summary: SessionRecord,
     given: SummaryInput,
     *,
     now: float,
