@@ -24,7 +24,7 @@ from lobug.config import Config
 from lobug.health import HealthService
 from lobug.llm.backends import make_llm
 from lobug.llm.lane import LLMLane
-from lobug.memory import MemoryService, Recall, Records
+from lobug.memory import MemoryService, doors
 from lobug.memory.graph.vocabulary import MemoryVocabulary
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
@@ -178,12 +178,8 @@ def _services(
             clock=overrides.clock,
             memory=memory,
         )
-        records = Records(db, app[keys.ACCESS].policy, memory=memory, clock=overrides.clock)
-        app[keys.RECORDS] = records
-        app[keys.RECALL] = Recall(
-            records,
-            max_text_chars=config.chat.max_text_chars,
-            working_memory_size=config.chat.working_memory_size,
+        app[keys.RECORDS], app[keys.RECALL] = doors(
+            config, db, app[keys.ACCESS].policy, memory, overrides.clock
         )
         app[keys.HEALTH] = HealthService(
             db=db,

@@ -20,7 +20,7 @@ from lobug.app import make_database
 from lobug.cli.main import EXIT_PROBLEM, EXIT_USAGE
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
-from lobug.memory import MemoryService, Recall, Records
+from lobug.memory import MemoryService, Recall, Records, doors
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.workers import queue
@@ -60,13 +60,7 @@ async def services(config: Config, *, with_memory: bool) -> AsyncIterator[tuple[
             await memory.start()
         try:
             policy = CategoryPolicy.load(config.api.categories_file)
-            records = Records(db, policy, memory=memory, clock=time.time)
-            recall = Recall(
-                records,
-                max_text_chars=config.chat.max_text_chars,
-                working_memory_size=config.chat.working_memory_size,
-            )
-            yield records, recall
+            yield doors(config, db, policy, memory, time.time)
         finally:
             if memory is not None:
                 await memory.flush_hits()
