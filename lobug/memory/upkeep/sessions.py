@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -202,6 +203,7 @@ SUMMARY_MIN_USER_TURNS = 2  # a single exchange is not worth a call (see the doc
 SUMMARY_TURNS = 40  # turns shown to the model at most: the first ones (the request) and the last
 SUMMARY_HEAD = 8
 SUMMARY_TURN_CHARS = 600
+_SENTENCE = re.compile(r"(.+?[.!?])(?:\s|$)")
 SUMMARY_MAX_TOKENS = 400  # four short fields
 MAX_ITEMS = 10  # decisions, open items kept at most
 MAX_FIELD_CHARS = 600
@@ -269,10 +271,20 @@ def summary_input(conn: Any, session_id: str, user_id: str) -> SummaryInput | No
             lines.append(f"(… {gap} turns left out …)")
         who = "User" if row["role"] == "user" else prompts.ASSISTANT_NAME
         text = " ".join(str(row["text"]).split())
+        if row["role"] != "user":
+            text = _first_sentence(text)
         if len(text) > SUMMARY_TURN_CHARS:
             text = text[:SUMMARY_TURN_CHARS] + "…"
         lines.append(f"{who}: {text}")
     return SummaryInput("\n".join(lines), len(rows), last)
+
+
+def _first_sentence(reply: str) -> str:
+    """What Lo-Bug answered, in its first sentence: a spoken reply leads with the answer, and
+    the rest (a suggestion, a question back) would cost the record's call ~40 % more prefill
+    on a Pi (issue 22's benchmark: 1,336 tokens for 24 exchanges)."""
+    found = _SENTENCE.match(reply)
+    return found.group(1) if found else reply
 
 
 def parse_summary(raw: str) -> SessionRecord:

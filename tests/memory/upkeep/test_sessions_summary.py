@@ -46,7 +46,11 @@ async def test_an_ended_session_gets_one_structured_summary(
     script = state.script = Summaries()
     await mem.exchange("Can you help me plan a hike on Saturday?", "Sure: where?", session_id="s-a")
     clock.advance(60)
-    await mem.exchange("The ridge trail, I think. Start at 7.", "Good plan.", session_id="s-a")
+    await mem.exchange(
+        "The ridge trail, I think. Start at 7.",
+        "Good plan. Want me to remind you on Friday?",
+        session_id="s-a",
+    )
     await mem.run()
     assert state.memory_calls("session") == []  # still going: nothing to summarise
     await mem.exchange("What's the time?", "Nine.", session_id="s-b")
@@ -55,7 +59,9 @@ async def test_an_ended_session_gets_one_structured_summary(
     (call,) = state.memory_calls("session")  # one call for the ended session
     transcript = call["body"]["messages"][-1]["content"]
     assert "User: Can you help me plan a hike on Saturday?" in transcript
-    assert "Lo-Bug: Good plan." in transcript and "What's the time?" not in transcript
+    assert "User: The ridge trail, I think. Start at 7." in transcript  # the user's words whole
+    assert "Lo-Bug: Good plan.\n" in transcript + "\n"  # a reply's first sentence only
+    assert "remind you" not in transcript and "What's the time?" not in transcript
     row = summary(mem, "s-a")
     assert (row["request"], row["outcome"]) == (HIKE["request"], HIKE["outcome"])
     assert json.loads(row["decisions"]) == HIKE["decisions"]
