@@ -37,7 +37,7 @@ def content_hash(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class FactKey:
+class FrozenFactKey:
     subject: str  # "user", or a lower-case name such as "jen"
     attribute: str  # "residence", "employer", "favorite color", "spouse", …
     value: str | None  # the attribute's value as written, trailing time phrases removed
@@ -121,7 +121,7 @@ _POSSESSIVE_SUBJECT = re.compile(
 )
 
 
-def parse_fact(fact: str) -> FactKey | None:
+def parse_fact(fact: str) -> FrozenFactKey | None:
     """The (subject, attribute, value) a fact states, or None for multi-valued statements."""
     text = " ".join(fact.replace("’", "'").split())
     for attribute, pattern in _PREDICATES:
@@ -136,7 +136,7 @@ def parse_fact(fact: str) -> FactKey | None:
             what = _normalise_attribute(groups["what"])
             attribute = what if attribute == "possessive" else f"favorite {what}"
         value = _TRAILING_TIME.sub("", groups["v"]).strip(" ,") or None
-        return FactKey(subject, attribute, value, negated=bool(groups.get("neg")))
+        return FrozenFactKey(subject, attribute, value, negated=bool(groups.get("neg")))
     return None
 
 

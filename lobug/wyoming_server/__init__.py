@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from lobug import keys
-from lobug.wyoming_server.handler import Services
+from lobug.wyoming_server.handler import ConnectionServices
 from lobug.wyoming_server.server import WyomingServer
 
 
@@ -20,7 +20,7 @@ async def lifecycle(app: web.Application) -> AsyncIterator[None]:
     if not config.wyoming.enabled:
         yield
         return
-    services = Services(config=config, chat=app[keys.CHAT], speech=app[keys.SPEECH])
+    services = ConnectionServices(config=config, chat=app[keys.CHAT], speech=app[keys.SPEECH])
     server = WyomingServer(config.wyoming.uri, services)
     await server.start()
     app[keys.HEALTH].wyoming = server.status
@@ -28,4 +28,4 @@ async def lifecycle(app: web.Application) -> AsyncIterator[None]:
     await server.stop()
 
 
-__all__ = ["Services", "WyomingServer", "lifecycle"]
+__all__ = ["ConnectionServices", "WyomingServer", "lifecycle"]

@@ -37,7 +37,7 @@ LINGER_S = 1.0  # after refusing a frame: what the peer still sends is read and 
 
 
 @dataclass(frozen=True)
-class Services:
+class ConnectionServices:
     """What a connection needs from the daemon."""
 
     config: Config
@@ -50,7 +50,7 @@ class WyomingHandler:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        services: Services,
+        services: ConnectionServices,
         budget: AudioBudget,
     ) -> None:
         self.reader = reader

@@ -14,7 +14,7 @@ from wyoming.event import async_write_event
 
 from lobug.wyoming_server.asr import AudioBudget
 from lobug.wyoming_server.frames import LINE_BYTES
-from lobug.wyoming_server.handler import Services, WyomingHandler
+from lobug.wyoming_server.handler import ConnectionServices, WyomingHandler
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ REFUSAL_WRITE_S = 1.0  # the "too many connections" answer: sent if it fits, nev
 
 
 class WyomingServer:
-    def __init__(self, uri: str, services: Services) -> None:
+    def __init__(self, uri: str, services: ConnectionServices) -> None:
         self.uri = uri
         self._services = services
         self._max_connections = services.config.wyoming.max_connections

@@ -47,13 +47,13 @@ class Exchange:
         return self.user.text, self.assistant.text if self.assistant else None
 
 
-def given(payload: dict[str, Any]) -> list[extraction.Candidate] | None:
+def given(payload: dict[str, Any]) -> list[extraction.Extracted] | None:
     """The facts a leader handed this job (None: it asks the model itself)."""
     facts = payload.get("facts")
     if not isinstance(facts, list):
         return None
     return [
-        extraction.Candidate(str(f["fact"]), str(f["type"]))
+        extraction.Extracted(str(f["fact"]), str(f["type"]))
         for f in facts
         if isinstance(f, dict) and "fact" in f and "type" in f
     ]
@@ -106,7 +106,7 @@ def take_along(conn: Any, leader: Job, user: TurnRecord) -> list[Exchange] | Non
     return taken
 
 
-def hand_out(conn: Any, facts: dict[int, list[extraction.Candidate]]) -> None:
+def hand_out(conn: Any, facts: dict[int, list[extraction.Extracted]]) -> None:
     """Each taken-along job's facts into its payload (it may have been claimed meanwhile: a
     running job asked for itself, and the facts are left unread)."""
     _set(
@@ -117,7 +117,7 @@ def hand_out(conn: Any, facts: dict[int, list[extraction.Candidate]]) -> None:
     )
 
 
-def handed(conn: Any, job_id: int) -> list[extraction.Candidate] | None:
+def handed(conn: Any, job_id: int) -> list[extraction.Extracted] | None:
     """The facts a leader handed `job_id` since it stepped back (None: none yet)."""
     row = conn.execute("SELECT payload FROM jobs WHERE id = ?", (job_id,)).fetchone()
     return given(json.loads(row["payload"])) if row else None
@@ -152,14 +152,14 @@ def _set(conn: Any, values: dict[int, Any], path: str) -> None:
 
 
 def attribute(
-    found: Sequence[extraction.Candidate], exchanges: Sequence[tuple[str, str | None]]
-) -> list[list[extraction.Candidate]]:
+    found: Sequence[extraction.Extracted], exchanges: Sequence[tuple[str, str | None]]
+) -> list[list[extraction.Extracted]]:
     """Each fact to the exchange whose user's words it shares most (facts come from what the
     user said); the reply's words break a tie, then the later exchange wins (a later one
     restates, corrects or completes). A fact sharing no word with any goes to the last."""
     said = [_stems(user) for user, _ in exchanges]
     replied = [_stems(reply or "") for _, reply in exchanges]
-    out: list[list[extraction.Candidate]] = [[] for _ in exchanges]
+    out: list[list[extraction.Extracted]] = [[] for _ in exchanges]
     for fact in found:
         words = _stems(fact.content)
         best = max(

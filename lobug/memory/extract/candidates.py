@@ -46,7 +46,7 @@ RULE_CATEGORIES = {
 }
 
 
-def from_llm(found: Iterable[extraction.Candidate], said: str) -> list[Candidate]:
+def from_llm(found: Iterable[extraction.Extracted], said: str) -> list[Candidate]:
     """The model's items; a `procedural` one is a procedure (seed 001 §12), not a fact, when the
     user's words (`said`) describe one; else the model's label is a guess, and the item a
     preference fact."""

@@ -62,7 +62,7 @@ from lobug.memory.store.dedup import content_hash
 from lobug.memory.upkeep import events
 from lobug.memory.write import consent, judge
 from lobug.memory.write.candidate import Candidate
-from lobug.memory.write.reconcile import ACTOR, Origin, Outcome, Plan, apply, decide
+from lobug.memory.write.reconcile import ACTOR, Origin, Outcome, Resolution, apply, decide
 from lobug.storage.database import Database
 from lobug.storage.pool import BACKGROUND
 from lobug.workers import queue
@@ -214,7 +214,7 @@ class ExtractJob:
 
     async def _ask(
         self, job: Job, user: TurnRecord, assistant: TurnRecord | None, *, refine: bool
-    ) -> list[extraction.Candidate]:
+    ) -> list[extraction.Extracted]:
         """The model's facts for this exchange; in the background, read together with the
         session's other pending exchanges, whose jobs get theirs handed out (extract.batch)."""
         mine = (user.text, assistant.text if assistant else None)
@@ -346,7 +346,7 @@ class ExtractJob:
                 said=user.text,
             )
 
-        def plan(i: int) -> Plan:
+        def plan(i: int) -> Resolution:
             cand = found[i]
             verdict = None
             if judged is not None:

@@ -44,14 +44,14 @@ FACTS_SCHEMA = OutputSchema(
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Extracted:
     content: str
     category: str  # one of FACT_TYPES, or PROCEDURAL
 
 
 async def extract(
     llm: LLMClient, exchanges: Sequence[tuple[str, str | None]], *, timeout_s: float
-) -> list[Candidate]:
+) -> list[Extracted]:
     """Facts from one exchange (user's words, Lo-Bug's reply or None) or several of one
     conversation (lobug.memory.extract.batch). Raises LLMUnavailable, or InvalidOutput after
     one reminder."""
@@ -68,7 +68,7 @@ async def extract(
     )
 
 
-def parse_facts(raw: str) -> list[Candidate]:
+def parse_facts(raw: str) -> list[Extracted]:
     """Accept a JSON array, one object, or `{"facts": [...]}`, fenced or with prose around it.
 
     Raises InvalidOutput when there is no usable JSON (an empty array is a valid "nothing").
@@ -81,7 +81,7 @@ def parse_facts(raw: str) -> list[Candidate]:
     items = _items(value)
     if items is None:
         raise InvalidOutput(f"JSON of an unexpected shape ({type(value).__name__})", raw)
-    candidates: list[Candidate] = []
+    candidates: list[Extracted] = []
     seen: set[str] = set()
     for item in items:
         candidate = _candidate(item)
@@ -102,7 +102,7 @@ def _items(value: Any) -> list[Any] | None:
     )
 
 
-def _candidate(item: Any) -> Candidate | None:
+def _candidate(item: Any) -> Extracted | None:
     if isinstance(item, str):
         text, kind = item, None
     elif isinstance(item, dict):
@@ -115,7 +115,7 @@ def _candidate(item: Any) -> Candidate | None:
         return None
     if text[-1] not in ".!?\"'”":
         text += "."
-    return Candidate(text[0].upper() + text[1:], _category(kind))
+    return Extracted(text[0].upper() + text[1:], _category(kind))
 
 
 def _category(kind: Any) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.memory.graph.entities import (
-    Entity,
+    Mention,
     extract_entities,
     link_entities,
     link_turn_entities,
@@ -117,7 +117,7 @@ def _by(strategy: str) -> str:
 def link_found(
     conn: Any,
     user_id: str,
-    found: Sequence[tuple[Unlinked, Sequence[Entity]]],
+    found: Sequence[tuple[Unlinked, Sequence[Mention]]],
     *,
     strategy: str,
     now: float,
@@ -149,7 +149,7 @@ def link_found(
 def link_turn(
     conn: Any,
     turn_id: int,
-    entities: Sequence[Entity],
+    entities: Sequence[Mention],
     user_id: str,
     *,
     strategy: str,

@@ -7,11 +7,11 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lobug.memory.graph.ner import COMMON_WORDS, ENTITY_TYPES, Entity, extract_entities
+from lobug.memory.graph.ner import COMMON_WORDS, ENTITY_TYPES, Mention, extract_entities
 
 __all__ = [
     "ENTITY_TYPES",
-    "Entity",
+    "Mention",
     "create_or_get_entity",
     "entities_in_text",
     "extract_entities",
@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-def create_or_get_entity(conn: Any, user_id: str, entity: Entity, now: float) -> tuple[int, bool]:
+def create_or_get_entity(conn: Any, user_id: str, entity: Mention, now: float) -> tuple[int, bool]:
     """(id, created): by canonical name and type (any case), then by alias; else a new row."""
     row = conn.execute(
         "SELECT id, canonical_name, aliases FROM entities WHERE user_id = ? AND type = ?"
@@ -53,7 +53,7 @@ def create_or_get_entity(conn: Any, user_id: str, entity: Entity, now: float) ->
 
 
 def link_entities(
-    conn: Any, memory_id: int, entities: Iterable[Entity], user_id: str, now: float
+    conn: Any, memory_id: int, entities: Iterable[Mention], user_id: str, now: float
 ) -> list[int]:
     """Register entities and link them to a memory; each new link counts one mention."""
     return _link(
@@ -67,7 +67,7 @@ def link_entities(
 
 
 def link_turn_entities(
-    conn: Any, turn_id: int, entities: Iterable[Entity], user_id: str, now: float
+    conn: Any, turn_id: int, entities: Iterable[Mention], user_id: str, now: float
 ) -> list[int]:
     """Register entities and link them to a turn (`turn_entities`, m013), as `link_entities`
     does a memory, but without counting a mention: a turn link is derived again from the turn
@@ -88,7 +88,7 @@ def _link(
     conn: Any,
     insert: str,
     row_id: int,
-    entities: Iterable[Entity],
+    entities: Iterable[Mention],
     user_id: str,
     now: float,
     *,

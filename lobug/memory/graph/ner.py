@@ -17,7 +17,9 @@ ENTITY_TYPES = ("person", "organization", "location", "email", "url", "date", "t
 
 
 @dataclass(frozen=True)
-class Entity:
+class Mention:
+    """A span of text that names an entity (linked to an `entities` row by graph.entities)."""
+
     text: str  # as written
     canonical: str
     type: str
@@ -89,9 +91,9 @@ _SUBJECT_NEXT = re.compile(
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
 
 
-def extract_entities(text: str) -> list[Entity]:
+def extract_entities(text: str) -> list[Mention]:
     """Regex entities in text; overlapping finds are resolved longest-first."""
-    found: list[Entity] = []
+    found: list[Mention] = []
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
             found.append(_pattern_entity(kind, m))
@@ -102,20 +104,20 @@ def extract_entities(text: str) -> list[Entity]:
     return _resolve_overlaps(found)
 
 
-def _pattern_entity(kind: str, m: re.Match[str]) -> Entity:
+def _pattern_entity(kind: str, m: re.Match[str]) -> Mention:
     raw = m.group(0)
     span = (m.start(), m.end())
     if kind == "email":
-        return Entity(raw, raw.lower(), "email", span)
+        return Mention(raw, raw.lower(), "email", span)
     if kind == "url":
         raw = raw.rstrip(".,;:!?")
         canonical = re.sub(r"^https?://", "", raw, flags=re.I).rstrip("/").lower()
-        return Entity(raw, canonical, "url", (m.start(), m.start() + len(raw)))
+        return Mention(raw, canonical, "url", (m.start(), m.start() + len(raw)))
     if kind == "mention":
-        return Entity(raw, _title(m.group(1)), "person", span)
+        return Mention(raw, _title(m.group(1)), "person", span)
     if kind == "tag":
-        return Entity(raw, m.group(1).lower(), "tag", span)
-    return Entity(raw, _canonical_date(raw), "date", span)
+        return Mention(raw, m.group(1).lower(), "tag", span)
+    return Mention(raw, _canonical_date(raw), "date", span)
 
 
 def _canonical_date(raw: str) -> str:
@@ -149,7 +151,7 @@ def _canonical_date(raw: str) -> str:
     return f"{_MONTHS[month - 1].capitalize()} {day}"
 
 
-def _name_entity(text: str, m: re.Match[str]) -> Entity | None:
+def _name_entity(text: str, m: re.Match[str]) -> Mention | None:
     words = m.group(0).split()
     start = m.start()
     # Strip leading words that are capitalised only by position or are not names at all.
@@ -170,7 +172,7 @@ def _name_entity(text: str, m: re.Match[str]) -> Entity | None:
         # A lone capitalised word opening a sentence is as often a verb ("Remind me…") as a
         # name; only one followed by what a subject does ("Jen moved…", "Jen's…") counts.
         return None
-    return Entity(name, name, _name_type(name, before), (start, m.end()))
+    return Mention(name, name, _name_type(name, before), (start, m.end()))
 
 
 def _name_type(name: str, before: str) -> str:
@@ -183,8 +185,8 @@ def _name_type(name: str, before: str) -> str:
     return "person"
 
 
-def _resolve_overlaps(entities: list[Entity]) -> list[Entity]:
-    kept: list[Entity] = []
+def _resolve_overlaps(entities: list[Mention]) -> list[Mention]:
+    kept: list[Mention] = []
     for entity in sorted(entities, key=lambda e: (-(e.span[1] - e.span[0]), e.span[0])):
         if all(entity.span[1] <= k.span[0] or entity.span[0] >= k.span[1] for k in kept):
             kept.append(entity)
@@ -214,14 +216,14 @@ _PROVIDER_RANK = {"llm": 1, "spacy": 2, "regex": 3}
 class Provider(Protocol):
     name: str
 
-    async def extract_many(self, texts: Sequence[str]) -> list[list[Entity]]:
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Mention]]:
         """The entities of each text (spans into that text), in order."""
 
 
 class RegexProvider:
     name = "regex"
 
-    async def extract_many(self, texts: Sequence[str]) -> list[list[Entity]]:
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Mention]]:
         return [extract_entities(text) for text in texts]
 
 
@@ -241,15 +243,15 @@ class SpacyProvider:
     def __init__(self, nlp: Any) -> None:
         self.nlp = nlp
 
-    async def extract_many(self, texts: Sequence[str]) -> list[list[Entity]]:
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Mention]]:
         return await asyncio.to_thread(self._run, list(texts))
 
-    def _run(self, texts: list[str]) -> list[list[Entity]]:
+    def _run(self, texts: list[str]) -> list[list[Mention]]:
         found = []
         for doc in self.nlp.pipe(texts):
             found.append(
                 [
-                    Entity(e.text, e.text, self.LABELS[e.label_], (e.start_char, e.end_char))
+                    Mention(e.text, e.text, self.LABELS[e.label_], (e.start_char, e.end_char))
                     for e in doc.ents
                     if e.label_ in self.LABELS and e.text.lower() not in COMMON_WORDS
                 ]
@@ -283,9 +285,9 @@ class Ner:
         enrichment's re-extraction is skipped without one."""
         return any(name != "regex" for name in self.providers)
 
-    async def extract_many(self, texts: Sequence[str], strategy: str) -> list[list[Entity]]:
+    async def extract_many(self, texts: Sequence[str], strategy: str) -> list[list[Mention]]:
         """Each text's entities by `strategy`'s providers; a provider's outage propagates."""
-        found: list[list[tuple[int, Entity]]] = [[] for _ in texts]
+        found: list[list[tuple[int, Mention]]] = [[] for _ in texts]
         for name in STRATEGIES[strategy]:
             provider = self.providers.get(name)
             if provider is None or not texts:
@@ -295,13 +297,13 @@ class Ner:
         return [merge(ranked) for ranked in found]
 
 
-def _rank(provider: str, entity: Entity) -> int:
+def _rank(provider: str, entity: Mention) -> int:
     return 0 if provider == "regex" and entity.type in _CERTAIN else _PROVIDER_RANK[provider]
 
 
-def merge(ranked: Sequence[tuple[int, Entity]]) -> list[Entity]:
+def merge(ranked: Sequence[tuple[int, Mention]]) -> list[Mention]:
     """Overlapping finds of several providers: the longest span wins, then the better rank."""
-    kept: list[Entity] = []
+    kept: list[Mention] = []
     order = sorted(ranked, key=lambda r: (-(r[1].span[1] - r[1].span[0]), r[0], r[1].span[0]))
     for _, entity in order:
         if all(entity.span[1] <= k.span[0] or entity.span[0] >= k.span[1] for k in kept):

@@ -20,7 +20,7 @@ from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient, OutputSchema
 from lobug.memory.graph.ner import (
     COMMON_WORDS,
-    Entity,
+    Mention,
     Ner,
     Provider,
     RegexProvider,
@@ -83,9 +83,9 @@ class LlmProvider:
         self.llm = llm
         self.timeout_s = timeout_s
 
-    async def extract_many(self, texts: Sequence[str]) -> list[list[Entity]]:
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Mention]]:
         """Raises LLMUnavailable (an outage), InvalidOutput (nonsense twice), or Preempted."""
-        found: list[list[Entity]] = []
+        found: list[list[Mention]] = []
         for start in range(0, len(texts), BATCH):
             batch = list(texts[start : start + BATCH])
             found += await ask(
@@ -101,7 +101,7 @@ class LlmProvider:
         return found
 
 
-def parse(raw: str, texts: Sequence[str]) -> list[list[Entity]]:
+def parse(raw: str, texts: Sequence[str]) -> list[list[Mention]]:
     """Each note's entities from the answer; names the note does not contain are dropped."""
     try:
         answer = json.loads(plain_text(raw))
@@ -109,7 +109,7 @@ def parse(raw: str, texts: Sequence[str]) -> list[list[Entity]]:
         raise InvalidOutput("not JSON", raw) from None
     if not isinstance(answer, dict) or not all(str(k).strip().isdigit() for k in answer):
         raise InvalidOutput("not an object keyed by note number", raw)
-    found: list[list[Entity]] = [[] for _ in texts]
+    found: list[list[Mention]] = [[] for _ in texts]
     for key, items in answer.items():
         index = int(str(key).strip()) - 1
         if not 0 <= index < len(texts):
@@ -120,7 +120,7 @@ def parse(raw: str, texts: Sequence[str]) -> list[list[Entity]]:
     return found
 
 
-def _entities(text: str, items: list[Any]) -> list[Entity]:
+def _entities(text: str, items: list[Any]) -> list[Mention]:
     entities = []
     for item in items:
         if isinstance(item, dict):
@@ -137,7 +137,7 @@ def _entities(text: str, items: list[Any]) -> list[Entity]:
         if found is None:
             continue  # not in the note: the model's invention
         canonical = name if not name.islower() else name.title()
-        entities.append(Entity(found.group(0), canonical, entity_type, found.span()))
+        entities.append(Mention(found.group(0), canonical, entity_type, found.span()))
     return entities
 
 

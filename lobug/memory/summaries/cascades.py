@@ -24,7 +24,7 @@ from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
 from lobug.memory import enqueue, prompts
-from lobug.memory.graph.entities import Entity, extract_entities, link_entities
+from lobug.memory.graph.entities import Mention, extract_entities, link_entities
 from lobug.memory.store import delta, memory_events
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
@@ -188,7 +188,7 @@ def distill_inputs(
     return base_memory.get_base(conn, user_id), facts
 
 
-def entities_of(text: str) -> list[Entity]:
+def entities_of(text: str) -> list[Mention]:
     """The entities a summary or an insight names, Lo-Bug itself left out (it is in them all)."""
     me = prompts.ASSISTANT_NAME.casefold()
     return [e for e in extract_entities(text) if e.canonical.casefold() != me]

@@ -22,7 +22,7 @@ from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.memory import enqueue
 from lobug.memory.graph import enrich, ner_llm
-from lobug.memory.graph.entities import Entity, extract_entities
+from lobug.memory.graph.entities import Mention, extract_entities
 from lobug.memory.graph.ner import ACCURATE, Ner
 from lobug.memory.settings import WritePolicy
 from lobug.memory.upkeep import budget, events, sessions
@@ -217,7 +217,7 @@ class UpkeepJobs:
             return False
         return True
 
-    async def _accurate(self, texts: Sequence[str]) -> list[list[Entity]] | None:
+    async def _accurate(self, texts: Sequence[str]) -> list[list[Mention]] | None:
         """One model call's entities for `texts`; None when the model is down."""
         started = time.perf_counter()
         try:

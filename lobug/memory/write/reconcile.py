@@ -105,7 +105,7 @@ class Origin:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Resolution:
     """What reconcile will do with one candidate, decided before anything is written."""
 
     action: str  # repeat | merge | supersede | add
@@ -143,14 +143,14 @@ def decide(
     origin: Origin,
     policy: WritePolicy,
     verdict: Verdict | None = None,
-) -> Plan:
+) -> Resolution:
     # Reconciliation stays inside the writer's store: a write must never merge into, supersede
     # or link to a memory in a store its writer may not see (trust gating, seed 002).
     same = store.active_by_hash(
         conn, origin.user_id, content_hash(cand.content), cand.kind, store=origin.store
     )
     if same is not None:
-        return Plan("repeat", row=same)
+        return Resolution("repeat", row=same)
     neighbours: list[tuple[store.MemoryRow, float]] = []
     if vector is not None and cand.kind == "fact":
         # One KNN scan serves the heuristic judge's distance band and the relation edges.
@@ -179,10 +179,12 @@ def decide(
         and (kept is None or j.row.id != kept.row.id)
     )
     if kept is not None and kept.row.store == origin.store:
-        return Plan("merge", row=kept.row, kept=kept, retire=retire, neighbours=tuple(neighbours))
+        return Resolution(
+            "merge", row=kept.row, kept=kept, retire=retire, neighbours=tuple(neighbours)
+        )
     if retire:
-        return Plan("supersede", retire=retire, neighbours=tuple(neighbours))
-    return Plan("add", neighbours=tuple(neighbours))
+        return Resolution("supersede", retire=retire, neighbours=tuple(neighbours))
+    return Resolution("add", neighbours=tuple(neighbours))
 
 
 def _protected(conn: Any, row: store.MemoryRow, origin: Origin) -> bool:
@@ -201,7 +203,7 @@ def apply(
     conn: Any,
     cand: Candidate,
     vector: Sequence[float] | None,
-    plan: Plan,
+    plan: Resolution,
     *,
     origin: Origin,
     policy: WritePolicy,
@@ -258,7 +260,7 @@ def _event(
     memory_id: int,
     category: str | None,
     distance: float | None,
-    plan: Plan | None = None,
+    plan: Resolution | None = None,
     *,
     done: bool = True,
 ) -> None:

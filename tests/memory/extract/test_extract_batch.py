@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lobug.memory.extract.batch import attribute, given
-from lobug.memory.extract.llm import Candidate
+from lobug.memory.extract.llm import Extracted
 
 EXCHANGES = [
     ("We adopted a puppy called Biscuit.", "A puppy! What breed is Biscuit?"),
@@ -12,8 +12,8 @@ EXCHANGES = [
 ]
 
 
-def fact(text: str) -> Candidate:
-    return Candidate(text, "personal")
+def fact(text: str) -> Extracted:
+    return Extracted(text, "personal")
 
 
 def test_each_fact_goes_to_the_exchange_it_shares_most_words_with() -> None:
@@ -37,7 +37,7 @@ def test_a_tie_goes_to_the_later_exchange() -> None:
 
 def test_handed_facts_are_read_back_and_absent_ones_are_not() -> None:
     payload = {"facts": [{"fact": "The user loves tea.", "type": "preference"}, {"bad": 1}]}
-    assert given(payload) == [Candidate("The user loves tea.", "preference")]
+    assert given(payload) == [Extracted("The user loves tea.", "preference")]
     assert given({"user_turn_id": 3}) is None
     assert given({"facts": []}) == []
 

@@ -17,7 +17,7 @@ from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, histor
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import HashingEmbedder
 from lobug.memory import settings
-from lobug.memory.extract.llm import Candidate, parse_facts
+from lobug.memory.extract.llm import Extracted, parse_facts
 from lobug.memory.prompts import EXTRACT_TASK
 from lobug.memory.store.rows import counters
 from lobug.workers import queue
@@ -49,11 +49,11 @@ def test_parser_accepts_what_small_models_send(shape: str) -> None:
 
 def test_parser_single_object_types_and_cleanup() -> None:
     single = json.dumps({"fact": "the user  works at NASA", "type": "Personal_Info"})
-    assert parse_facts(single) == [Candidate("The user works at NASA.", "personal")]
+    assert parse_facts(single) == [Extracted("The user works at NASA.", "personal")]
     kinds = json.dumps([{"fact": TEA, "type": "preferences"}, {"fact": CAT, "type": "pets"}])
     assert [c.category for c in parse_facts(kinds)] == ["preference", "knowledge"]
     dupes = json.dumps([TEA, TEA.upper(), "ok", {"fact": 42}])
-    assert parse_facts(dupes) == [Candidate(TEA, "knowledge")]
+    assert parse_facts(dupes) == [Extracted(TEA, "knowledge")]
     assert (
         parse_facts("[]") == []
         and parse_facts("{}") == []

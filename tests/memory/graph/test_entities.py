@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lobug.memory.graph.entities import (
     ENTITY_TYPES,
-    Entity,
+    Mention,
     create_or_get_entity,
     entities_in_text,
     extract_entities,
@@ -141,31 +141,31 @@ def test_relinking_the_same_memory_is_idempotent(conn: Any) -> None:
 
 def test_case_insensitive_canonical_and_alias_merge(conn: Any) -> None:
     first, created = create_or_get_entity(
-        conn, "default", Entity("@maria", "Maria", "person", (0, 6)), NOW
+        conn, "default", Mention("@maria", "Maria", "person", (0, 6)), NOW
     )
     again, created_again = create_or_get_entity(
-        conn, "default", Entity("MARIA", "MARIA", "person", (0, 5)), NOW
+        conn, "default", Mention("MARIA", "MARIA", "person", (0, 5)), NOW
     )
     assert created and not created_again and first == again
     # "MARIA" is the canonical name in other case: not worth an alias.
     assert json.loads(entity_row(conn, first)["aliases"]) == ["@maria"]
     # An alias finds the entity even when the canonical name differs.
     by_alias, created = create_or_get_entity(
-        conn, "default", Entity("@maria", "@maria", "person", (0, 6)), NOW
+        conn, "default", Mention("@maria", "@maria", "person", (0, 6)), NOW
     )
     assert by_alias == first and not created
     # Same name, other type or other user: a different entity.
     other, _ = create_or_get_entity(
-        conn, "default", Entity("Maria", "Maria", "location", (0, 5)), NOW
+        conn, "default", Mention("Maria", "Maria", "location", (0, 5)), NOW
     )
-    theirs, _ = create_or_get_entity(conn, "bob", Entity("Maria", "Maria", "person", (0, 5)), NOW)
+    theirs, _ = create_or_get_entity(conn, "bob", Mention("Maria", "Maria", "person", (0, 5)), NOW)
     assert len({first, other, theirs}) == 3
 
 
 def test_entities_in_text_finds_known_names_in_any_case(conn: Any) -> None:
     m = add_memory(conn, "x")
     link_entities(conn, m, extract_entities("Dr. Patel and Jen live in New York"), "default", NOW)
-    create_or_get_entity(conn, "default", Entity("@jenny", "Jen", "person", (0, 6)), NOW)
+    create_or_get_entity(conn, "default", Mention("@jenny", "Jen", "person", (0, 6)), NOW)
     got = entities_in_text(conn, "default", "does jen still see dr. patel in new york?")
     names = {entity_row(conn, i)["canonical_name"] for i in got}
     assert names == {"Jen", "Dr. Patel", "New York"}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lobug.memory.graph.entities import Entity, link_entities
+from lobug.memory.graph.entities import Mention, link_entities
 from lobug.memory.lifecycle import policies as lifecycle
 from lobug.memory.search.scoring import DAY, ScoringWeights
 from lobug.memory.store.rows import add_history
@@ -250,13 +250,13 @@ def full_memory(conn: Any) -> tuple[int, int, int]:
         conn,
         secret,
         [
-            Entity("Qorvex Gym", "Qorvex Gym", "organization", (0, 1)),
-            Entity("Monday", "Monday", "date", (0, 1)),
+            Mention("Qorvex Gym", "Qorvex Gym", "organization", (0, 1)),
+            Mention("Monday", "Monday", "date", (0, 1)),
         ],
         "default",
         NOW,
     )
-    link_entities(conn, other, [Entity("Monday", "Monday", "date", (0, 1))], "default", NOW)
+    link_entities(conn, other, [Mention("Monday", "Monday", "date", (0, 1))], "default", NOW)
     for a, b in ((secret, other), (other, secret)):
         conn.execute(
             "INSERT INTO relations (from_id, to_id, strength, created_at) VALUES (?, ?, 0.9, ?)",

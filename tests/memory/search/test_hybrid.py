@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lobug.memory.graph.entities import Entity, link_entities, link_turn_entities
+from lobug.memory.graph.entities import Mention, link_entities, link_turn_entities
 from lobug.memory.search.fts import build_fts_query
 from lobug.memory.search.hybrid import (
     MEMORIES,
@@ -152,8 +152,8 @@ def test_like_fallback_without_fts(tmp_path: Path) -> None:
 
 
 def test_entity_ranks_for_memories(conn: Any) -> None:
-    jen = Entity("Jen", "Jen", "person", (0, 3))
-    denver = Entity("Denver", "Denver", "location", (0, 6))
+    jen = Mention("Jen", "Jen", "person", (0, 3))
+    denver = Mention("Denver", "Denver", "location", (0, 6))
     old = memory(conn, "Jen visited.", created_at=NOW - 10 * DAY)
     new = memory(conn, "Jen called.", created_at=NOW)
     both = memory(conn, "Jen moved to Denver.", created_at=NOW - 20 * DAY)
@@ -167,7 +167,7 @@ def test_entity_ranks_for_memories(conn: Any) -> None:
 
 def test_entity_ranks_for_turns_match_names_in_text(conn: Any) -> None:
     memory_row = memory(conn, "x")
-    link_entities(conn, memory_row, [Entity("@jenny", "Jen", "person", (0, 6))], "default", NOW)
+    link_entities(conn, memory_row, [Mention("@jenny", "Jen", "person", (0, 6))], "default", NOW)
     t1 = turn(conn, "Jen is coming over.", unit(1), NOW - DAY)
     turn(conn, "Nothing to see.", unit(1), NOW)
     t3 = turn(conn, "Ask @jenny about it.", unit(1), NOW)
@@ -177,8 +177,8 @@ def test_entity_ranks_for_turns_match_names_in_text(conn: Any) -> None:
 def test_entity_ranks_for_turns_read_their_entity_links(conn: Any) -> None:
     """Seed 003: turns linked through `turn_entities` (m013: `embed_turn`, the enrichment)
     count like a name in the text; a turn linked to two named entities ranks first."""
-    jen = Entity("Jen", "Jen", "person", (0, 3))
-    lisbon = Entity("Lisbon", "Lisbon", "location", (0, 6))
+    jen = Mention("Jen", "Jen", "person", (0, 3))
+    lisbon = Mention("Lisbon", "Lisbon", "location", (0, 6))
     link_entities(conn, memory(conn, "x"), [jen, lisbon], "default", NOW)
     linked = turn(conn, "She flew there on Monday.", unit(1), NOW - DAY)  # linked, not named
     link_turn_entities(conn, linked, [jen, lisbon], "default", NOW)
