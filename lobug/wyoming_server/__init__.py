@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from lobug import keys
-from lobug.wyoming_server.handler import ConnectionServices
+from lobug.wyoming_server.connection import ConnectionServices
 from lobug.wyoming_server.server import WyomingServer
 
 

@@ -14,7 +14,7 @@ from wyoming.event import async_write_event
 
 from lobug.wyoming_server.asr import AudioBudget
 from lobug.wyoming_server.frames import LINE_BYTES
-from lobug.wyoming_server.handler import ConnectionServices, WyomingHandler
+from lobug.wyoming_server.connection import ConnectionServices, WyomingHandler
 
 log = logging.getLogger(__name__)
 
