@@ -57,7 +57,8 @@ class LLMClient(abc.ABC):
     """Chat (plain and streamed) and health against one server; errors counted by kind,
     parsed outputs counted by task (valid or not) for /metrics.
 
-    `lane`: where chat calls wait their turn; the daemon's chat and memory clients share one.
+    `lane`: where chat calls wait their turn; the daemon has one client and one lane for its
+    chat and its memory work (lobug.parts).
     Without one, calls go straight to the server (the CLI, doctor)."""
 
     backend: str  # "ollama" | "openai": named by /health, doctor and /metrics
@@ -152,6 +153,11 @@ class LLMClient(abc.ABC):
         self.errors[kind] += 1
         return LLMUnavailable(message, kind=kind)
 
-    def _mark_down(self, reason: str) -> None:
+    def _mark_down(self, reason: str, health: bool = True) -> None:
+        """A failed call says the server is down on /health, if it speaks for the chat
+        (`health`): a call on its own bound (memory work, `memory.llm_timeout_s`) does not, so a
+        minute-long summary timing out is not "LLM down"."""
+        if not health:
+            return
         self._health = LLMHealth(reachable=False, error=reason)
         self._health_at = time.monotonic()

@@ -82,7 +82,7 @@ class OpenAIChat(LLMClient):
             }
 
         async def call() -> str:
-            with self._mapped_errors(timeout):
+            with self._mapped_errors(timeout, health=timeout_s is None):
                 body["model"] = await self._model_name()
                 return await asyncio.wait_for(self._complete(body), timeout)
 
@@ -158,14 +158,15 @@ class OpenAIChat(LLMClient):
         return tuple(str(m.get("id", "")) for m in listed if isinstance(m, dict))
 
     @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float) -> Iterator[None]:
-        """aiohttp's and the server's failures as LLMUnavailable, counted."""
+    def _mapped_errors(self, timeout: float, *, health: bool = True) -> Iterator[None]:
+        """aiohttp's and the server's failures as LLMUnavailable, counted. `health`: whether a
+        timeout or a lost connection marks the server down (_mark_down)."""
         try:
             yield
         except LLMUnavailable:
             raise
         except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s")
+            self._mark_down(f"chat timed out after {timeout:.0f}s", health)
             raise self._failed(
                 f"the server at {self.where} did not answer within {timeout:.0f}s", "timeout"
             ) from None
@@ -178,7 +179,7 @@ class OpenAIChat(LLMClient):
                 "model_missing" if missing else "error",
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
-            self._mark_down(str(exc))
+            self._mark_down(str(exc), health)
             raise self._failed(f"cannot reach the server at {self.where}: {exc}") from None
         except (BadReply, ValueError, TypeError, KeyError) as exc:
             raise self._failed(f"the server sent a malformed reply: {exc}", "error") from None
