@@ -58,7 +58,7 @@ class OllamaChat(LLMClient):
             options["num_predict"] = max_tokens
 
         async def call() -> Any:
-            with self._mapped_errors(timeout, health=timeout_s is None):
+            with self._mapped_errors(timeout, chat=timeout_s is None):
                 return await asyncio.wait_for(
                     self.client.chat(
                         model=self.config.chat_model,
@@ -114,26 +114,32 @@ class OllamaChat(LLMClient):
             await _aclose(iterator)
 
     @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float, *, health: bool = True) -> Iterator[None]:
+    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
         """The ollama client's and the transport's failures as LLMUnavailable, counted.
-        `health`: whether a timeout or a lost connection marks the server down (_mark_down)."""
+        `chat`: a call on the chat's bound; False: memory work's (LLMClient._failed)."""
         try:
             yield
         except LLMUnavailable:
             raise
         except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s", health)
+            self._mark_down(f"chat timed out after {timeout:.0f}s", chat)
             raise self._failed(
-                f"Ollama did not answer within {timeout:.0f}s", kind="timeout"
+                f"Ollama did not answer within {timeout:.0f}s", kind="timeout", chat=chat
             ) from None
         except ollama.ResponseError as exc:
             kind = "model_missing" if exc.status_code == 404 else "error"
-            raise self._failed(f"Ollama answered {exc.status_code}: {exc.error}", kind) from None
+            raise self._failed(
+                f"Ollama answered {exc.status_code}: {exc.error}", kind, chat=chat
+            ) from None
         except (httpx.HTTPError, ConnectionError, OSError) as exc:
-            self._mark_down(str(exc), health)
-            raise self._failed(f"cannot reach Ollama at {self.config.host}: {exc}") from None
+            self._mark_down(str(exc), chat)
+            raise self._failed(
+                f"cannot reach Ollama at {self.config.host}: {exc}", chat=chat
+            ) from None
         except (ValueError, TypeError, KeyError) as exc:  # a reply that is not Ollama's JSON
-            raise self._failed(f"Ollama sent a malformed reply: {exc}", "error") from None
+            raise self._failed(
+                f"Ollama sent a malformed reply: {exc}", "error", chat=chat
+            ) from None
 
     async def _list_models(self) -> tuple[str, ...]:
         listed = await self.client.list()
