@@ -22,17 +22,12 @@ from lobug.chat.service import ChatService
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
-from lobug.llm.backends import make_llm
-from lobug.llm.lane import LLMLane
-from lobug.memory import MemoryService, doors
 from lobug.memory.graph.vocabulary import MemoryVocabulary
+from lobug.parts import parts
 from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.speech.transcriber import Transcriber
 from lobug.speech.whisper import WhisperTranscriber
-from lobug.storage.database import Database
-from lobug.storage.migrations import migrate
-from lobug.storage.vector_index import VectorIndex
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -69,34 +64,12 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     ui.setup(app)  # the memory browser at /ui/ (lobug/ui)
     mcp_server.setup(app)  # MCP over streamable HTTP at /mcp (lobug/mcp_server)
     app.cleanup_ctx.append(_loop_monitor)
-    app.cleanup_ctx.append(_database(config))
-    app.cleanup_ctx.append(_llm(config))
+    app.cleanup_ctx.append(_parts(config, overrides))  # db, LLM, memory (lobug.parts)
     app.cleanup_ctx.append(_speech(config, overrides))
-    app.cleanup_ctx.append(_memory(config, overrides))
     app.cleanup_ctx.append(_services(config, overrides))
     app.cleanup_ctx.append(_workers(config, overrides))
     app.cleanup_ctx.append(wyoming_server.lifecycle)  # Home Assistant Assist (lobug/wyoming_server)
     return app
-
-
-def make_database(config: Config, *, daemon: bool = False) -> Database:
-    """The daemon's database holds the in-memory vector index (if configured); a CLI command's
-    does not: one query would cost more to load the index than to scan sqlite-vec."""
-    return Database(
-        config.storage.db_path,
-        busy_timeout_ms=config.storage.busy_timeout_ms,
-        readers=config.storage.read_connections,
-        max_page_count=config.storage.max_page_count,
-        vector_index=VectorIndex() if daemon and config.storage.vector_index else None,
-    )
-
-
-def open_database(config: Config) -> Database:
-    """Open and migrate synchronously (the CLI uses this)."""
-    db = make_database(config)
-    db.open_sync()
-    migrate(db.writer)
-    return db
 
 
 async def _loop_monitor(app: web.Application) -> AsyncIterator[None]:
@@ -109,28 +82,21 @@ async def _loop_monitor(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
-def _database(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
+def _parts(
+    config: Config, overrides: Overrides
+) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        db = make_database(config, daemon=True)
-        await db.open()
-        applied = await db.write_raw(migrate)
-        if applied:
-            log.info("database %s migrated: %s", db.path, ", ".join(applied))
-        app[keys.DB] = db
-        yield
-        await db.close()
-
-    return ctx
-
-
-def _llm(config: Config) -> Callable[[web.Application], AsyncIterator[None]]:
-    async def ctx(app: web.Application) -> AsyncIterator[None]:
-        # One lane for every model call of the daemon: the turn first (lobug.llm.lane).
-        lane = LLMLane(quiet_s=config.memory.quiet_s, enabled=config.memory.user_first)
-        llm = make_llm(config, lane=lane)
-        app[keys.LLM] = llm
-        yield
-        await llm.close()
+        policy, clock, memory = app[keys.ACCESS].policy, overrides.clock, config.memory.enabled
+        async with parts(config, policy=policy, clock=clock, memory=memory, daemon=True) as got:
+            app[keys.DB], app[keys.LLM], app[keys.MEMORY] = got.db, got.llm, got.memory
+            app[keys.RECORDS], app[keys.RECALL] = got.records, got.recall
+            # The runner is created here, before any service, so every job handler is
+            # registered before it starts claiming jobs (in _workers, the last ctx).
+            app[keys.RUNNER] = runner = JobRunner(got.db, config.workers, clock)
+            if got.memory is not None:
+                got.memory.register(runner)
+                got.memory.start_periodic()  # GC and friends: the daemon's, not the CLI's
+            yield
 
     return ctx
 
@@ -178,9 +144,6 @@ def _services(
             clock=overrides.clock,
             memory=memory,
         )
-        app[keys.RECORDS], app[keys.RECALL] = doors(
-            config, db, app[keys.ACCESS].policy, memory, overrides.clock
-        )
         app[keys.HEALTH] = HealthService(
             db=db,
             llm=llm,
@@ -189,34 +152,6 @@ def _services(
             embedding=memory.embedding_status if memory is not None else None,
         )
         yield
-
-    return ctx
-
-
-def _memory(
-    config: Config, overrides: Overrides
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    async def ctx(app: web.Application) -> AsyncIterator[None]:
-        # The runner is created here, before any service, so every job handler is registered
-        # before it starts claiming jobs (in _workers, the last ctx).
-        runner = JobRunner(app[keys.DB], config.workers, overrides.clock)
-        app[keys.RUNNER] = runner
-        memory = None
-        if config.memory.enabled:
-            memory = MemoryService.create(
-                config,
-                db=app[keys.DB],
-                clock=overrides.clock,
-                categories=app[keys.ACCESS].policy,
-                lane=app[keys.LLM].lane,
-            )
-            await memory.start()
-            memory.register(runner)
-            memory.start_periodic()  # GC and friends: the daemon's, not the CLI's
-        app[keys.MEMORY] = memory
-        yield
-        if memory is not None:
-            await memory.close()
 
     return ctx
 

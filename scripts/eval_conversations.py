@@ -48,14 +48,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lobug.app import make_database  # noqa: E402
 from lobug.config import Config, load_config  # noqa: E402
 from lobug.memory import MemoryService  # noqa: E402
 from lobug.memory import service as memory_service  # noqa: E402
 from lobug.memory.query import QueryFilters, QueryRequest, QueryResult  # noqa: E402
 from lobug.memory.search.fts import build_fts_query  # noqa: E402
 from lobug.memory.transfer import import_turns as importer  # noqa: E402
-from lobug.storage.migrations import migrate  # noqa: E402
+from lobug.parts import parts  # noqa: E402
 from lobug.storage.vectors import pack  # noqa: E402
 from lobug.workers.runner import JobRunner  # noqa: E402
 
@@ -145,14 +144,10 @@ async def open_store(
     def clock() -> float:
         return now
 
-    db = make_database(config)
-    await db.open()
-    service: MemoryService | None = None
-    try:
-        await db.write_raw(migrate)
-        service = MemoryService.create(config, db=db, clock=clock)
+    async with parts(config, clock=clock) as got:
+        db, service = got.db, got.memory
+        assert service is not None
         service.weights = service.weights.changed(weights)
-        await service.start()
         runner = JobRunner(db, config.workers, clock)
         service.register(runner)
         started = time.monotonic()
@@ -179,10 +174,6 @@ async def open_store(
             turns=result.stored, jobs_run=ran, ingest_s=round(time.monotonic() - started, 2)
         )
         yield Store(conv, config, db, service, refs, stats)
-    finally:
-        if service is not None:
-            await service.close()
-        await db.close()
 
 
 async def drain(runner: JobRunner, db: Any, clock: Callable[[], float]) -> int:

@@ -226,23 +226,16 @@ def memory_config(tmp_path: Path, ollama_url: str, **overrides: Any) -> Config:
 async def memory_env(
     tmp_path: Path, ollama_url: str, clock: Any, **overrides: Any
 ) -> AsyncIterator[MemoryEnv]:
-    from lobug.storage.migrations import migrate
-    from lobug.storage.vector_index import VectorIndex
+    from lobug.parts import parts
 
     config = memory_config(tmp_path, ollama_url, **overrides)
     with pytest.MonkeyPatch.context() as patch:
         fast_constants(patch)
-        db = Database(config.storage.db_path, vector_index=VectorIndex())
-        await db.open()
-        await db.write_raw(migrate)
-        service = MemoryService.create(config, db=db, clock=clock)
-        await service.start()
-        assert service.indexing is not None
-        await service.indexing  # searched through the in-memory vectors, as in the daemon
-        runner = JobRunner(db, config.workers, clock)
-        service.register(runner)
-        try:
+        # Built by the composition root, as the CLI builds it (the vectors loaded at once).
+        async with parts(config, clock=clock) as got:
+            db, service = got.db, got.memory
+            assert service is not None and db.vector_index is not None
+            assert db.vector_index.ready  # searched through the in-memory vectors, as the daemon
+            runner = JobRunner(db, config.workers, clock)
+            service.register(runner)
             yield MemoryEnv(config, db, service, runner, clock)
-        finally:
-            await service.close()
-            await db.close()

@@ -7,8 +7,8 @@ import json
 import time
 from typing import Any
 
-from lobug.app import open_database
 from lobug.config import Config
+from lobug.parts import open_database
 from lobug.workers import queue
 
 

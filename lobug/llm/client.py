@@ -57,7 +57,8 @@ class LLMClient(abc.ABC):
     """Chat (plain and streamed) and health against one server; errors counted by kind,
     parsed outputs counted by task (valid or not) for /metrics.
 
-    `lane`: where chat calls wait their turn; the daemon's chat and memory clients share one.
+    `lane`: where chat calls wait their turn; the daemon has one client and one lane for its
+    chat and its memory work (lobug.parts).
     Without one, calls go straight to the server (the CLI, doctor)."""
 
     backend: str  # "ollama" | "openai": named by /health, doctor and /metrics
@@ -67,7 +68,10 @@ class LLMClient(abc.ABC):
         self.config = config  # timeouts, temperature
         self.lane = lane or LLMLane(enabled=False)
         self.schemas = schemas  # False: never send a schema (llm.schemas)
-        self.errors: Counter[str] = Counter()  # failed calls by LLMUnavailable.kind
+        # Failed calls by LLMUnavailable.kind: the chat's, and memory work's (a call on its own
+        # bound, `memory.llm_timeout_s`), apart on /metrics.
+        self.errors: Counter[str] = Counter()
+        self.memory_errors: Counter[str] = Counter()
         self.outputs: Counter[tuple[str, bool]] = Counter()  # (task, valid) -> parsed answers
         self._health: LLMHealth | None = None
         self._health_at = 0.0
@@ -148,10 +152,14 @@ class LLMClient(abc.ABC):
     def _cached(self) -> bool:
         return self._health is not None and time.monotonic() - self._health_at < HEALTH_CACHE_S
 
-    def _failed(self, message: str, kind: str = "down") -> LLMUnavailable:
-        self.errors[kind] += 1
+    def _failed(self, message: str, kind: str = "down", chat: bool = True) -> LLMUnavailable:
+        (self.errors if chat else self.memory_errors)[kind] += 1
         return LLMUnavailable(message, kind=kind)
 
-    def _mark_down(self, reason: str) -> None:
+    def _mark_down(self, reason: str, chat: bool = True) -> None:
+        """A chat call's timeout or lost connection says the server is down on /health; memory
+        work's (`chat` False) does not: a minute-long summary timing out is not "LLM down"."""
+        if not chat:
+            return
         self._health = LLMHealth(reachable=False, error=reason)
         self._health_at = time.monotonic()

@@ -19,7 +19,9 @@ import httpx
 import ollama
 
 from lobug.config import Config, EmbeddingConfig, LLMConfig
-from lobug.llm.transport import AiohttpTransport
+from lobug.llm.client import LLMClient
+from lobug.llm.ollama_chat import OllamaChat
+from lobug.llm.transport import ollama_client
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +66,19 @@ class HashingEmbedder:
 class OllamaEmbedder:
     """Ollama's /api/embed (batched). Default model nomic-embed-text, 768-d."""
 
-    def __init__(self, config: EmbeddingConfig, host: str) -> None:
+    def __init__(
+        self, config: EmbeddingConfig, host: str, client: ollama.AsyncClient | None = None
+    ) -> None:
         self.name = config.model
         self.dim = config.dim
         self.config = config
         self.host = host
-        self.client = ollama.AsyncClient(
-            host=host, timeout=config.timeout_s, transport=AiohttpTransport()
-        )
+        self._owned = client is None  # `client`: the chat's, lent (make_embedder)
+        self.client = client or ollama_client(host)
+
+    async def close(self) -> None:
+        if self._owned:
+            await self.client.close()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
@@ -229,8 +236,9 @@ class LocalEmbedder:
         return await asyncio.to_thread(self.encode, texts)
 
 
-def make_embedder(config: Config) -> Embedder:
-    """The embedder `embedding.backend` names (ollama at ollama.host, openai at llm.base_url)."""
+def make_embedder(config: Config, llm: LLMClient | None = None) -> Embedder:
+    """The embedder `embedding.backend` names (ollama at ollama.host, openai at llm.base_url).
+    An Ollama embedder shares the Ollama chat client `llm` (one connection pool per daemon)."""
     emb = config.embedding
     if emb.backend == "hashing":
         return HashingEmbedder(emb.dim)
@@ -238,16 +246,17 @@ def make_embedder(config: Config) -> Embedder:
         return LocalEmbedder(emb)
     if emb.backend == "openai":
         return OpenAIEmbedder(emb, config.llm)
-    return OllamaEmbedder(emb, config.ollama.host)
+    host = config.ollama.host
+    shared = llm.client if isinstance(llm, OllamaChat) and llm.where == host else None
+    return OllamaEmbedder(emb, host, shared)
 
 
 async def close_embedder(embedder: Embedder) -> None:
-    """Close what the embedder holds open: its HTTP pool (local and hashing hold none)."""
-    if isinstance(embedder, OpenAIEmbedder):
-        await embedder.close()
-    client = getattr(getattr(embedder, "client", None), "_client", None)
-    if client is not None:
-        await client.aclose()
+    """Close what the embedder holds open: its HTTP pool (local and hashing hold none, and a
+    shared Ollama client is its chat client's to close)."""
+    close = getattr(embedder, "close", None)
+    if close is not None:
+        await close()
 
 
 def _normalize(vec: Sequence[float]) -> list[float]:

@@ -13,9 +13,9 @@ import httpx
 import ollama
 
 from lobug.config import OllamaConfig
-from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.llm.lane import LLMLane
-from lobug.llm.transport import AiohttpTransport
+from lobug.llm.transport import ollama_client
 
 log = logging.getLogger(__name__)
 
@@ -30,26 +30,16 @@ class OllamaChat(LLMClient):
     ) -> None:
         super().__init__(config, lane=lane, schemas=schemas)
         self.where = config.host
-        self.client = ollama.AsyncClient(
-            host=config.host, timeout=config.timeout_s, transport=AiohttpTransport()
-        )
-        self._health_client = ollama.AsyncClient(
-            host=config.host, timeout=HEALTH_TIMEOUT_S, transport=AiohttpTransport(limit=2)
-        )
-        # Streamed replies need a transport that hands chunks on as they arrive.
-        self._stream_client = ollama.AsyncClient(
-            host=config.host,
-            timeout=config.timeout_s,
-            transport=AiohttpTransport(limit=16, streaming=True),
-        )
+        # One client for plain, streamed and health calls (and the Ollama embedder, which
+        # borrows it: lobug.llm.embedders.make_embedder); each call sets its own timeout.
+        self.client = ollama_client(config.host)
 
     @property
     def model(self) -> str:
         return self.config.chat_model
 
     async def close(self) -> None:
-        for client in (self.client, self._health_client, self._stream_client):
-            await client._client.aclose()  # the ollama client exposes no close() of its own
+        await self.client.close()
 
     async def chat(
         self,
@@ -68,7 +58,7 @@ class OllamaChat(LLMClient):
             options["num_predict"] = max_tokens
 
         async def call() -> Any:
-            with self._mapped_errors(timeout):
+            with self._mapped_errors(timeout, chat=timeout_s is None):
                 return await asyncio.wait_for(
                     self.client.chat(
                         model=self.config.chat_model,
@@ -98,7 +88,7 @@ class OllamaChat(LLMClient):
             options["num_predict"] = max_tokens
         with self._mapped_errors(timeout):
             parts = await asyncio.wait_for(
-                self._stream_client.chat(
+                self.client.chat(
                     model=self.config.chat_model,
                     messages=list(messages),
                     stream=True,
@@ -124,28 +114,35 @@ class OllamaChat(LLMClient):
             await _aclose(iterator)
 
     @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float) -> Iterator[None]:
-        """The ollama client's and the transport's failures as LLMUnavailable, counted."""
+    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
+        """The ollama client's and the transport's failures as LLMUnavailable, counted.
+        `chat`: a call on the chat's bound; False: memory work's (LLMClient._failed)."""
         try:
             yield
         except LLMUnavailable:
             raise
         except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s")
+            self._mark_down(f"chat timed out after {timeout:.0f}s", chat)
             raise self._failed(
-                f"Ollama did not answer within {timeout:.0f}s", kind="timeout"
+                f"Ollama did not answer within {timeout:.0f}s", kind="timeout", chat=chat
             ) from None
         except ollama.ResponseError as exc:
             kind = "model_missing" if exc.status_code == 404 else "error"
-            raise self._failed(f"Ollama answered {exc.status_code}: {exc.error}", kind) from None
+            raise self._failed(
+                f"Ollama answered {exc.status_code}: {exc.error}", kind, chat=chat
+            ) from None
         except (httpx.HTTPError, ConnectionError, OSError) as exc:
-            self._mark_down(str(exc))
-            raise self._failed(f"cannot reach Ollama at {self.config.host}: {exc}") from None
+            self._mark_down(str(exc), chat)
+            raise self._failed(
+                f"cannot reach Ollama at {self.config.host}: {exc}", chat=chat
+            ) from None
         except (ValueError, TypeError, KeyError) as exc:  # a reply that is not Ollama's JSON
-            raise self._failed(f"Ollama sent a malformed reply: {exc}", "error") from None
+            raise self._failed(
+                f"Ollama sent a malformed reply: {exc}", "error", chat=chat
+            ) from None
 
     async def _list_models(self) -> tuple[str, ...]:
-        listed = await self._health_client.list()
+        listed = await self.client.list()
         return tuple(m.model or "" for m in listed.models)
 
 

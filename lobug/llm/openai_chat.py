@@ -82,7 +82,7 @@ class OpenAIChat(LLMClient):
             }
 
         async def call() -> str:
-            with self._mapped_errors(timeout):
+            with self._mapped_errors(timeout, chat=timeout_s is None):
                 body["model"] = await self._model_name()
                 return await asyncio.wait_for(self._complete(body), timeout)
 
@@ -158,16 +158,19 @@ class OpenAIChat(LLMClient):
         return tuple(str(m.get("id", "")) for m in listed if isinstance(m, dict))
 
     @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float) -> Iterator[None]:
-        """aiohttp's and the server's failures as LLMUnavailable, counted."""
+    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
+        """aiohttp's and the server's failures as LLMUnavailable, counted. `chat`: a call on
+        the chat's bound; False: memory work's (LLMClient._failed)."""
         try:
             yield
         except LLMUnavailable:
             raise
         except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s")
+            self._mark_down(f"chat timed out after {timeout:.0f}s", chat)
             raise self._failed(
-                f"the server at {self.where} did not answer within {timeout:.0f}s", "timeout"
+                f"the server at {self.where} did not answer within {timeout:.0f}s",
+                "timeout",
+                chat=chat,
             ) from None
         except ServerError as exc:
             missing = exc.status == 404 and "model" in str(exc).lower()
@@ -176,12 +179,17 @@ class OpenAIChat(LLMClient):
             raise self._failed(
                 f"the server at {self.where} answered {exc.status}: {exc}",
                 "model_missing" if missing else "error",
+                chat=chat,
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
-            self._mark_down(str(exc))
-            raise self._failed(f"cannot reach the server at {self.where}: {exc}") from None
+            self._mark_down(str(exc), chat)
+            raise self._failed(
+                f"cannot reach the server at {self.where}: {exc}", chat=chat
+            ) from None
         except (BadReply, ValueError, TypeError, KeyError) as exc:
-            raise self._failed(f"the server sent a malformed reply: {exc}", "error") from None
+            raise self._failed(
+                f"the server sent a malformed reply: {exc}", "error", chat=chat
+            ) from None
 
 
 async def _json(resp: aiohttp.ClientResponse) -> Any:

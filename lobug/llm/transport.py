@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import httpx
+import ollama
 
 _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 
@@ -32,19 +33,17 @@ def _httpx_errors(request: httpx.Request) -> Iterator[None]:
 
 
 class AiohttpTransport(httpx.AsyncBaseTransport):
-    """`streaming=True` hands the body on as it arrives (Ollama's NDJSON reply, chunk by chunk);
-    otherwise it is read whole before httpx sees the response."""
+    """Hands the body on as it arrives (Ollama's NDJSON reply, chunk by chunk); httpx reads a
+    plain reply whole from the same stream, so one transport serves every call."""
 
-    def __init__(self, *, limit: int = 64, streaming: bool = False) -> None:
-        self._limit = limit
-        self._streaming = streaming
+    def __init__(self) -> None:
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         # Created lazily inside the running loop (a session is bound to its loop).
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._limit),
+                connector=aiohttp.TCPConnector(limit=64),
                 auto_decompress=False,  # httpx decodes by the headers it sees
                 trust_env=False,
             )
@@ -61,34 +60,6 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             (k, v) for k, v in request.headers.multi_items() if k.lower() not in _HOP_HEADERS
         ]
         body = await request.aread()
-        if self._streaming:
-            return await self._stream(request, headers, body, timeout)
-        with _httpx_errors(request):
-            async with self._client().request(
-                request.method,
-                str(request.url),
-                headers=headers,
-                data=body or None,
-                timeout=timeout,
-                allow_redirects=False,
-            ) as resp:
-                content = await resp.read()
-                response_headers = list(resp.raw_headers)
-                status = resp.status
-        return httpx.Response(
-            status_code=status,
-            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response_headers],
-            content=content,
-            request=request,
-        )
-
-    async def _stream(
-        self,
-        request: httpx.Request,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        timeout: aiohttp.ClientTimeout,
-    ) -> httpx.Response:
         with _httpx_errors(request):
             resp = await self._client().request(
                 request.method,
@@ -128,3 +99,10 @@ class _BodyStream(httpx.AsyncByteStream):
             self._resp.release()  # back to the pool
         else:
             self._resp.close()  # a half-read body: the connection cannot be reused
+
+
+def ollama_client(host: str) -> ollama.AsyncClient:
+    """An Ollama client on this transport, with no client-wide timeout: every call bounds
+    itself (`asyncio.wait_for`), so the chat, memory work, the health probe and the embedder
+    can share one client and its connection pool. Closed with `await client.close()`."""
+    return ollama.AsyncClient(host=host, timeout=None, transport=AiohttpTransport())

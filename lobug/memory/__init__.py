@@ -1,12 +1,12 @@
 """Long-term memory: the names the rest of the daemon uses.
 
 `MemoryService` is the chat's memory (prompt sections, turn hooks, jobs, GC); `Records` and
-`Recall` are the /v1 service layer that HTTP, MCP and the CLI share, built by `doors`. The
+`Recall` are the /v1 service layer that HTTP, MCP and the CLI share, built by `lobug.parts`. The
 subpackages are the concepts behind them (docs/memory.md has the map).
 """
 
 from lobug.memory.query import InvalidMemory, QueryFilters, QueryRequest, QueryResult
-from lobug.memory.records.recall import Recall, doors
+from lobug.memory.records.recall import Recall
 from lobug.memory.records.service import Records
 from lobug.memory.service import MemoryService
 
@@ -18,5 +18,4 @@ __all__ = [
     "QueryResult",
     "Recall",
     "Records",
-    "doors",
 ]

@@ -21,10 +21,8 @@ from lobug import errors
 from lobug.access import STORES, CategoryPolicy
 from lobug.config import Config
 from lobug.conversation import TurnRecord, session_trust
-from lobug.llm.backends import make_llm
 from lobug.llm.client import LLMClient
-from lobug.llm.embedders import Embedder, close_embedder, make_embedder
-from lobug.llm.lane import LLMLane
+from lobug.llm.embedders import Embedder
 from lobug.memory import enqueue, settings
 from lobug.memory.jobs import MemoryJobs
 from lobug.memory.lifecycle.gc import gc_pass
@@ -67,7 +65,6 @@ class MemoryService:
         embedder: Embedder,
         config: Config,
         clock: Callable[[], float] = time.time,
-        owns_llm: bool = False,
         categories: CategoryPolicy | None = None,
     ) -> None:
         self.db = db
@@ -80,7 +77,6 @@ class MemoryService:
         self.config = config
         self.memory = config.memory
         self.clock = clock
-        self.owns_llm = owns_llm
         self.weights = WEIGHTS
         self.policy = settings.write_policy(config)
         self.hits = HitBuffer()
@@ -127,31 +123,6 @@ class MemoryService:
         self._wake: Callable[[], None] = lambda: None
         self._warm: asyncio.Task[None] | None = None
 
-    @classmethod
-    def create(
-        cls,
-        config: Config,
-        *,
-        db: Database,
-        clock: Callable[[], float] = time.time,
-        categories: CategoryPolicy | None = None,
-        lane: LLMLane | None = None,
-    ) -> MemoryService:
-        """The daemon's and the CLI's wiring: its own LLM client with the background timeout
-        (a minute-long summary must not count as "LLM down" for the chat's /health), in the
-        daemon's one LLM lane (`lane`: the turn first, memory work when it is quiet)."""
-        llm = make_llm(config, lane=lane, timeout_s=config.memory.llm_timeout_s)
-        embedder = make_embedder(config)
-        return cls(
-            db=db,
-            llm=llm,
-            embedder=embedder,
-            config=config,
-            clock=clock,
-            owns_llm=True,
-            categories=categories,
-        )
-
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         """Never fails the daemon's start: without vectors, memory still works (and says so)."""
@@ -194,9 +165,6 @@ class MemoryService:
             self._warm.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._warm
-        if self.owns_llm:
-            await self.llm.close()
-        await close_embedder(self.embedder)
 
     async def _warm_up(self) -> None:
         try:

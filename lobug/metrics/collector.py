@@ -94,21 +94,17 @@ class StateCollector(Collector):
             " jobs) and kind.",
             labels=["client", "kind"],
         )
-        memory = self.app.get(keys.MEMORY)
-        clients = {"chat": self.app.get(keys.LLM), "memory": getattr(memory, "llm", None)}
-        for name, client in clients.items():
-            for kind, n in sorted(getattr(client, "errors", {}).items()):
+        llm = self.app.get(keys.LLM)
+        clients = {"chat": "errors", "memory": "memory_errors"}
+        for name, counter in clients.items():
+            for kind, n in sorted(getattr(llm, counter, {}).items()):
                 family.add_metric([name, kind], n)
         yield family
 
     def _llm_outputs(self) -> Iterator[Metric]:
         """Parsed model answers by task (the device reply, fact extraction, the judge…): an
         owner sees which task the model gets wrong, with or without llm.schemas."""
-        memory = self.app.get(keys.MEMORY)
-        counts: dict[tuple[str, bool], int] = {}
-        for client in (self.app.get(keys.LLM), getattr(memory, "llm", None)):
-            for key, n in getattr(client, "outputs", {}).items():
-                counts[key] = counts.get(key, 0) + n
+        counts: dict[tuple[str, bool], int] = getattr(self.app.get(keys.LLM), "outputs", {})
         total = CounterMetricFamily(
             "lobug_llm_outputs",
             "Model answers a parser read, by task (valid or not; a reminder's retry counts).",

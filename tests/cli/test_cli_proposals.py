@@ -13,11 +13,11 @@ from fake_ollama import FakeOllamaState
 
 from lobug import conversation as turns
 from lobug.access import load_config_checked
-from lobug.app import open_database
 from lobug.memory import settings
 from lobug.memory.write import consent
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin
+from lobug.parts import open_database
 
 SAM = "The user's name is Sam."
 LISBON = "The user lives in Lisbon."

@@ -16,11 +16,11 @@ from dbutil import query, scalar
 from faultkit import DaemonPool, db_rows, db_value
 
 from lobug import keys
-from lobug.app import open_database
 from lobug.config import load_config
 from lobug.ops.backup import BackupError, backup_database, verify
 from lobug.ops.lock import DataDirLock, DataDirLocked, is_locked
 from lobug.ops.restore import RestoreError, restore_database
+from lobug.parts import open_database
 from lobug.storage.sqlite import connect
 from lobug.storage.vectors import create_vector_tables, has_vector_tables, pack, read_meta
 

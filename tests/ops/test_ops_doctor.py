@@ -17,10 +17,10 @@ import pytest
 from audio_fixtures import FakeTranscriber
 from fake_ollama import FakeOllamaState
 
-from lobug.app import open_database
 from lobug.config import Config
 from lobug.ops import doctor
 from lobug.ops.lock import DataDirLock
+from lobug.parts import open_database
 from lobug.storage.vectors import write_meta
 from lobug.workers import queue
 

@@ -17,8 +17,8 @@ from fake_ollama import FakeOllamaState
 from faultkit import DaemonPool, db_rows, db_value
 
 from lobug import keys
-from lobug.app import open_database
 from lobug.config import load_config
+from lobug.parts import open_database
 from lobug.storage.sqlite import connect
 from lobug.workers import queue
 from lobug.workers.queue import Job

@@ -16,13 +16,13 @@ import pytest
 from daemon_proc import Daemon
 
 from lobug import conversation as turns
-from lobug.app import open_database
 from lobug.config import Config, load_config
 from lobug.memory import settings
 from lobug.memory.store.rows import link_sources
 from lobug.memory.write import consent
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin
+from lobug.parts import open_database
 
 CSRF = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
 SESSION = "s-kitchen"

@@ -17,16 +17,14 @@ them when it starts).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
 from lobug.cli.main import EXIT_OK, EXIT_PROBLEM
-from lobug.cli.memory.session import database, drain, output
+from lobug.cli.memory.session import drain, output
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable
@@ -40,6 +38,7 @@ from lobug.memory.transfer.import_file import (
     parse_record,
 )
 from lobug.ops.lock import is_locked
+from lobug.parts import parts
 from lobug.storage.database import Database
 from lobug.workers import queue
 
@@ -59,7 +58,9 @@ async def run_import(args: argparse.Namespace, config: Config) -> int:
     for error in errors:
         print(f"lobug: {args.file}: {error}", file=sys.stderr)
     result = importer.ImportResult(errors=errors)
-    async with open_service(config) as (db, service):
+    async with parts(config) as got:  # the memory service even with memory.enabled off
+        db, service = got.db, got.memory
+        assert service is not None
         if is_locked(config.storage.data_dir) is None:
             # No daemon: a job still `running` was left by a killed process (an import).
             await db.write(lambda c: queue.recover(c, now=time.time()))
@@ -218,14 +219,3 @@ def summary(report: RecordReport) -> str:
     if report.remapped:
         text += f"\nnew ids (the old ones were taken) for: {', '.join(report.remapped)}"
     return text
-
-
-@contextlib.asynccontextmanager
-async def open_service(config: Config) -> AsyncIterator[tuple[Database, MemoryService]]:
-    async with database(config) as db:
-        service = MemoryService.create(config, db=db)
-        try:
-            await service.start()
-            yield db, service
-        finally:
-            await service.close()

@@ -6,17 +6,18 @@ import argparse
 import sys
 
 from lobug.cli.main import EXIT_OK, EXIT_PROBLEM
-from lobug.cli.memory.session import database, output
+from lobug.cli.memory.session import output
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
-from lobug.llm.embedders import EmbeddingUnavailable, close_embedder, make_embedder
+from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory.vectors.reembed import reembed
+from lobug.parts import parts
 from lobug.storage.vectors import embedding_state, has_vector_tables
 
 
 async def run_reembed(args: argparse.Namespace, config: Config) -> int:
-    embedder = make_embedder(config)
-    async with database(config) as db:
+    async with parts(config, memory=False) as got:
+        db, embedder = got.db, got.embedder
         state = await db.read(embedding_state, embedder.name, embedder.dim)
         tables = await db.read(has_vector_tables)
         if tables and not state.mismatch and state.stored_dim is not None and not args.force:
@@ -38,8 +39,6 @@ async def run_reembed(args: argparse.Namespace, config: Config) -> int:
                 file=sys.stderr,
             )
             return EXIT_PROBLEM
-        finally:
-            await close_embedder(embedder)
         bar.close()
     output(
         args,

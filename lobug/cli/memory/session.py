@@ -15,14 +15,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from lobug import errors
-from lobug.access import CategoryPolicy
-from lobug.app import make_database
 from lobug.cli.main import EXIT_PROBLEM, EXIT_USAGE
 from lobug.cli.progress import ProgressBar
 from lobug.config import Config
-from lobug.memory import MemoryService, Recall, Records, doors
-from lobug.storage.database import Database
-from lobug.storage.migrations import migrate
+from lobug.memory import MemoryService, Recall, Records
+from lobug.parts import parts
 from lobug.workers import queue
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, JobRunner
@@ -40,31 +37,12 @@ def exit_code(error: errors.ApiError) -> int:
 
 
 @contextlib.asynccontextmanager
-async def database(config: Config) -> AsyncIterator[Database]:
-    db = make_database(config)
-    await db.open()
-    try:
-        await db.write_raw(migrate)
-        yield db
-    finally:
-        await db.close()
-
-
-@contextlib.asynccontextmanager
 async def services(config: Config, *, with_memory: bool) -> AsyncIterator[tuple[Records, Recall]]:
     """The daemon's service layer over the same database, without the HTTP server."""
-    async with database(config) as db:
-        wanted = with_memory and config.memory.enabled
-        memory = MemoryService.create(config, db=db) if wanted else None
-        if memory is not None:
-            await memory.start()
-        try:
-            policy = CategoryPolicy.load(config.api.categories_file)
-            yield doors(config, db, policy, memory, time.time)
-        finally:
-            if memory is not None:
-                await memory.flush_hits()
-                await memory.close()
+    async with parts(config, memory=with_memory and config.memory.enabled) as got:
+        yield got.records, got.recall
+        if got.memory is not None:
+            await got.memory.flush_hits()
 
 
 def drive(

@@ -12,12 +12,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lobug import conversation as turns
 from lobug import errors
-from lobug.access import UNCATEGORIZED, CategoryPolicy, Principal
-from lobug.config import Config
+from lobug.access import UNCATEGORIZED, Principal
 from lobug.memory import enqueue
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, tokens_of
 from lobug.memory.records.rows import Scope, marks, memory_dict
@@ -26,33 +25,11 @@ from lobug.memory.search import prompt
 from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import short_cascade_due
-from lobug.storage.database import Database
-
-if TYPE_CHECKING:
-    from lobug.memory.service import MemoryService
 
 API_DEVICE = "api"
 MAX_DELTA = 50  # per response; the header itself shows at most 3
 # Reconciliation's history event (meta.job = the extract job) → what the API calls it.
 ACTIONS = {"exact_duplicate": "repeated", "near_duplicate": "merged", "same_fact": "merged"}
-
-
-def doors(
-    config: Config,
-    db: Database,
-    policy: CategoryPolicy,
-    memory: MemoryService | None,
-    clock: Callable[[], float],
-) -> tuple[Records, Recall]:
-    """The /v1 service layer as every door builds it: the daemon (app.py) for HTTP and its MCP
-    endpoint, the CLI and `lobug mcp` (cli/memory/session.py)."""
-    records = Records(db, policy, memory=memory, clock=clock)
-    recall = Recall(
-        records,
-        max_text_chars=config.chat.max_text_chars,
-        working_memory_size=config.chat.working_memory_size,
-    )
-    return records, recall
 
 
 class Recall:

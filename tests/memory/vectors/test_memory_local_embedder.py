@@ -12,10 +12,9 @@ from contract import assert_valid
 from fake_ollama import FakeOllamaState
 from memory_kit import Script, drain, extract_by_keyword
 
-from lobug import keys
+from lobug import keys, parts
 from lobug.config import EmbeddingConfig
 from lobug.llm.embedders import LocalEmbedder
-from lobug.memory import service as memory_service
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("sentence_transformers") is None
@@ -66,7 +65,7 @@ async def test_semantic_retrieval_with_all_minilm(
     monkeypatch: Any,
 ) -> None:
     state, _ = ollama
-    monkeypatch.setattr(memory_service, "make_embedder", lambda config: minilm)
+    monkeypatch.setattr(parts, "make_embedder", lambda config, llm: minilm)
     state.script = Script(extract=extract_by_keyword(TELLS))
     client = await make_client(**LOCAL)
     for text in SAID:
