@@ -13,8 +13,8 @@ from wyoming.error import Error
 from wyoming.event import async_write_event
 
 from lobug.wyoming_server.asr import AudioBudget
-from lobug.wyoming_server.frames import LINE_BYTES
 from lobug.wyoming_server.connection import ConnectionServices, WyomingHandler
+from lobug.wyoming_server.frames import LINE_BYTES
 
 log = logging.getLogger(__name__)
 
