@@ -225,22 +225,6 @@ def active_by_hash(
     return None if row is None else MemoryRow.from_row(row)
 
 
-def list_memories(
-    conn: Any,
-    *,
-    user_id: str = "default",
-    kind: str = "fact",
-    status: str | None = "active",
-    limit: int = 100,
-) -> list[MemoryRow]:
-    sql, params = "SELECT * FROM memories WHERE user_id = ? AND kind = ?", [user_id, kind]
-    if status is not None:
-        sql += " AND status = ?"
-        params.append(status)
-    rows = conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*params, limit]).fetchall()
-    return [MemoryRow.from_row(r) for r in rows]
-
-
 def top_facts(conn: Any, user_id: str, limit: int) -> list[MemoryRow]:
     """The facts most worth keeping in view: important, often mentioned, recent."""
     rows = conn.execute(
