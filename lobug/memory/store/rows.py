@@ -67,9 +67,6 @@ class MemoryRow:
             store=row["store"],
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 def loads(text: str | None, default: Any) -> Any:
     """A JSON column's value; `default` when it is empty, unreadable or of another type."""
