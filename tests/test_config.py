@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lobug.config import SECTIONS, ConfigError, TokenConfig, load_config, normalize_ollama_host
+from lobug.config import ConfigError, TokenConfig, load_config
 from lobug.config.example import render_example
+from lobug.config.load import normalize_ollama_host
+from lobug.config.models import SECTIONS
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "systemd" / "lobug.toml.example"
 
