@@ -38,10 +38,8 @@ class MemoryRow:
     valid_until: float | None
     supersedes: int | None
     pinned: bool
-    hash: str | None
     source_from: int | None
     source_to: int | None
-    incorporated: bool
     store: str = "private"
 
     @classmethod
@@ -60,10 +58,8 @@ class MemoryRow:
             valid_until=row["valid_until"],
             supersedes=row["supersedes"],
             pinned=bool(row["pinned"]),
-            hash=row["hash"],
             source_from=row["source_from"],
             source_to=row["source_to"],
-            incorporated=bool(row["incorporated"]),
             store=row["store"],
         )
 
