@@ -35,10 +35,6 @@ def invalid_json(message: str) -> ApiError:
     return ApiError(400, "invalid_json", message)
 
 
-def unauthorized(message: str = "a valid token is required") -> ApiError:
-    return ApiError(401, "unauthorized", message)
-
-
 def forbidden(message: str) -> ApiError:
     return ApiError(403, "forbidden", message)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lobug.memory.graph.ner_llm import task_of as ner_task_of
+from lobug.memory.graph import ner_llm
 from lobug.memory.prompts import task_of
 from lobug.memory.reflect.prompts import task_of as thinking_task_of
 
@@ -98,6 +98,12 @@ def request_task(body: Any) -> str | None:
         return None
     messages = body.get("messages", [])
     return task_of(messages) or thinking_task_of(messages) or ner_task_of(messages)
+
+
+def ner_task_of(messages: Any) -> str | None:
+    """`ner` for the LLM NER provider's prompt (graph/ner_llm.py); None for anything else."""
+    system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+    return ner_llm.TASK if system == ner_llm.SYSTEM else None
 
 
 # What the fake answers to memory prompts when no script is set: valid, and uneventful.

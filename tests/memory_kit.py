@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import struct
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,11 @@ from lobug.workers import runner as workers_runner
 from lobug.workers.runner import JobRunner
 
 Reply = Callable[[str], str]  # the memory prompt's user message -> the model's raw answer
+
+
+def unpack(blob: bytes) -> list[float]:
+    """A stored vector (`storage.vectors.pack`'s float32 blob) as floats."""
+    return list(struct.unpack(f"{len(blob) // 4}f", blob))
 
 
 def history_of(conn: Any, memory_id: int) -> list[dict[str, Any]]:

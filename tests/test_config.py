@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from lobug.config import SECTIONS, ConfigError, TokenConfig, load_config, normalize_ollama_host
-from lobug.config.example import EXAMPLE_PATH as EXAMPLE
+from lobug.config import ConfigError, TokenConfig, load_config
 from lobug.config.example import render_example
+from lobug.config.load import normalize_ollama_host
+from lobug.config.models import SECTIONS
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "systemd" / "lobug.toml.example"
 
 
 def dataclasses_fields(cls: type) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 from typing import Any
 
 from pydantic.fields import FieldInfo
@@ -79,6 +78,3 @@ def render_example() -> str:
     for name, cls in SECTIONS.items():
         out += ["", *_section(name, cls)]
     return "\n".join(out) + "\n"
-
-
-EXAMPLE_PATH = Path(__file__).resolve().parents[2] / "systemd" / "lobug.toml.example"

@@ -12,7 +12,6 @@ CASCADE_SHORT = "cascade_short"
 CASCADE_LONG = "cascade_long"
 EMBED_MEMORY = "embed_memory"
 KINDS = (EMBED_TURN, EXTRACT, CASCADE_SHORT, CASCADE_LONG, EMBED_MEMORY)
-LLM_KINDS = (EXTRACT, CASCADE_SHORT, CASCADE_LONG)
 
 
 def embed_turn(conn: Any, turn_id: int, *, now: float) -> int:

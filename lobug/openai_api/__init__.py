@@ -3,7 +3,7 @@
 from aiohttp import web
 
 from lobug.openai_api import sse
-from lobug.openai_api.errors import OPENAI_ROUTES, openai_error_middleware
+from lobug.openai_api.errors import openai_error_middleware
 from lobug.openai_api.routes import routes
 
 
@@ -13,4 +13,4 @@ def setup(app: web.Application) -> None:
     sse.setup(app)
 
 
-__all__ = ["OPENAI_ROUTES", "openai_error_middleware", "routes", "setup"]
+__all__ = ["openai_error_middleware", "routes", "setup"]

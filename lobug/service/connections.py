@@ -45,7 +45,6 @@ class Limits:
         self.max_connections = max_connections
         self.open = 0
         self.refused = 0
-        self.timed_out = 0
 
 
 class Guarded(asyncio.Protocol):
@@ -92,7 +91,6 @@ class Guarded(asyncio.Protocol):
 
     def _too_slow(self) -> None:
         self.timer = None
-        self.limits.timed_out += 1
         if self.transport is not None:
             self.transport.abort()
 

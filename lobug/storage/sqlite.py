@@ -26,9 +26,7 @@ def _driver() -> ModuleType:
 sqlite3 = _driver()
 
 Error = sqlite3.Error
-OperationalError = sqlite3.OperationalError
 IntegrityError = sqlite3.IntegrityError
-DatabaseError = sqlite3.DatabaseError
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ from typing import Any
 from aiohttp import web
 
 from lobug import errors, keys
-from lobug.memory.records import fields as f
 from lobug.memory.records.service import USER
+from lobug.memory.shapes import parse_value
+from lobug.memory.shapes.scalars import KINDS, LAYERS, QUERY_KINDS, STATUSES, STORES, SessionIdValue
 from lobug.ui import forms, pages, reads, views
 
 routes = web.RouteTableDef()
@@ -47,10 +48,10 @@ async def facts(request: web.Request) -> Page:
         "query": {k: request.query.get(k, "") for k in request.query},
         "chosen": chosen,
         "choices": {
-            "kind": f.KINDS,
-            "layer": f.LAYERS,
-            "status": (*f.STATUSES, forms.STATUS_ALL),
-            "store": f.STORES,
+            "kind": KINDS,
+            "layer": LAYERS,
+            "status": (*STATUSES, forms.STATUS_ALL),
+            "store": STORES,
         },  # fmt: skip
     }
 
@@ -60,13 +61,13 @@ async def facts(request: web.Request) -> Page:
 async def search(request: web.Request) -> Page:
     results: list[dict[str, Any]] | None = None
     if forms.given(request.query, "q") is not None:
-        fields = forms.search_body(request.query)
-        found = await request.config_dict[keys.RECALL].query(request[keys.PRINCIPAL], fields)
+        body = forms.search_body(request.query)
+        found = await request.config_dict[keys.RECALL].query(request[keys.PRINCIPAL], body.fields())
         results = [{**r, "terms": views.terms(r.get("explain"))} for r in found["results"]]
     return {
         "results": results,
         "query": {k: request.query.get(k, "") for k in request.query},
-        "kinds": f.QUERY_KINDS,
+        "kinds": QUERY_KINDS,
         "chosen_kinds": request.query.getall("kind", []),
     }
 
@@ -85,7 +86,7 @@ async def conversations(request: web.Request) -> Page:
 async def conversation(request: web.Request) -> Page:
     records = request.config_dict[keys.RECORDS]
     scope = records.scope(request[keys.PRINCIPAL])
-    session_id = f.ident(request.match_info["session_id"], "session_id")
+    session_id = parse_value(SessionIdValue, request.match_info["session_id"], "session_id")
     found = await records.db.read(
         partial(reads.session, scope=scope, user_id=USER, session_id=session_id)
     )
@@ -97,12 +98,9 @@ async def conversation(request: web.Request) -> Page:
 @routes.get("/entities", name="entities")
 @pages.template("entities.html")
 async def entities(request: web.Request) -> Page:
-    q = forms.given(request.query, "q")
-    q = None if q is None else f.text(q, "q", 200)
-    found = await request.config_dict[keys.RECORDS].entities(
-        request[keys.PRINCIPAL], q=q, limit=forms.integer(request.query, "limit", 100, 1, 500)
-    )
-    return {"entities": found["entities"], "q": q or ""}
+    args = forms.entity_filters(request.query)
+    found = await request.config_dict[keys.RECORDS].entities(request[keys.PRINCIPAL], **args)
+    return {"entities": found["entities"], "q": args["q"] or ""}
 
 
 @routes.get("/entities/{id}", name="entity")

@@ -1,7 +1,7 @@
 """Query strings and posted forms as the /v1 service layer's arguments, validated the same way.
 
 A browser sends every field of a form, empty ones as "": here an empty field means "not
-given", and the value of a given one goes through `lobug.memory.records.fields`, /v1's rules.
+given", and the given ones go through /v1's models (`lobug.memory.shapes`), so its rules.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from lobug import errors
-from lobug.memory.records import fields as f
+from lobug.memory.shapes import MemoryPatch, QueryRequest, parse, parse_value
+from lobug.memory.shapes.params import EntityListParams, Limit, MemoryListParams, Offset, TopK
+from lobug.memory.shapes.scalars import WRITER_KEYS
 
 STATUS_ALL = "all"
 MAX_ETAG_CHARS = 64
@@ -23,38 +25,44 @@ def given(values: Mapping[str, Any], name: str) -> str | None:
     return raw.strip()
 
 
-def integer(values: Mapping[str, Any], name: str, default: int, lo: int, hi: int) -> int:
+def integer(values: Mapping[str, Any], name: str, default: int, bounds: Any) -> int:
+    """A whole number of the form within `bounds` (a /v1 type: `Limit`, `TopK`), or `default`."""
     raw = given(values, name)
     if raw is None:
         return default
     try:
-        return f.integer(int(raw), name, lo, hi)
+        value = int(raw)
     except ValueError:
         raise errors.invalid_request(f"'{name}' must be a whole number", field=name) from None
+    return int(parse_value(bounds, value, name))
 
 
 def list_filters(query: Mapping[str, str]) -> dict[str, Any]:
     """The facts page's filters: `lobug memory list`'s options (kind fact unless chosen)."""
-    status = given(query, "status") or "active"
-    category = given(query, "category")
-    writers = {k: given(query, k) for k in f.WRITER_KEYS}
-    return {
-        "q": None if (q := given(query, "q")) is None else f.text(q, "q", f.MAX_LIST_QUERY_CHARS),
-        "kind": f.choice(given(query, "kind") or "fact", "kind", f.KINDS),
-        "layer": None if (v := given(query, "layer")) is None else f.choice(v, "layer", f.LAYERS),
-        "status": None if status == STATUS_ALL else f.choice(status, "status", f.STATUSES),
-        "category": None if category is None else f.category(category),
-        "store": None if (v := given(query, "store")) is None else f.choice(v, "store", f.STORES),
-        "writers": f.writers({k: v for k, v in writers.items() if v is not None}),
-        "limit": integer(query, "limit", 100, 1, 500),
-        "offset": integer(query, "offset", 0, 0, 100_000),
-    }
+    keys = ("q", "kind", "layer", "status", "category", "store", *WRITER_KEYS)
+    body: dict[str, Any] = {k: v for k in keys if (v := given(query, k)) is not None}
+    body.setdefault("kind", "fact")
+    every = body.get("status") == STATUS_ALL
+    if every:
+        del body["status"]
+    args = parse(MemoryListParams, body)
+    chosen = args.model_dump(include={"q", "kind", "layer", "category", "store"})
+    return {**chosen, "status": None if every else args.status, "writers": args.writers(),
+            "limit": integer(query, "limit", 100, Limit),
+            "offset": integer(query, "offset", 0, Offset)}  # fmt: skip
 
 
-def search_body(query: Mapping[str, str]) -> dict[str, Any]:
+def entity_filters(query: Mapping[str, str]) -> dict[str, Any]:
+    """The entities page: a name or alias to look for, and how many."""
+    q = given(query, "q")
+    args = parse(EntityListParams, {} if q is None else {"q": q})
+    return {"q": args.q, "limit": integer(query, "limit", 100, Limit)}
+
+
+def search_body(query: Mapping[str, str]) -> QueryRequest:
     """The search page as a /v1/query body (full results: each with its score breakdown)."""
     body: dict[str, Any] = {"query": given(query, "q") or "", "return": "full",
-                            "top_k": integer(query, "k", 10, 1, f.MAX_TOP_K)}  # fmt: skip
+                            "top_k": integer(query, "k", 10, TopK)}  # fmt: skip
     if (category := given(query, "category")) is not None:
         body["categories"] = [category]
     kinds = [k for k in query.getall("kind", []) if k.strip()] if hasattr(query, "getall") else []
@@ -71,7 +79,7 @@ def search_body(query: Mapping[str, str]) -> dict[str, Any]:
         body["filters"] = {"pinned": True}
     if (agent := given(query, "agent")) is not None:
         body["agent"] = agent
-    return f.query_fields(body)
+    return parse(QueryRequest, body)
 
 
 def memory_changes(form: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,7 +96,7 @@ def memory_changes(form: Mapping[str, Any]) -> dict[str, Any]:
             raise errors.invalid_request(
                 "'importance' must be a number from 0 to 1", field="importance"
             ) from None
-    return f.memory_patch(body)
+    return parse(MemoryPatch, body).fields()
 
 
 def revision(form: Mapping[str, Any]) -> str:

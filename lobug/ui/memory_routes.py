@@ -10,8 +10,8 @@ from aiohttp import web
 
 from lobug import errors, keys
 from lobug.memory import Records
-from lobug.memory.records import fields as f
 from lobug.memory.records.service import USER
+from lobug.memory.shapes.scalars import MAX_CONTENT_CHARS
 from lobug.ui import forms, pages, reads, views
 from lobug.ui.browse_routes import path_id
 
@@ -53,7 +53,7 @@ async def memory_page(request: web.Request) -> dict[str, Any]:
         "superseded_by": (why or {}).get("superseded_by"),
         "terms": views.terms((why or {}).get("breakdown")),
         "reads_turns": scope.reads_turns,
-        "max_chars": f.MAX_CONTENT_CHARS,
+        "max_chars": MAX_CONTENT_CHARS,
     }
 
 

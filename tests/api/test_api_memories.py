@@ -11,7 +11,7 @@ import pytest
 from api_contract import document
 from api_kit import ids, make_app
 
-from lobug.openai_api import OPENAI_ROUTES
+from lobug.openai_api.errors import OPENAI_ROUTES
 
 TEA = "The user prefers green tea over coffee in the morning."
 JAZZ = "The user listens to jazz records while cooking dinner."

@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 from api_kit import ids, make_app
-from memory_kit import drain
+from memory_kit import drain, unpack
 
 from lobug import keys
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory import service as memory_service
 from lobug.memory.vectors import knn
-from lobug.storage.vectors import unpack
 
 TEA = "The user prefers green tea over coffee in the morning."
 KAYAK = "The user paddles a blue kayak on river trips with Sam."

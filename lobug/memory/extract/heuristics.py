@@ -6,19 +6,7 @@ import re
 
 from lobug.memory.extract.rules import RULES
 from lobug.memory.write.candidate import Candidate
-from lobug.memory.write.fact_keys import FactKey, attribute_value, parse_fact, subject_attribute
 from lobug.memory.write.validator import validate_fact
-
-# Contradiction keys live in fact_keys; they are part of this module's public face.
-__all__ = [
-    "FactKey",
-    "RULES",
-    "attribute_value",
-    "extract_candidates",
-    "parse_fact",
-    "subject_attribute",
-]
-
 
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _MONTH = (

@@ -65,12 +65,6 @@ SCHEMA = OutputSchema(
 )
 
 
-def task_of(messages: Sequence[dict[str, str]]) -> str | None:
-    """`ner` for this provider's prompt; None for anything else (the fake Ollama routes on it)."""
-    system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
-    return TASK if system == SYSTEM else None
-
-
 def messages(texts: Sequence[str]) -> list[dict[str, str]]:
     notes = "\n".join(f"{i}. {' '.join(t.split())[:NOTE_CHARS]}" for i, t in enumerate(texts, 1))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": notes}]

@@ -18,7 +18,6 @@ from lobug.memory.search.scoring import DAY
 from lobug.memory.store.rows import add_history
 
 # Summaries are cascade inputs (the cascades keep and retire them), so no policy touches them.
-KINDS = ("fact", "insight", "procedural", "reflection")
 IN_KINDS = "kind IN ('fact', 'insight', 'procedural', 'reflection')"
 SEEN = "COALESCE(last_accessed, created_at)"  # "last seen": the last use, else creation
 # The TTL (seed 001 §7): idle this long AND importance below this (the default importance of an

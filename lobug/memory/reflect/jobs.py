@@ -35,7 +35,6 @@ T = TypeVar("T")
 REFLECT = "reflect"
 INSIGHTS = "insights"
 BASE_FROM_FACTS = "base_from_facts"
-KINDS = (REFLECT, INSIGHTS, BASE_FROM_FACTS)
 BUDGET = "thinking"  # upkeep.budget: reflection.llm_calls_per_day, per user
 
 

@@ -14,8 +14,8 @@ So there are two counters, both advanced only inside the caller's write transact
   a session that causes a change is registered just below that change, so it sees its own
   writes too (the extraction of "my name is Alex" shows up in the next turn's header).
 
-`header()` / `take()` render or return what is newer than the session's seen revision and then
-advance it, so each change is shown once per session. `changes_since()` only reads.
+`take()` returns what is newer than the session's seen revision and then advances it, so each
+change is shown once per session (`render()` makes it the header). `changes_since()` only reads.
 
 A **reader** (an API principal, e.g. `token:supervisor:familiar`) keeps its own seen revision
 for a session, under `reader_key(session, reader)`: reading a session's delta marks it seen for
@@ -24,8 +24,8 @@ reading it first. A reader new to a session starts where the session itself is (
 included), else at the current revision. The chat path reads with no reader: the plain key.
 Client ids cannot contain the separator (control characters are refused), so keys never collide.
 
-`change_log` is bounded (the newest `KEEP_ROWS` rows); it copies memory text, so a purge must
-call `forget(conn, memory_id)` to remove those copies as well.
+`change_log` is bounded (the newest `KEEP_ROWS` rows); it copies memory text, so a purge
+removes those copies as well (`lifecycle.purge`).
 """
 
 from __future__ import annotations
@@ -204,11 +204,6 @@ def mark_seen(conn: Any, session_id: str, rev: int, *, reader: str | None = None
     )
 
 
-def forget(conn: Any, memory_id: int) -> int:
-    """Remove every change_log copy of a memory's text (for purge); returns rows removed."""
-    return int(conn.execute("DELETE FROM change_log WHERE memory_id = ?", (memory_id,)).rowcount)
-
-
 # -- reads -------------------------------------------------------------------------------------
 def current_rev(conn: Any, user_id: str = "default") -> int:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (_user_key(user_id),)).fetchone()
@@ -272,19 +267,6 @@ def take(
     changes = changes_since(conn, session_id, since, user_id=user_id, limit=limit, visible=visible)
     mark_seen(conn, session_id, new, reader=reader)
     return changes, since, new
-
-
-def header(
-    conn: Any,
-    session_id: str,
-    user_id: str = "default",
-    *,
-    max_bullets: int = 3,
-    visible: Visible | None = None,
-) -> tuple[str | None, int]:
-    """The prompt's delta header (None when nothing changed) and the session's new revision."""
-    changes, since, new = take(conn, session_id, user_id, visible=visible)
-    return render(changes, since, max_bullets=max_bullets), new
 
 
 def render(changes: Iterable[Change], since_rev: int, *, max_bullets: int = 3) -> str | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-HOTPATH, CONTEXT, EPISODIC, WORKER = "hotpath", "context", "episodic", "worker"  # nodes
+HOTPATH, CONTEXT, WORKER = "hotpath", "context", "worker"  # nodes (and "episodic": cascades)
 OK, ERROR, SKIPPED = "ok", "error", "skipped"  # statuses
 DAY_S = 86400.0
 RETENTION_DAYS = 30  # rows older than this are pruned by the daily GC (the aggregates stay)

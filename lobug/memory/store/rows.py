@@ -38,10 +38,8 @@ class MemoryRow:
     valid_until: float | None
     supersedes: int | None
     pinned: bool
-    hash: str | None
     source_from: int | None
     source_to: int | None
-    incorporated: bool
     store: str = "private"
 
     @classmethod
@@ -60,15 +58,10 @@ class MemoryRow:
             valid_until=row["valid_until"],
             supersedes=row["supersedes"],
             pinned=bool(row["pinned"]),
-            hash=row["hash"],
             source_from=row["source_from"],
             source_to=row["source_to"],
-            incorporated=bool(row["incorporated"]),
             store=row["store"],
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def loads(text: str | None, default: Any) -> Any:
@@ -223,22 +216,6 @@ def active_by_hash(
         params.append(store)
     row = conn.execute(sql + " ORDER BY id LIMIT 1", params).fetchone()
     return None if row is None else MemoryRow.from_row(row)
-
-
-def list_memories(
-    conn: Any,
-    *,
-    user_id: str = "default",
-    kind: str = "fact",
-    status: str | None = "active",
-    limit: int = 100,
-) -> list[MemoryRow]:
-    sql, params = "SELECT * FROM memories WHERE user_id = ? AND kind = ?", [user_id, kind]
-    if status is not None:
-        sql += " AND status = ?"
-        params.append(status)
-    rows = conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*params, limit]).fetchall()
-    return [MemoryRow.from_row(r) for r in rows]
 
 
 def top_facts(conn: Any, user_id: str, limit: int) -> list[MemoryRow]:

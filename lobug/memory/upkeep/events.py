@@ -50,14 +50,6 @@ def record(conn: Any, op: str, *, now: float, ms: float = 0.0, ok: bool = True, 
     )
 
 
-def count_since(conn: Any, op: str, start: float) -> int:
-    row = conn.execute(
-        "SELECT COALESCE(SUM(count), 0) FROM op_events WHERE op = ? AND bucket >= ?",
-        (op, start - start % BUCKET_S),
-    ).fetchone()
-    return int(row[0])
-
-
 def summary(conn: Any, *, now: float, days: int = STATS_DAYS) -> dict[str, Any]:
     """The last `days` days by operation: totals, failures, mean and max latency, and the
     count of each day (oldest first), for `/v1/stats`."""

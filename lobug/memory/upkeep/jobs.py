@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 CONSOLIDATE = "consolidate"
 CONSOLIDATE_SESSION = sessions.CONSOLIDATE_SESSION
 ENRICH = "enrich_entities"
-KINDS = (CONSOLIDATE, CONSOLIDATE_SESSION, ENRICH)
 ENTITY_MERGED = "entity_merge"
 ENRICH_WAIT_S = 60.0  # consolidation looks again this often while enrichment is pending
 ENRICH_BUDGET_SHARE = 0.5  # of the daily upkeep LLM calls, enrichment's at most

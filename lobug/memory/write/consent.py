@@ -8,7 +8,7 @@ is held in `proposals` instead of being written:
   `lobug memory accept ID` (both through `proposals.Proposals`), or a "yes, remember that" in
   the same conversation (`consent_chat`). While one is pending, the prompt asks the user to
   confirm it (`to_confirm`); overdue ones expire in the GC pass (`expire_due`).
-- **benign** fields (`profile_fields.BENIGN`: tone — how the user wants to be spoken to — and
+- **benign** fields (the others: tone — how the user wants to be spoken to — and
   goals) are applied by themselves once `SIGNALS` (2) separate turns said the same
   value, or once a theory-of-mind insight of high confidence says it (`from_insight`).
 

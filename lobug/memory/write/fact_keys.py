@@ -124,12 +124,6 @@ def subject_attribute(fact: str) -> tuple[str, str] | None:
     return None if key is None else (key.subject, key.attribute)
 
 
-def attribute_value(fact: str) -> str | None:
-    """The value the fact asserts for its attribute ("Seattle"); None if negated or unkeyed."""
-    key = parse_fact(fact)
-    return None if key is None or key.negated else key.value
-
-
 def _subject(raw: str) -> str:
     raw = raw.strip(" ,")
     named = _POSSESSIVE_SUBJECT.match(raw)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from lobug.memory.write.fact_keys import parse_fact
 
 SENSITIVE = ("preferred_name", "pronouns", "city", "language")
-BENIGN = ("tone", "goals")
 MULTI = ("goals",)  # several values at once: a new one adds to the old ones, replaces none
 
 # parse_fact's attribute (subject "user") -> field.

@@ -60,9 +60,6 @@ class Outcome:
     distance: float | None = None
     jaccard: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass(frozen=True)
 class Writer:

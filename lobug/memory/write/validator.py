@@ -28,7 +28,6 @@ MULTILINE = "multiline"
 FIRST_PERSON = "first_person"
 ADDRESSES_ASSISTANT = "addresses_assistant"
 UNKNOWN_KIND = "unknown_kind"
-REASONS = (EMPTY, TOO_LONG, MULTILINE, FIRST_PERSON, ADDRESSES_ASSISTANT, UNKNOWN_KIND)
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.extract.heuristics import (
-    Candidate,
-    attribute_value,
-    extract_candidates,
-    parse_fact,
-    subject_attribute,
-)
+from lobug.memory.extract.heuristics import extract_candidates
+from lobug.memory.write.candidate import Candidate
+from lobug.memory.write.fact_keys import parse_fact, subject_attribute
 from lobug.memory.write.validator import validate_fact
 
 
@@ -210,19 +206,20 @@ def test_every_candidate_passes_the_validator(text: str) -> None:
 )
 def test_subject_attribute_and_value(fact: str, key: tuple[str, str], value: str) -> None:
     assert subject_attribute(fact) == key
-    assert attribute_value(fact) == value
+    parsed = parse_fact(fact)
+    assert parsed is not None and not parsed.negated and parsed.value == value
 
 
 def test_the_same_key_for_old_and_new_values() -> None:
     old, new = "The user lives in Portland.", "The user moved to Seattle."
     assert subject_attribute(old) == subject_attribute(new)
-    assert attribute_value(old) != attribute_value(new)
+    old_key, new_key = parse_fact(old), parse_fact(new)
+    assert old_key is not None and new_key is not None and old_key.value != new_key.value
 
 
 def test_negated_facts_have_a_key_but_no_value() -> None:
     key = parse_fact("The user no longer lives in Portland.")
     assert key is not None and key.negated and key.value == "Portland"
-    assert attribute_value("The user no longer lives in Portland.") is None
     assert subject_attribute("The user is no longer vegetarian.") == ("user", "diet")
 
 
@@ -232,7 +229,7 @@ def test_negated_facts_have_a_key_but_no_value() -> None:
 )
 def test_multi_valued_or_unknown_facts_have_no_key(fact: str) -> None:
     assert subject_attribute(fact) is None
-    assert attribute_value(fact) is None
+    assert parse_fact(fact) is None
 
 
 def test_extracted_facts_key_like_written_ones() -> None:

@@ -13,14 +13,13 @@ import pytest
 from fake_ollama import FakeOllamaState
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memory_kit import MemoryEnv, memory_env
+from memory_kit import MemoryEnv, memory_env, unpack
 
 from lobug.errors import ApiError
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory import service as memory_service
 from lobug.memory.query import QueryFilters, QueryRequest, tokens_of
 from lobug.memory.vectors import knn
-from lobug.storage.vectors import unpack
 
 BIKE = "The user rides a red bicycle to the bakery every Saturday."
 BOAT = "The user keeps a small wooden sailboat at the lake."

@@ -136,10 +136,8 @@ def _row(memory_id: int, content: str, pinned: bool = False) -> MemoryRow:
         valid_until=None,
         supersedes=None,
         pinned=pinned,
-        hash=None,
         source_from=None,
         source_to=None,
-        incorporated=False,
     )
 
 
