@@ -22,9 +22,9 @@ from lobug.chat.service import ChatService
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
+from lobug.host.looplag import LoopLagMonitor
 from lobug.memory.graph.vocabulary import MemoryVocabulary
 from lobug.parts import parts
-from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.speech.transcriber import Transcriber
 from lobug.speech.whisper import WhisperTranscriber

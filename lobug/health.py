@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from lobug import __version__
+from lobug.host.looplag import LoopLagMonitor
 from lobug.llm.client import LLMClient
-from lobug.service.looplag import LoopLagMonitor
 from lobug.speech.service import SpeechService
 from lobug.storage.database import Database
 from lobug.storage.sqlite import MIB, MIN_FREE_BYTES, pages_in_use

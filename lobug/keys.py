@@ -12,9 +12,9 @@ if TYPE_CHECKING:
     from lobug.chat.service import ChatService
     from lobug.config import Config
     from lobug.health import HealthService
+    from lobug.host.looplag import LoopLagMonitor
     from lobug.llm.client import LLMClient
     from lobug.memory import MemoryService, Recall, Records
-    from lobug.service.looplag import LoopLagMonitor
     from lobug.speech.service import SpeechService
     from lobug.storage.database import Database
     from lobug.workers.runner import JobRunner

@@ -20,10 +20,10 @@ from lobug.app import Overrides  # noqa: E402
 from lobug.cli.main import overrides_from_args  # noqa: E402
 from lobug.cli.serve import serve  # noqa: E402
 from lobug.config import load_config  # noqa: E402
+from lobug.host import connections  # noqa: E402
+from lobug.host.logs import setup_logging  # noqa: E402
 from lobug.llm import client  # noqa: E402
 from lobug.ops.lock import DataDirLocked  # noqa: E402
-from lobug.service import connections  # noqa: E402
-from lobug.service.logs import setup_logging  # noqa: E402
 from lobug.workers import runner  # noqa: E402
 
 

@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"lobug: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from lobug.service.logs import setup_logging
+    from lobug.host.logs import setup_logging
 
     setup_logging(config.log.level)
     func: Callable[[argparse.Namespace, Config], int] = args.func

@@ -12,9 +12,9 @@ from aiohttp import web
 from lobug import keys
 from lobug.app import Overrides, create_app
 from lobug.config import Config
+from lobug.host.connections import GuardedSite, Limits, default_max_connections
+from lobug.host.notify import Notifier, watchdog_loop
 from lobug.ops.lock import DataDirLock
-from lobug.service.connections import GuardedSite, Limits, default_max_connections
-from lobug.service.notify import Notifier, watchdog_loop
 
 log = logging.getLogger("lobug")
 KEEPALIVE_TIMEOUT_S = 15.0  # an idle keep-alive connection is kept this long

@@ -55,7 +55,7 @@ _CONSTANTS = {
     "workers": ("lobug.workers.runner", "backoff_max_s poll_interval_s"),
     "ollama": ("lobug.llm.client", "health_timeout_s health_cache_s"),
     "storage": ("lobug.config.models.DB_FILE", "db_file"),
-    "server": ("lobug.service.connections, cli.serve", "header_timeout_s keepalive_timeout_s"),
+    "server": ("lobug.host.connections, cli.serve", "header_timeout_s keepalive_timeout_s"),
 }
 REMOVED: dict[str, str] = {
     f"{section}.{key}": where

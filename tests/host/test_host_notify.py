@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lobug.service.notify import Notifier, watchdog_loop
+from lobug.host.notify import Notifier, watchdog_loop
 
 try:
     importlib.import_module("systemd.daemon")
@@ -134,7 +134,7 @@ def test_explicit_env_that_differs_from_process_env_uses_socket(
 def test_logs_which_backend(
     receiver: Receiver, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="lobug.service.notify")
+    caplog.set_level(logging.INFO, logger="lobug.host.notify")
     make_notifier("socket", receiver.address, monkeypatch)
     assert [r.getMessage() for r in caplog.records] == [
         f"sd_notify via built-in socket client (NOTIFY_SOCKET={receiver.address})"
@@ -142,7 +142,7 @@ def test_logs_which_backend(
 
 
 def test_without_notify_socket_everything_is_a_no_op(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="lobug.service.notify")
+    caplog.set_level(logging.INFO, logger="lobug.host.notify")
     notifier = Notifier.from_env({"WATCHDOG_USEC": "2000000"})
     assert not notifier.enabled
     assert notifier.backend == "off"
@@ -159,7 +159,7 @@ def test_without_notify_socket_everything_is_a_no_op(caplog: pytest.LogCaptureFi
 def test_failed_send_never_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="lobug.service.notify")
+    caplog.set_level(logging.DEBUG, logger="lobug.host.notify")
     notifier = make_notifier("socket", str(tmp_path / "gone.sock"), monkeypatch)
     notifier.ready()
     notifier.ping()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lobug.service.logs import HANDLER_NAME, QUIET_LOGGERS, RepeatLimit, setup_logging
+from lobug.host.logs import HANDLER_NAME, QUIET_LOGGERS, RepeatLimit, setup_logging
 
 try:
     JournalHandler = importlib.import_module("systemd.journal").JournalHandler

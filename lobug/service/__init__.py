@@ -1,1 +1,0 @@
-"""systemd glue: sd_notify readiness/watchdog and journald-aware logging."""
