@@ -51,7 +51,7 @@ def list_filters(query: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def search_body(query: Mapping[str, str]) -> dict[str, Any]:
+def search_body(query: Mapping[str, str]) -> Any:  # a QueryRequest
     """The search page as a /v1/query body (full results: each with its score breakdown)."""
     body: dict[str, Any] = {"query": given(query, "q") or "", "return": "full",
                             "top_k": integer(query, "k", 10, 1, f.MAX_TOP_K)}  # fmt: skip

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from lobug.memory.shapes import MemoryPatch, QueryRequest, parse, parse_value
-from lobug.memory.shapes import scalars as s
-from lobug.memory.shapes.params import WriterParams
-from lobug.memory.shapes.scalars import (  # noqa: F401  (the constants lobug/ui reads)
+from lobug.memory.query import QueryRequest
+from lobug.memory.query import scalars as s
+from lobug.memory.query.scalars import (  # noqa: F401  (the constants lobug/ui reads)
     KINDS,
     LAYERS,
     MAX_CONTENT_CHARS,
@@ -24,6 +23,8 @@ from lobug.memory.shapes.scalars import (  # noqa: F401  (the constants lobug/ui
     WRITER_KEYS,
     CategoryValue,
 )
+from lobug.memory.shapes import MemoryPatch, parse, parse_value
+from lobug.memory.shapes.params import WriterParams
 
 
 def text(value: Any, field: str, limit: int) -> str:
@@ -55,5 +56,5 @@ def memory_patch(body: Mapping[str, Any]) -> dict[str, Any]:
     return parse(MemoryPatch, body).fields()
 
 
-def query_fields(body: Mapping[str, Any]) -> dict[str, Any]:
-    return parse(QueryRequest, body).fields()
+def query_fields(body: Mapping[str, Any]) -> QueryRequest:
+    return parse(QueryRequest, body)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lobug import errors
-from lobug.memory.shapes import QUERY, MemoryCreate, MemoryPatch, QueryRequest, TurnCreate, parse
+from lobug.memory.query import QueryRequest
+from lobug.memory.shapes import QUERY, MemoryCreate, MemoryPatch, TurnCreate, parse
 from lobug.memory.shapes.params import MemoryListParams, TimelineParams
 
 CASES = [
@@ -55,8 +56,9 @@ def test_values_are_cleaned_and_null_means_absent() -> None:
             "filters": {"updated_after": "2024-01-01", "role": None},
         },
     )
-    assert query.fields()["kinds"] == ("fact",) and query.fields()["return"] == "full"
-    assert query.fields()["filters"] == {"updated_after": 1704067200.0}
+    assert query.wanted == ("fact",) and query.return_ == "full"
+    assert query.filters is not None
+    assert query.filters.model_dump(exclude_none=True) == {"updated_after": 1704067200.0}
     assert parse(MemoryPatch, {"category": None}).fields() == {"category": None}
 
 
