@@ -248,7 +248,7 @@ async def bench_size(
     times = []
     for q in queries:
         t0 = time.perf_counter()
-        await service.query(QueryRequest(text=q, top_k=config.memory.top_k))
+        await service.query(QueryRequest(query=q, top_k=config.memory.top_k))
         times.append((time.perf_counter() - t0) * 1000)
     result["query_ms_p50"] = round(pct(times, 50), 2)
     result["query_ms_p95"] = round(pct(times, 95), 2)

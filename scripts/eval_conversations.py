@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 from lobug.config import Config, load_config  # noqa: E402
 from lobug.memory import MemoryService  # noqa: E402
 from lobug.memory import service as memory_service  # noqa: E402
-from lobug.memory.query import QueryFilters, QueryRequest, QueryResult  # noqa: E402
+from lobug.memory.query import QueryRequest, QueryResult, Reach  # noqa: E402
 from lobug.memory.search.fts import build_fts_query  # noqa: E402
 from lobug.memory.transfer import import_turns as importer  # noqa: E402
 from lobug.parts import parts  # noqa: E402
@@ -258,7 +258,7 @@ def lobug_refs(results: Sequence[QueryResult]) -> tuple[list[str], list[str]]:
     via: list[str] = []
     for result in results:
         for source in result.sources:
-            ref = source.get("ref")
+            ref = source.ref
             if ref is not None and ref not in refs and len(refs) < DEPTH:
                 refs.append(ref)
                 via.append(result.kind)
@@ -320,17 +320,12 @@ async def evaluate_conversation(
         }
         results = await service.query(
             QueryRequest(
-                text=text,
-                kinds=LOBUG_KINDS,
-                top_k=DEPTH,
-                filters=QueryFilters(user_id=USER),
+                query=text, kinds=list(LOBUG_KINDS), top_k=DEPTH, reach=Reach(user_id=USER)
             )
         )
         ranked["lobug"], via = lobug_refs(results)
         episodes = await service.query(
-            QueryRequest(
-                text=text, kinds=("episode",), top_k=DEPTH, filters=QueryFilters(user_id=USER)
-            )
+            QueryRequest(query=text, kinds=["episode"], top_k=DEPTH, reach=Reach(user_id=USER))
         )
         ranked[DIAGNOSTIC] = lobug_refs(episodes)[0]
         outcome.crowd.update(via[:K])

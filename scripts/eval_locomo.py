@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lobug.memory.query import QueryFilters, QueryRequest  # noqa: E402
+from lobug.memory.query import QueryRequest, Reach  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "datasets" / "locomo10.json"
 DOC = ROOT / "docs" / "retrieval-eval.md"
@@ -236,7 +236,7 @@ async def evaluate_conversation(
         ranked["rrf"] = rrf([ranked["bm25"], ranked["vector"]])[:DEPTH]
         results = await service.query(
             QueryRequest(
-                text=text, kinds=LOBUG_KINDS, top_k=DEPTH, filters=QueryFilters(user_id=USER)
+                query=text, kinds=list(LOBUG_KINDS), top_k=DEPTH, reach=Reach(user_id=USER)
             )
         )
         ranked["lobug"] = ev.lobug_refs(results)[0]

@@ -14,7 +14,8 @@ from aiohttp import web
 from lobug import keys
 from lobug.api import v1_params as p
 from lobug.api.auth import principal_of
-from lobug.memory.shapes import MemoryCreate, MemoryPatch, QueryRequest, TurnCreate
+from lobug.memory.query import QueryRequest
+from lobug.memory.shapes import MemoryCreate, MemoryPatch, TurnCreate
 from lobug.memory.shapes import params as q
 
 routes = web.RouteTableDef()
@@ -131,8 +132,8 @@ async def memory_history(request: web.Request) -> web.Response:
 # -- retrieval ---------------------------------------------------------------------------------
 @routes.post("/v1/query")
 async def query(request: web.Request) -> web.Response:
-    fields = (await p.body(request, QueryRequest)).fields()
-    return web.json_response(await request.app[keys.RECALL].query(principal_of(request), fields))
+    body = await p.body(request, QueryRequest)
+    return web.json_response(await request.app[keys.RECALL].query(principal_of(request), body))
 
 
 @routes.get("/v1/entities")

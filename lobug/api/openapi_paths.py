@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from lobug.memory.shapes import MemoryCreate, MemoryPatch, QueryRequest, TurnCreate
+from lobug.memory.query import QueryRequest
+from lobug.memory.shapes import MemoryCreate, MemoryPatch, TurnCreate
 from lobug.memory.shapes.catalog import (
     EntityDetail,
     EntityList,

@@ -9,8 +9,8 @@ from pydantic import BaseModel
 
 from lobug import errors, keys
 from lobug.api.bodies import read_json_object
+from lobug.memory.query.scalars import MAX_ID, SessionIdValue
 from lobug.memory.shapes import QUERY, parse, parse_value
-from lobug.memory.shapes.scalars import MAX_ID, SessionIdValue
 
 M = TypeVar("M", bound=BaseModel)
 MAX_ETAG_CHARS = 256

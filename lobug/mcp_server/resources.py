@@ -15,7 +15,7 @@ import mcp_types as types
 from lobug import errors
 from lobug.access import Principal
 from lobug.mcp_server.tools import Services
-from lobug.memory.shapes.scalars import MAX_ID
+from lobug.memory.query.scalars import MAX_ID
 
 BASE_URI = "lobug://memory/base"
 ENTITIES_URI = "lobug://entities"

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from lobug.memory.shapes.scalars import IdValue
+from lobug.memory.query.scalars import IdValue
 from lobug.memory.shapes.schema import REF, ComponentSchema, component_schemas
 
 PREFIX = REF.format(model="")

@@ -17,9 +17,10 @@ from lobug import errors
 from lobug.access import Principal
 from lobug.mcp_server.schemas import ID_FIELD, tool_schema
 from lobug.memory import Recall, Records
-from lobug.memory.shapes import MemoryCreate, MemoryPatch, QueryRequest, parse, parse_value
+from lobug.memory.query import QueryRequest
+from lobug.memory.query.scalars import MAX_ID, IdValue, integer
+from lobug.memory.shapes import MemoryCreate, MemoryPatch, parse, parse_value
 from lobug.memory.shapes import params as q
-from lobug.memory.shapes.scalars import MAX_ID, IdValue, integer
 
 MAX_ETAG_CHARS = 256
 MAX_IDS = 100  # memories one `get` reads
@@ -74,7 +75,7 @@ def if_match(args: dict[str, Any]) -> str | None:
 
 # -- the calls (memory_routes.py's handlers, with arguments instead of a request) ---------------
 async def query(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:
-    return await s.recall.query(who, parse(QueryRequest, args).fields())
+    return await s.recall.query(who, parse(QueryRequest, args))
 
 
 async def remember(s: Services, who: Principal, args: dict[str, Any]) -> dict[str, Any]:

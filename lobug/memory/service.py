@@ -315,7 +315,7 @@ class MemoryService:
         path. Works without vectors (BM25 + entities), except under `req.threshold`: that is a
         similarity floor (seed 001 §6), so without the query's vector it is 503, not ignored.
         `req.min_score` floors the final fused score."""
-        vector = await self.vectors.later(req.text)
+        vector = await self.vectors.later(req.query)
         if req.threshold is not None:
             vector = self._query_vector_for_threshold(vector)
         now = self.clock()

@@ -8,9 +8,9 @@ from typing import Any
 from aiohttp import web
 
 from lobug import errors, keys
+from lobug.memory.query.scalars import KINDS, LAYERS, QUERY_KINDS, STATUSES, STORES, SessionIdValue
 from lobug.memory.records.service import USER
 from lobug.memory.shapes import parse_value
-from lobug.memory.shapes.scalars import KINDS, LAYERS, QUERY_KINDS, STATUSES, STORES, SessionIdValue
 from lobug.ui import forms, pages, reads, views
 
 routes = web.RouteTableDef()
@@ -62,7 +62,7 @@ async def search(request: web.Request) -> Page:
     results: list[dict[str, Any]] | None = None
     if forms.given(request.query, "q") is not None:
         body = forms.search_body(request.query)
-        found = await request.config_dict[keys.RECALL].query(request[keys.PRINCIPAL], body.fields())
+        found = await request.config_dict[keys.RECALL].query(request[keys.PRINCIPAL], body)
         results = [{**r, "terms": views.terms(r.get("explain"))} for r in found["results"]]
     return {
         "results": results,

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from lobug import errors
-from lobug.memory.shapes import MemoryPatch, QueryRequest, parse, parse_value
+from lobug.memory.query import QueryRequest
+from lobug.memory.query.scalars import WRITER_KEYS
+from lobug.memory.shapes import MemoryPatch, parse, parse_value
 from lobug.memory.shapes.params import EntityListParams, Limit, MemoryListParams, Offset, TopK
-from lobug.memory.shapes.scalars import WRITER_KEYS
 
 STATUS_ALL = "all"
 MAX_ETAG_CHARS = 64

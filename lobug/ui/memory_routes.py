@@ -10,8 +10,8 @@ from aiohttp import web
 
 from lobug import errors, keys
 from lobug.memory import Records
+from lobug.memory.query.scalars import MAX_CONTENT_CHARS
 from lobug.memory.records.service import USER
-from lobug.memory.shapes.scalars import MAX_CONTENT_CHARS
 from lobug.ui import forms, pages, reads, views
 from lobug.ui.browse_routes import path_id
 

@@ -191,7 +191,7 @@ async def test_evaluation_on_one_conversation(
         # Lo-Bug's answer maps to distinct refs of this conversation.
         question = next(q for q in mine if q["type"] == "single_hop")
         results = await store.service.query(
-            ev.QueryRequest(text=question["question"], kinds=ev.LOBUG_KINDS, top_k=ev.DEPTH)
+            ev.QueryRequest(query=question["question"], kinds=list(ev.LOBUG_KINDS), top_k=ev.DEPTH)
         )
         refs, via = ev.lobug_refs(results)
         assert refs and len(refs) == len(set(refs)) == len(via)

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lobug.memory.search.corpus import MEMORIES, SearchFilter
+from lobug.memory.query import Reach
+from lobug.memory.search.corpus import MEMORIES
 from lobug.memory.search.hybrid import vector_knn
 from lobug.memory.store import rows as store
 from lobug.memory.vectors import knn
@@ -70,7 +71,7 @@ def facts(
     return db.write_sync(write)
 
 
-def both(db: Database, query: np.ndarray, k: int, flt: SearchFilter) -> tuple[list, list]:
+def both(db: Database, query: np.ndarray, k: int, flt: Reach) -> tuple[list, list]:
     """(the index's answer, vec0's answer) to the same KNN on the same data."""
     conn = db.writer
     indexed = vector_knn(conn, list(query), k, flt=flt)
@@ -95,9 +96,9 @@ def test_the_index_finds_what_sqlite_vec_finds_with_filters(db: Database) -> Non
     db.vector_index.build(db.writer)
     for query in rng.standard_normal((20, DIM)):
         for k in (1, 10, 50):
-            same(*both(db, query, k, SearchFilter(user_id="default")))
+            same(*both(db, query, k, Reach(user_id="default")))
     # A filter that hides nearly every row: the net widens until k are found.
-    bob = both(db, rng.standard_normal(DIM), 25, SearchFilter(user_id="bob"))
+    bob = both(db, rng.standard_normal(DIM), 25, Reach(user_id="bob"))
     same(*bob)
     assert len(bob[0]) == 25
 
@@ -177,10 +178,10 @@ def test_past_exact_max_the_sign_bit_shortlist_keeps_the_best(
     monkeypatch.setattr(vector_index, "SHORTLIST", 200)
     recall = []
     for query in data[rng.integers(0, 2000, 30)] + 0.1 * rng.standard_normal((30, DIM)):
-        indexed, scanned = both(db, query, 10, SearchFilter(user_id="default"))
+        indexed, scanned = both(db, query, 10, Reach(user_id="default"))
         recall.append(len({i for i, _ in indexed} & {i for i, _ in scanned}) / 10)
     assert np.mean(recall) >= 0.95
-    shared = both(db, rng.standard_normal(DIM), 10, SearchFilter(stores=("shared",)))
+    shared = both(db, rng.standard_normal(DIM), 10, Reach(stores=("shared",)))
     same(*shared)
     assert {i for i, _ in shared[0]} <= set(odd) and len(shared[0]) == 10
     assert len(ids) == 2000

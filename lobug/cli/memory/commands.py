@@ -26,8 +26,8 @@ from lobug.cli.memory.reembed import run_reembed
 from lobug.cli.memory.session import drive, exit_code, output, services
 from lobug.config import Config
 from lobug.memory import Recall, Records, enqueue
+from lobug.memory.query import scalars as f
 from lobug.memory.shapes import params as q
-from lobug.memory.shapes import scalars as f
 
 TURN_KINDS = (enqueue.EXTRACT, enqueue.EMBED_TURN, enqueue.EMBED_MEMORY)
 EMBED_KINDS = (enqueue.EMBED_MEMORY,)

@@ -27,17 +27,16 @@ from lobug.cli.tables import (
 )
 from lobug.config import Config
 from lobug.memory import Recall, Records
+from lobug.memory.query import QueryRequest, Timestamp
+from lobug.memory.query.scalars import WRITER_KEYS, SessionIdValue
 from lobug.memory.shapes import (
     MemoryCreate,
     MemoryPatch,
-    QueryRequest,
     TurnCreate,
     parse,
     parse_value,
 )
 from lobug.memory.shapes import params as q
-from lobug.memory.shapes.queries import Timestamp
-from lobug.memory.shapes.scalars import WRITER_KEYS, SessionIdValue
 from lobug.memory.store.dedup import content_hash
 from lobug.memory.transfer.export_file import write_export
 
@@ -261,7 +260,7 @@ async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Pri
         body["budget_tokens"] = args.budget
     if args.session is not None:
         body["session_id"] = args.session
-    data = await recall.query(who, parse(QueryRequest, body).fields(), user_id=args.user)
+    data = await recall.query(who, parse(QueryRequest, body), user_id=args.user)
     lines = [f"{r['score']:7.3f}  #{r['id']:<6} {r['text']}" for r in data["results"]]
     lines += [f"delta: {d['summary']}" for d in data["delta"]]
     return data, "\n".join(lines) or "(nothing found)"

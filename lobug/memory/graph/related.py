@@ -53,7 +53,7 @@ def related_results(
                 text=str(row["content"]),
                 score=0.0,
                 store=str(row["store"]),
-                sources=(),
+                sources=[],
                 explain={"related_to": via, "strength": strength},
             )
         )

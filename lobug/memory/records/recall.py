@@ -16,9 +16,9 @@ from typing import Any
 
 from lobug import conversation as turns
 from lobug import errors
-from lobug.access import UNCATEGORIZED, Principal
+from lobug.access import Principal
 from lobug.memory import enqueue
-from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, tokens_of
+from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, Reach, tokens_of
 from lobug.memory.records.rows import Scope, marks, memory_dict
 from lobug.memory.records.service import USER, Records
 from lobug.memory.search import prompt
@@ -138,15 +138,12 @@ class Recall:
         text = q or last
         memories: list[dict[str, Any]] = []
         # The chat prompt's sections (search.prompt): the categories in context `all`, then
-        # the retrieved facts by the context modes; replaced facts are not the truth now.
-        request = self._request(
-            scope,
-            text or "",
-            None,
-            ("fact",),
-            prompt.depth(k),
-            user_id=user_id,
-            filters={"superseded": False},
+        # the retrieved facts by the context modes; replaced facts are not the truth now. Not
+        # validated: the text is a turn's (up to chat.max_text_chars), the depth the prompt's.
+        request = QueryRequest.model_construct(
+            query=text or "",
+            top_k=prompt.depth(k),
+            reach=reach_of(scope, user_id, None, superseded=False),
         )
         always = await self.db.read(
             prompt.read_always_for, request, self.records.policy, self.records.clock()
@@ -155,7 +152,7 @@ class Recall:
             found = prompt.pick_relevant(
                 await self._search(request), self.records.policy, k, skip={a.id for a in always}
             )
-            memories = [shape(r, "bullets") for r in found]
+            memories = [r.dump("bullets") for r in found]
         changes, since = await self._take_delta(scope, session_id, user_id)
         return {
             "session_id": session_id,
@@ -169,75 +166,34 @@ class Recall:
 
     # -- POST /v1/query ---------------------------------------------------------------------------
     async def query(
-        self, principal: Principal, fields: dict[str, Any], *, user_id: str = USER
+        self, principal: Principal, req: QueryRequest, *, user_id: str = USER
     ) -> dict[str, Any]:
         """Seed 001 §6: `agent` may only narrow; categories within its allowlist (else 403)."""
         policy = self.records.policy
-        principal = policy.act_as(principal, fields["agent"])
+        principal = policy.act_as(principal, req.agent)
         scope = self.records.scope(principal)
-        categories = policy.check_categories(principal, fields["categories"])
-        if EPISODE in fields["kinds"]:
+        categories = policy.check_categories(principal, req.categories)
+        if EPISODE in req.wanted:
             scope.require_turns()
-        filters = fields["filters"]
+        filters = req.filters or QueryFilters()
         check_user(filters, user_id)
-        request = self._request(
-            scope,
-            fields["query"],
-            categories,
-            fields["kinds"],
-            fields["top_k"],
-            user_id=user_id,
-            filters=filters,
-            threshold=fields["threshold"],
-            min_score=fields.get("min_score"),
-            budget=fields["budget_tokens"],
-        )
+        request = req.model_copy(update={"reach": reach_of(scope, user_id, categories)})
         self.records.service("query")
         found = await self._search(request)
-        results = [shape(r, fields["return"]) for r in found]
-        if fields["return"] == "full":
-            await self._attach_memories(results, request.filters.user_id)
-        results = within_budget(results, fields["budget_tokens"])
-        session = fields["session_id"] or filters.get("session_id")
+        if req.return_ == "full":
+            await self._attach_memories(found, user_id)
+        results = within_budget([r.dump(req.return_) for r in found], req.budget_tokens)
+        session = req.session_id or filters.session_id
         changes = (await self._take_delta(scope, session, user_id))[0] if session else []
         return {"results": results, "delta": [c.to_dict() for c in changes]}
 
-    def _request(
-        self,
-        scope: Scope,
-        text: str,
-        categories: list[str] | None,
-        kinds: tuple[str, ...],
-        top_k: int,
-        *,
-        user_id: str,
-        filters: dict[str, Any] | None = None,
-        threshold: float | None = None,
-        min_score: float | None = None,
-        budget: int | None = None,
-    ) -> QueryRequest:
-        if categories is None and scope.categories is not None:
-            categories = sorted(scope.categories)
-        given = {k: v for k, v in (filters or {}).items() if k != "user_id"}
-        return QueryRequest(
-            text=text,
-            kinds=kinds,
-            categories=None if categories is None else tuple(categories),
-            stores=scope.stores,
-            filters=QueryFilters(user_id=user_id, **given),
-            top_k=top_k,
-            threshold=threshold,
-            min_score=min_score,
-            budget_tokens=budget,
-        )
-
     async def _search(self, request: QueryRequest) -> list[QueryResult]:
-        if not request.stores or request.categories == ():
+        if not request.reach.stores or request.reach.categories == ():
             return []  # public trust, or an agent without categories: nothing to find
         return list(await self.records.service("query").query(request))
 
-    async def _attach_memories(self, results: list[dict[str, Any]], user_id: str) -> None:
-        ids = [r["id"] for r in results if r["kind"] != EPISODE]
+    async def _attach_memories(self, results: list[QueryResult], user_id: str) -> None:
+        ids = [r.id for r in results if r.kind != EPISODE]
         if not ids:
             return
         rows = await self.db.read(
@@ -248,8 +204,8 @@ class Recall:
         )
         by_id = {row["id"]: memory_dict(row) for row in rows}
         for result in results:
-            if result["id"] in by_id and result["kind"] != EPISODE:
-                result["memory"] = by_id[result["id"]]
+            if result.id in by_id and result.kind != EPISODE:
+                result.memory = by_id[result.id]
 
     async def _take_delta(
         self, scope: Scope, session_id: str, user_id: str
@@ -275,11 +231,26 @@ def reader_of(principal: Principal) -> str:
     return f"{who}:{principal.token_name}" if principal.token_name else who
 
 
-def check_user(filters: dict[str, Any], user_id: str) -> None:
+def reach_of(
+    scope: Scope, user_id: str, categories: list[str] | None, *, superseded: bool = True
+) -> Reach:
+    """What the caller's search may see: its user, its trust's stores, its categories (those
+    asked for, already allowlist-checked, else its whole allowlist)."""
+    if categories is None and scope.categories is not None:
+        categories = sorted(scope.categories)
+    return Reach(
+        user_id=user_id,
+        stores=scope.stores,
+        categories=None if categories is None else tuple(categories),
+        superseded=superseded,
+    )
+
+
+def check_user(filters: QueryFilters, user_id: str) -> None:
     """The user is the door's (HTTP: `default`; the CLI's `--user`), as on every other route;
     `filters.user_id` may only repeat it. Another user's memories are not the caller's to read
     (every other route reports them missing), so naming another user is 403."""
-    named = filters.get("user_id")
+    named = filters.user_id
     if named is not None and named != user_id:
         raise errors.ApiError(
             403,
@@ -287,16 +258,6 @@ def check_user(filters: dict[str, Any], user_id: str) -> None:
             f"'filters.user_id' may only name this caller's user ('{user_id}'), got '{named}'",
             details={"field": "filters.user_id"},
         )
-
-
-def shape(result: QueryResult, mode: str) -> dict[str, Any]:
-    """bullets: `[category] text` and the essentials; full: the content and every detail."""
-    data = result.to_dict()
-    if mode == "full":
-        return data
-    label = "episode" if result.kind == EPISODE else result.category or UNCATEGORIZED
-    keys = ("id", "kind", "category", "score", "status", "valid_until", "sources")
-    return {**{k: data[k] for k in keys}, "text": f"[{label}] {result.text}"}
 
 
 def within_budget(results: list[dict[str, Any]], budget: int | None) -> list[dict[str, Any]]:

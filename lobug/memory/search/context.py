@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lobug.memory.search.corpus import TURNS, SearchFilter, visible_ids
+from lobug.memory.query import Reach
+from lobug.memory.search.corpus import TURNS, visible_ids
 from lobug.memory.search.fts import (
     common_words,
     fold,
@@ -60,14 +61,14 @@ def context_ranks(
     nearest: Sequence[tuple[int, float]],
     k: int,
     *,
-    flt: SearchFilter | None = None,
+    flt: Reach | None = None,
     weights: ContextWeights = WEIGHTS,
 ) -> list[int]:
     """Turn ids by their score with context (see the module), best first. `nearest`: the
     caller's KNN of the query over the same turns, (id, cosine distance) nearest first, at
     least `weights.depth` deep when there are that many (the search runs it once for this list
     and the vector list); empty without vectors."""
-    flt = flt or SearchFilter()
+    flt = flt or Reach()
     match = _words_query(conn, flt.user_id, text)
     words = _bm25_scores(conn, match, weights.depth, flt)
     near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
@@ -113,7 +114,7 @@ def _words_query(conn: Any, user_id: str, text: str) -> str | None:
     return min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
 
 
-def _bm25_scores(conn: Any, match: str | None, depth: int, flt: SearchFilter) -> dict[int, float]:
+def _bm25_scores(conn: Any, match: str | None, depth: int, flt: Reach) -> dict[int, float]:
     """The `depth` best turns holding any of the words of `match`, by −bm25 (higher better)."""
     if match is None or not fts_available(conn, TURNS.fts):
         return {}

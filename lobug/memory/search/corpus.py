@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lobug.memory.query import Reach
+
 UNCATEGORIZED = "general"  # what lobug.access calls a memory without a category
 
 
@@ -36,43 +38,9 @@ TURNS = Corpus(
 )
 
 
-@dataclass(frozen=True)
-class SearchFilter:
-    user_id: str = "default"
-    statuses: tuple[str, ...] = ("active",)  # memories only
-    # Memories only: False leaves out facts a newer statement replaced (valid_until is set).
-    superseded: bool = True
-    agent_id: str | None = None  # memories only: who wrote it (seed 001 §6.1)
-    run_id: str | None = None
-    actor_id: str | None = None
-    kinds: tuple[str, ...] | None = None  # memories only
-    stores: tuple[str, ...] | None = None  # memories only: the caller's trust level
-    categories: tuple[str, ...] | None = None  # memories only: the agent's allowlist
-    roles: tuple[str, ...] | None = None  # turns only
-    exclude_session: str | None = None
-    # With exclude_session: rows of that session created before this time still count (the
-    # conversation that taught them has left the working memory). None: exclude them all.
-    exclude_session_since: float | None = None
-    session: str | None = None  # only rows of this session
-    pinned: bool | None = None  # memories only
-    layer: str | None = None  # memories only: mid | long
-    importance_min: float | None = None  # memories only
-    importance_max: float | None = None
-    updated_after: float | None = None  # memories: updated_at; turns: ts
-    updated_before: float | None = None
-    # [start, end): said in this period — turns by ts, memories by the turns they came from
-    # (their creation time when they have none): what "last spring" in a question selects.
-    said_in: tuple[float, float] | None = None
-    speaker: str | None = None  # turns only: said by this person (turns.speaker)
-    # Memories only (seed 002 people index): linked through memory_entities to a person
-    # entity whose name or alias is this (any case). Turns have no entity links: none match.
-    person: str | None = None
-    # Memories only (seed 002): those whose `expires_at` is past at this time are left out.
-    live_at: float | None = None
-
-
-def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
-    """SQL conditions on the base table (alias d) for the filter."""
+def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
+    """SQL conditions on the base table (alias d) for the reach and its caller's filters."""
+    f = flt.filters
     clauses: list[str] = ["d.user_id = ?"]
     params: list[Any] = [flt.user_id]
 
@@ -92,30 +60,30 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
         one_of("store", flt.stores)
         _categories(clauses, params, flt.categories)
         compare("d.layer", "=", flt.layer)
-        compare("d.pinned", "=", None if flt.pinned is None else int(flt.pinned))
-        compare("d.importance", ">=", flt.importance_min)
-        compare("d.importance", "<=", flt.importance_max)
-        compare("d.agent_id", "=", flt.agent_id)
-        compare("d.run_id", "=", flt.run_id)
-        compare("d.actor_id", "=", flt.actor_id)
+        compare("d.pinned", "=", None if f.pinned is None else int(f.pinned))
+        compare("d.importance", ">=", f.importance_min)
+        compare("d.importance", "<=", f.importance_max)
+        compare("d.agent_id", "=", f.agent_id)
+        compare("d.run_id", "=", f.run_id)
+        compare("d.actor_id", "=", f.actor_id)
         if not flt.superseded:
             clauses.append("d.valid_until IS NULL")
-        if flt.person is not None:
+        if f.person is not None:
             clauses.append(PERSON_LINKED)
-            params += [flt.person.strip(), flt.person.strip()]
+            params += [f.person.strip(), f.person.strip()]
         if flt.live_at is not None:
             clauses.append("(d.expires_at IS NULL OR d.expires_at > ?)")
             params.append(flt.live_at)
         updated = "d.updated_at"
     else:
-        if flt.person is not None:
+        if f.person is not None:
             clauses.append("0")
-        one_of("role", flt.roles)
+        compare("d.role", "=", f.role)
         compare("d.speaker", "=", flt.speaker)
         clauses.append("d.degraded = 0")  # an apology says nothing worth finding
         updated = "d.ts"
-    compare(updated, ">=", flt.updated_after)
-    compare(updated, "<=", flt.updated_before)
+    compare(updated, ">=", f.updated_after)
+    compare(updated, "<=", f.updated_before)
     if flt.said_in is not None:
         start, end = flt.said_in
         if corpus.table == "memories":
@@ -129,7 +97,7 @@ def where_clause(corpus: Corpus, flt: SearchFilter) -> tuple[str, list[Any]]:
         else:
             clauses.append("d.ts >= ? AND d.ts < ?")
             params += [start, end]
-    compare("d.session_id", "=", flt.session)
+    compare("d.session_id", "=", f.session_id)
     if flt.exclude_session is not None:
         if flt.exclude_session_since is None:
             clauses.append("(d.session_id IS NULL OR d.session_id != ?)")
@@ -163,7 +131,7 @@ def _categories(clauses: list[str], params: list[Any], categories: Sequence[str]
     params.extend(categories)
 
 
-def visible_ids(conn: Any, corpus: Corpus, flt: SearchFilter, ids: Sequence[int]) -> set[int]:
+def visible_ids(conn: Any, corpus: Corpus, flt: Reach, ids: Sequence[int]) -> set[int]:
     """Which of ids pass the filter (for lists ranked by an index that cannot filter)."""
     if not ids:
         return set()

@@ -17,8 +17,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from lobug.access import STORES
 from lobug.memory.graph import relations
-from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.corpus import MEMORIES
 from lobug.memory.search.runner import Plan, Similarity, memory_sources, rank_all
 from lobug.memory.search.scoring import Fused, ScoringWeights, memory_score, rescore
@@ -38,13 +39,14 @@ def request_for(
 ) -> QueryRequest:
     """The request `why(query=…)` ranks with: query()'s defaults, for the memory's kind, within
     the caller's stores (None: every store) and categories (None: every category)."""
-    scope: dict[str, Any] = {} if stores is None else {"stores": tuple(stores)}
     return QueryRequest(
-        text=query,
-        kinds=(kind,),
-        categories=None if categories is None else tuple(categories),
-        filters=QueryFilters(user_id=user_id),
-        **scope,
+        query=query,
+        kinds=[kind],
+        reach=Reach(
+            user_id=user_id,
+            stores=STORES if stores is None else tuple(stores),
+            categories=None if categories is None else tuple(categories),
+        ),
     )
 
 

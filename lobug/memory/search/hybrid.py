@@ -15,13 +15,13 @@ from typing import Any
 
 from lobug.memory.graph import relations
 from lobug.memory.graph.entities import entities_in_text
+from lobug.memory.query import Reach
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import context_ranks
 from lobug.memory.search.corpus import (
     MEMORIES,
     TURNS,
     Corpus,
-    SearchFilter,
     visible_ids,
     where_clause,
 )
@@ -37,7 +37,6 @@ __all__ = [
     "MEMORIES",
     "TURNS",
     "Corpus",
-    "SearchFilter",
     "SearchHit",
     "bm25_ranks",
     "entity_ranks",
@@ -87,11 +86,11 @@ def vector_knn(
     k: int,
     *,
     corpus: Corpus = MEMORIES,
-    flt: SearchFilter | None = None,
+    flt: Reach | None = None,
     max_distance: float | None = None,
 ) -> list[tuple[int, float]]:
     """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first."""
-    visible = partial(visible_ids, conn, corpus, flt or SearchFilter())
+    visible = partial(visible_ids, conn, corpus, flt or Reach())
     return knn.nearest(
         conn, corpus.vectors, query_vec, k, accept=visible, max_distance=max_distance
     )
@@ -103,7 +102,7 @@ def vector_ranks(
     k: int,
     *,
     corpus: Corpus = MEMORIES,
-    flt: SearchFilter | None = None,
+    flt: Reach | None = None,
     max_distance: float | None = None,
 ) -> list[int]:
     found = vector_knn(conn, query_vec, k, corpus=corpus, flt=flt, max_distance=max_distance)
@@ -111,10 +110,10 @@ def vector_ranks(
 
 
 def entity_ranks(
-    conn: Any, query: str, k: int, *, corpus: Corpus = MEMORIES, flt: SearchFilter | None = None
+    conn: Any, query: str, k: int, *, corpus: Corpus = MEMORIES, flt: Reach | None = None
 ) -> list[int]:
     """Rows naming the entities the query names; more of them first, then newest."""
-    flt = flt or SearchFilter()
+    flt = flt or Reach()
     entity_ids = entities_in_text(conn, flt.user_id, query)
     if not entity_ids:
         return []
@@ -165,7 +164,7 @@ def ranked_lists(
     query_vec: Sequence[float] | None,
     *,
     corpus: Corpus = MEMORIES,
-    flt: SearchFilter | None = None,
+    flt: Reach | None = None,
     weights: ScoringWeights | None = None,
     depth: int = 50,
     lists: Sequence[str] | None = None,
@@ -178,7 +177,7 @@ def ranked_lists(
     lists have their own bar (shared words, a named entity).
     """
     weights = weights or ScoringWeights()
-    flt = flt or SearchFilter()
+    flt = flt or Reach()
     lists = corpus.lists if lists is None else lists
     ranked: dict[str, list[int]] = {}
     nearest: list[tuple[int, float]] = []

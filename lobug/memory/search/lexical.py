@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lobug.memory.search.corpus import MEMORIES, Corpus, SearchFilter, visible_ids, where_clause
+from lobug.memory.query import Reach
+from lobug.memory.search.corpus import MEMORIES, Corpus, visible_ids, where_clause
 from lobug.memory.search.fts import (
     MIN_PREFIX_CHARS,
     common_words,
@@ -28,7 +29,7 @@ def bm25_ranks(
     k: int,
     *,
     corpus: Corpus = MEMORIES,
-    flt: SearchFilter | None = None,
+    flt: Reach | None = None,
 ) -> list[int]:
     """Ids by FTS5 bm25 for a query from `build_fts_query` (None → no list), newest first
     among equals.
@@ -39,7 +40,7 @@ def bm25_ranks(
     """
     if not fts_query:
         return []
-    flt = flt or SearchFilter()
+    flt = flt or Reach()
     fetch = min(MAX_FETCH, 2 * k)
     while True:
         rows = conn.execute(
@@ -61,7 +62,7 @@ def text_ranks(
     k: int,
     *,
     corpus: Corpus = MEMORIES,
-    flt: SearchFilter | None = None,
+    flt: Reach | None = None,
     min_words: int = 1,
 ) -> list[int]:
     """BM25 when FTS5 is there; otherwise LIKE (seed 000), most matched words first.
@@ -83,7 +84,7 @@ def text_ranks(
     if fts:
         ids = bm25_ranks(conn, min_match_query(tokens, 1, common), fetch, corpus=corpus, flt=flt)
     else:
-        ids = _like_ranks(conn, text, fetch, corpus, flt or SearchFilter())
+        ids = _like_ranks(conn, text, fetch, corpus, flt or Reach())
     if need > 1 and ids:
         matched = _matcher([fold(t) for t in tokens])
         texts = _texts(conn, corpus, ids)
@@ -123,7 +124,7 @@ def _texts(conn: Any, corpus: Corpus, ids: Sequence[int]) -> dict[int, str]:
     return {int(r[0]): str(r[1]) for r in rows}
 
 
-def _like_ranks(conn: Any, text: str, k: int, corpus: Corpus, flt: SearchFilter) -> list[int]:
+def _like_ranks(conn: Any, text: str, k: int, corpus: Corpus, flt: Reach) -> list[int]:
     patterns = like_patterns(text)
     if not patterns:
         return []

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy
 from lobug.memory.graph import related
-from lobug.memory.query import QueryFilters, QueryRequest, QueryResult, tokens_of
+from lobug.memory.query import QueryRequest, QueryResult, Reach, tokens_of
 from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.store import delta
@@ -164,9 +164,9 @@ def read_always_for(
     return read_always(
         conn,
         policy,
-        user_id=req.filters.user_id,
-        stores=req.stores,
-        categories=req.categories,
+        user_id=req.reach.user_id,
+        stores=req.reach.stores,
+        categories=req.reach.categories,
         now=now,
     )
 
@@ -285,15 +285,18 @@ def context_plan(
     all). It ranks `depth(k)` of them: `pick_relevant` cuts them to `k` by the categories'
     context modes."""
     owner = set(STORES) <= set(stores) and categories is None
-    req = QueryRequest(
-        text=text,
-        kinds=PROMPT_KINDS if owner else ("fact",),
-        stores=stores,
-        categories=None if categories is None else tuple(sorted(categories)),
-        # Archived facts answer when they match best; replaced ones are not the truth now.
-        filters=QueryFilters(user_id=user_id, superseded=False),
+    req = QueryRequest.model_construct(
+        query=text,
+        kinds=list(PROMPT_KINDS if owner else ("fact",)),
         top_k=depth(k),
-        exclude_session_id=session_id,
+        reach=Reach(
+            user_id=user_id,
+            stores=tuple(stores),
+            categories=None if categories is None else tuple(sorted(categories)),
+            # Archived facts answer when they match best; replaced ones are not the truth now.
+            superseded=False,
+            exclude_session=session_id,
+        ),
     )
     return search.Plan.at(
         req,
@@ -349,7 +352,7 @@ def read_context(
     is what this process showed the session meanwhile).
     """
     req = plan.req
-    user_id, session_id = req.filters.user_id, req.exclude_session_id or ""
+    user_id, session_id = req.reach.user_id, req.reach.exclude_session or ""
     base = base_memory.get_base(conn, user_id) if want_base else None
     since = _since(conn, session_id, user_id, shown)
     rev = delta.current_rev(conn, user_id)
@@ -365,8 +368,8 @@ def read_context(
         found,
         policy,
         user_id=user_id,
-        stores=req.stores,
-        categories=req.categories,
+        stores=req.reach.stores,
+        categories=req.reach.categories,
         skip=skip,
     )
     got = extra(conn) if extra is not None else None

@@ -20,11 +20,19 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from lobug.memory.query import EPISODE, QueryRequest, QueryResult, tokens_of
+from lobug.memory.query import (
+    EPISODE,
+    QueryFilters,
+    QueryRequest,
+    QueryResult,
+    Reach,
+    Source,
+    tokens_of,
+)
 from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import context_ranks
-from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, SearchFilter
+from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
@@ -59,63 +67,40 @@ class Ranked:
         return self.hit.breakdown.as_dict()
 
 
-def memory_filter(
-    req: QueryRequest, exclude_since: float | None = None, now: float | None = None
-) -> SearchFilter | None:
-    """`now`: a memory past its `expires_at` then is not found (seed 002)."""
-    kinds = tuple(k for k in req.kinds if k != EPISODE)
-    statuses = tuple(s for s in req.filters.status if s not in HIDDEN_STATUSES)
-    if not kinds or not statuses or not req.stores:
+def memory_reach(req: QueryRequest, exclude_since: float | None, now: float | None) -> Reach | None:
+    """The memories the request reaches (`now`: one past its `expires_at` then is not found,
+    seed 002), or None when it asks for none."""
+    kinds = tuple(k for k in req.wanted if k != EPISODE)
+    statuses = tuple(s for s in req.reach.statuses if s not in HIDDEN_STATUSES)
+    if not kinds or not statuses or not req.reach.stores:
         return None
-    f = req.filters
-    return SearchFilter(
-        user_id=f.user_id,
-        statuses=statuses,
+    return replace(
+        req.reach,
+        filters=req.filters or QueryFilters(),
         kinds=kinds,
-        stores=tuple(req.stores),
-        categories=None if req.categories is None else tuple(req.categories),
-        exclude_session=req.exclude_session_id,
+        statuses=statuses,
         exclude_session_since=exclude_since,
-        session=f.session_id,
-        pinned=f.pinned,
-        layer=f.layer,
-        importance_min=f.importance_min,
-        importance_max=f.importance_max,
-        updated_after=f.updated_after,
-        updated_before=f.updated_before,
-        superseded=f.superseded,
-        agent_id=f.agent_id,
-        run_id=f.run_id,
-        actor_id=f.actor_id,
-        person=f.person,
         live_at=now,
     )
 
 
-def turn_filter(req: QueryRequest) -> SearchFilter | None:
-    f = req.filters
+def turn_reach(req: QueryRequest) -> Reach | None:
+    f, reach = req.filters or QueryFilters(), req.reach
     # Turns have no category, pin, layer, importance or writer: a filter on those excludes them.
     narrowed = (
-        req.categories is not None
+        reach.categories is not None
+        or reach.layer is not None
         or f.agent_id is not None
         or f.run_id is not None
         or f.actor_id is not None
         or f.person is not None  # the people index links memories, not turns
         or f.pinned is not None
-        or f.layer is not None
         or f.importance_min is not None
         or f.importance_max is not None
     )
-    if EPISODE not in req.kinds or EPISODE_STORE not in req.stores or narrowed:
+    if EPISODE not in req.wanted or EPISODE_STORE not in reach.stores or narrowed:
         return None
-    return SearchFilter(
-        user_id=f.user_id,
-        roles=None if f.role is None else (f.role,),
-        exclude_session=req.exclude_session_id,
-        session=f.session_id,
-        updated_after=f.updated_after,
-        updated_before=f.updated_before,
-    )
+    return Reach(user_id=reach.user_id, filters=f, exclude_session=reach.exclude_session)
 
 
 VECTOR_LIST = ("vector", "context")  # the lists that need the query's vector
@@ -141,16 +126,16 @@ class Plan:
     @classmethod
     def at(cls, req: QueryRequest, weights: ScoringWeights, now: float, **how: Any) -> Plan:
         """The plan of `req` asked at `now`: with the period its words name, if any."""
-        return cls(req, weights, period=when.period(req.text, now), now=now, **how)
+        return cls(req, weights, period=when.period(req.query, now), now=now, **how)
 
     @property
     def threshold(self) -> float | None:
         """Seed 001 §6: drop results whose cosine similarity to the query is below."""
         return self.req.threshold
 
-    def corpora(self) -> list[tuple[Corpus, SearchFilter]]:
-        memories = memory_filter(self.req, self.exclude_since, self.now)
-        found = [(MEMORIES, memories), (TURNS, turn_filter(self.req))]
+    def corpora(self) -> list[tuple[Corpus, Reach]]:
+        memories = memory_reach(self.req, self.exclude_since, self.now)
+        found = [(MEMORIES, memories), (TURNS, turn_reach(self.req))]
         return [(corpus, flt) for corpus, flt in found if flt is not None]
 
 
@@ -162,7 +147,7 @@ def ranked_lists(
     for corpus, flt in plan.corpora():
         lists = hybrid.ranked_lists(
             conn,
-            plan.req.text,
+            plan.req.query,
             vector,
             corpus=corpus,
             flt=flt,
@@ -174,7 +159,7 @@ def ranked_lists(
         if plan.period is not None:
             inside = replace(flt, said_in=plan.period)
             lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when"))
-        if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.text)):
+        if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.query)):
             said_by = replace(flt, speaker=name)
             lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who"))
         found[corpus.table] = lists
@@ -187,7 +172,7 @@ def narrowed_lists(
     vector: Sequence[float] | None,
     parts: Sequence[str],
     corpus: Corpus,
-    inside: SearchFilter,
+    inside: Reach,
     name: str,
 ) -> dict[str, list[int]]:
     """The question names a period ("last spring": `when`) or a speaker ("Liam's": `who`):
@@ -205,11 +190,11 @@ def narrowed_lists(
             lists[f"{name}_vector"] = [i for i, _ in nearest[: plan.depth]]
     if context:
         lists[f"{name}_context"] = context_ranks(
-            conn, plan.req.text, nearest, plan.depth, flt=inside
+            conn, plan.req.query, nearest, plan.depth, flt=inside
         )
     if "bm25" in parts:
         lists[f"{name}_words"] = hybrid.text_ranks(
-            conn, plan.req.text, plan.depth, corpus=corpus, flt=inside, min_words=1
+            conn, plan.req.query, plan.depth, corpus=corpus, flt=inside, min_words=1
         )
     return lists
 
@@ -374,12 +359,6 @@ def results(
     return [_result(k.item, sources, k.similarity, detail) for k in kept]
 
 
-def run(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[QueryResult]:
-    """The whole search in one connection."""
-    lists = ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS)
-    return results(conn, plan, lists, now=now, vector=vector)
-
-
 @dataclass
 class Pending:
     """The query vector (awaited) and the word lists, still running on a reader connection."""
@@ -416,7 +395,7 @@ async def run_parallel(
     db: Database, plan: Plan, vector: Awaitable[Sequence[float] | None], *, now: float
 ) -> list[QueryResult]:
     """The search with the word lists computed while the query is embedded; then the KNN and
-    the fusion in one more reader round trip. Same lists, same result as `run`."""
+    the fusion in one more reader round trip."""
     words = await while_embedding(db, plan, vector)
     lists = await words.lists
     return await db.read(partial(with_vector_list, now=now), plan, words.vector, lists)
@@ -455,7 +434,7 @@ def _result(
             text=item.text,
             score=item.hit.score,
             store=EPISODE_STORE,
-            sources=({"turn_id": item.hit.id, "ref": row["ref"]},),
+            sources=[Source(turn_id=item.hit.id, ref=row["ref"])],
             explain=explain,
         )
     return QueryResult(
@@ -465,8 +444,8 @@ def _result(
         text=item.text,
         score=item.hit.score,
         store=str(row["store"]),
-        sources=sources.get(item.hit.id, ()),
+        sources=[Source(**s) for s in sources.get(item.hit.id, ())],
         explain=explain,
-        status=str(row["status"]),
+        status=row["status"],
         valid_until=row["valid_until"],
     )

@@ -2,15 +2,12 @@
 OpenAPI document's schemas (`lobug.api.openapi`)."""
 
 from lobug.memory.shapes.parse import QUERY, parse, parse_value
-from lobug.memory.shapes.queries import QueryFilters, QueryRequest
 from lobug.memory.shapes.requests import MemoryCreate, MemoryPatch, TurnCreate
 
 __all__ = [
     "QUERY",
     "MemoryCreate",
     "MemoryPatch",
-    "QueryFilters",
-    "QueryRequest",
     "TurnCreate",
     "parse",
     "parse_value",

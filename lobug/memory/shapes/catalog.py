@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
+from lobug.memory.query.scalars import Id, SessionId, Store, absent, enum
 from lobug.memory.shapes.memories import Memory
-from lobug.memory.shapes.scalars import Id, SessionId, Store, absent, enum
 from lobug.memory.shapes.schema import inline_schema
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lobug.memory.shapes.scalars import (
+from lobug.memory.query.scalars import (
     Category,
     Id,
     Importance,

@@ -9,8 +9,8 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from lobug.memory.graph.ner import ENTITY_TYPES
 from lobug.memory.query import MAX_QUERY_CHARS
-from lobug.memory.shapes import scalars as s
-from lobug.memory.shapes.scalars import Category, Kind, Layer, SessionId, Status, Store, WriterId
+from lobug.memory.query import scalars as s
+from lobug.memory.query.scalars import Category, Kind, Layer, SessionId, Status, Store, WriterId
 from lobug.memory.write.consent import STATUSES as PROPOSAL_STATUSES
 from lobug.memory.write.pii import PII_TAGS
 

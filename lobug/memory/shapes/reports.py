@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lobug.memory.shapes.scalars import Id, absent
+from lobug.memory.query.scalars import Id, absent
 
 # Every event the history table accepts (its CHECK constraint: storage.migrations, m004).
 HistoryEventName = Literal[

@@ -14,21 +14,20 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    GetJsonSchemaHandler,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
 
 from lobug.config import ChatConfig
-from lobug.memory.shapes import scalars as s
-from lobug.memory.shapes.scalars import (
+from lobug.memory.query import scalars as s
+from lobug.memory.query.scalars import (
     Category,
+    Flag,
     Importance,
     Kind,
+    Request,
     Role,
     SessionId,
     Store,
@@ -45,7 +44,6 @@ Content = Annotated[
     Field(min_length=1, max_length=s.MAX_CONTENT_CHARS),
     BeforeValidator(s.text(s.MAX_CONTENT_CHARS)),
 ]
-Flag = Annotated[bool, BeforeValidator(s.flag)]
 PatchStatus = Annotated[str, s.enum(s.PATCH_STATUSES), BeforeValidator(s.choice(s.PATCH_STATUSES))]
 Seconds = Annotated[
     float, Field(ge=0, le=s.MAX_TIMESTAMP), BeforeValidator(s.number(0, s.MAX_TIMESTAMP))
@@ -94,24 +92,6 @@ def expiry_of(model: BaseModel) -> dict[str, float | None]:
     if value is not None and given[0] == "expires_at_ms":
         value = value / 1000.0
     return {"expires_at": value}
-
-
-class Request(BaseModel):
-    """A body where `null` is the same as leaving the field out (CONTRACT.md: old clients send
-    it): the document shows each field's type without the null."""
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        json_schema = handler(core_schema)
-        target = handler.resolve_ref_schema(json_schema)
-        for name, prop in target.get("properties", {}).items():
-            branches = [b for b in prop.get("anyOf", []) if b != {"type": "null"}]
-            if len(branches) == 1 and name not in target.get("required", []):
-                del prop["anyOf"]
-                target["properties"][name] = {**branches[0], **prop}
-        return json_schema
 
 
 class Writers(Request):

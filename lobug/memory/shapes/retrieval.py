@@ -3,17 +3,15 @@ for the OpenAPI document (and MCP); descriptions, not builders (see memories.py)
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lobug.memory.shapes.memories import Memory
-from lobug.memory.shapes.scalars import (
+from lobug.memory.query import QueryResult
+from lobug.memory.query.scalars import (
     Id,
-    QueryKind,
     Role,
     SessionId,
-    Store,
     absent,
     enum,
 )
@@ -126,57 +124,6 @@ class DeltaItem(BaseModel):
         )
     )
     ts: float = Field(description="Unix time in seconds (UTC).")
-
-
-class Source(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    turn_id: Id
-    ref: str | None = absent()
-
-
-class QueryResult(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {
-                    "id": 7,
-                    "kind": "fact",
-                    "category": "personal",
-                    "text": "[personal] The user's name is Alex.",
-                    "score": 0.82,
-                    "sources": [{"turn_id": 42, "ref": "msg-981"}],
-                }
-            ]
-        },
-    )
-    id: Id = Field(description="Memory id, or turn id for kind `episode`.")
-    kind: QueryKind
-    category: str | None
-    text: str = Field(description="`[category] content` for bullets; the content for full.")
-    score: float
-    status: Literal["active", "archived"] = absent(
-        description=(
-            "An archived memory is out of the prompt's default set but still found here"
-            " (a turn is always active)."
-        ),
-    )
-    valid_until: float | None = absent(
-        description=(
-            "Set when a newer statement replaced this fact (it then ranks after the current value)."
-        ),
-    )
-    sources: list[Source] = Field(description="The turns this result came from.")
-    memory: Memory = absent(description="With `return: full` only.")
-    store: Store = absent(description="With `return: full`.")
-    explain: dict[str, Any] = absent(
-        description=(
-            "With `return: full`: the score breakdown (the same terms as /why), and "
-            "`similarity`: the result's cosine similarity to the query (null without a "
-            "stored vector or without the query's vector), what `threshold` is compared"
-            " with."
-        ),
-    )
 
 
 class QueryResponse(BaseModel):

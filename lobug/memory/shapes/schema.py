@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
 
-from lobug.memory.shapes.scalars import SCALARS
+from lobug.memory.query.scalars import SCALARS
 
 REF = "#/components/schemas/{model}"
 

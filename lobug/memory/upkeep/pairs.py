@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lobug.memory.search.corpus import SearchFilter
+from lobug.memory.query import Reach
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.store import rows as store
 from lobug.memory.store.dedup import jaccard, tokens
@@ -113,7 +113,7 @@ def _vector_neighbours(conn: Any, fact: MemoryRow) -> list[tuple[MemoryRow, floa
 
 def _word_neighbours(conn: Any, fact: MemoryRow) -> list[tuple[MemoryRow, float]]:
     """Without sqlite-vec: BM25 neighbours, their word overlap standing in for similarity."""
-    flt = SearchFilter(user_id=fact.user_id, kinds=("fact",), stores=(fact.store,))
+    flt = Reach(user_id=fact.user_id, kinds=("fact",), stores=(fact.store,), statuses=("active",))
     found = []
     for memory_id in text_ranks(conn, fact.content, NEIGHBOURS + 1, flt=flt):
         row = store.get_memory(conn, memory_id)

@@ -50,7 +50,7 @@ from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.replies import find_json, json_items
 from lobug.memory import prompts
-from lobug.memory.search.corpus import SearchFilter
+from lobug.memory.query import Reach
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
@@ -248,8 +248,8 @@ def heuristic_verdict(
 COMPARED = ("active", "archived")
 
 
-def _lexical(user_id: str, cand: Candidate) -> SearchFilter:
-    return SearchFilter(user_id=user_id, kinds=(cand.kind,), statuses=COMPARED, superseded=False)
+def _lexical(user_id: str, cand: Candidate) -> Reach:
+    return Reach(user_id=user_id, kinds=(cand.kind,), statuses=COMPARED, superseded=False)
 
 
 def _comparable(row: MemoryRow, cand: Candidate, store_name: str) -> bool:

@@ -15,7 +15,7 @@ from fake_ollama import FakeOllamaState, judge_by, judge_pairs
 from memory_kit import MemoryEnv, Script, extract_by_keyword, history_of, memory_env
 
 from lobug.memory.extract import job as extract_job
-from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.query import QueryRequest
 from lobug.memory.store.rows import counters
 
 HONDA = "The user drives a Honda to work every day."
@@ -76,9 +76,7 @@ async def test_the_judged_newer_fact_supersedes_a_near_identical_one(
     assert edges(mem, "supersedes") == [(new["id"], old["id"])]
     assert (old["id"], new["id"]) not in edges(mem, "related_to")
     # Asked about the car, the Tesla comes first.
-    results = await mem.service.query(
-        QueryRequest(text="which car does the user drive to work", filters=QueryFilters())
-    )
+    results = await mem.service.query(QueryRequest(query="which car does the user drive to work"))
     facts = [r.id for r in results if r.kind == "fact"]
     assert facts[0] == new["id"]
 

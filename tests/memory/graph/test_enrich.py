@@ -10,8 +10,8 @@ from typing import Any
 from memory_kit import MemoryEnv
 
 from lobug.memory.graph import enrich, entities
-from lobug.memory.query import QueryFilters, QueryRequest
-from lobug.memory.search.corpus import MEMORIES, TURNS, SearchFilter, visible_ids
+from lobug.memory.query import QueryFilters, QueryRequest, Reach
+from lobug.memory.search.corpus import MEMORIES, TURNS, visible_ids
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.store import rows as store
 from lobug.memory.upkeep.jobs import ENRICH
@@ -97,7 +97,7 @@ async def test_the_person_filter_finds_a_person_by_any_name(mem: MemoryEnv, cloc
     everything = [v for k, v in ids.items() if k != "robert"]
 
     async def visible(person: str) -> set[int]:
-        flt = SearchFilter(person=person)
+        flt = Reach(filters=QueryFilters(person=person))
         return set(await mem.db.read(lambda c: visible_ids(c, MEMORIES, flt, everything)))
 
     assert await visible("jen okafor") == {ids[PARK]}
@@ -108,17 +108,19 @@ async def test_the_person_filter_finds_a_person_by_any_name(mem: MemoryEnv, cloc
     assert await visible("jen") == {ids[JEN], ids[PARK]}
     assert await visible("Robert") == {ids[BOB]}
     # The lexical list honours it; turns have no entity links and never match.
-    flt = SearchFilter(person="Jen", kinds=("fact",))
+    flt = Reach(filters=QueryFilters(person="Jen"), kinds=("fact",))
     found = await mem.db.read(lambda c: text_ranks(c, "Jen Lisbon sister", 10, flt=flt))
     assert set(found) == {ids[JEN], ids[PARK]}
     await mem.exchange("Jen says hi", session_id="s-a")
     turn_ids = [r[0] for r in mem.rows("SELECT id FROM turns")]
-    got = await mem.db.read(lambda c: visible_ids(c, TURNS, SearchFilter(person="Jen"), turn_ids))
+    got = await mem.db.read(
+        lambda c: visible_ids(c, TURNS, Reach(filters=QueryFilters(person="Jen")), turn_ids)
+    )
     assert got == set()
     # Through the service's query (what /v1/query runs): a person filter drops the episodes.
     request = QueryRequest(
-        text="Jen",
-        kinds=("fact", "episode"),
+        query="Jen",
+        kinds=["fact", "episode"],
         filters=QueryFilters(user_id="default", person="jen okafor"),
         top_k=10,
     )

@@ -9,7 +9,8 @@ from typing import Any
 from memory_kit import MemoryEnv
 
 from lobug.memory.graph import entities
-from lobug.memory.search.corpus import TURNS, SearchFilter
+from lobug.memory.query import QueryFilters, Reach
+from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.hybrid import entity_ranks
 from lobug.memory.store import rows as store
 from lobug.memory.upkeep.jobs import ENRICH
@@ -58,7 +59,7 @@ async def test_embed_turn_links_the_users_words_and_search_reads_the_links(
     # The turns' entity list: the linked turns, the one naming the entity in its text too.
     found = await mem.db.read(lambda c: entity_ranks(c, "what about jen", 10, corpus=TURNS))
     assert set(found) >= {user.id, again.id, assistant.id, guest.id}
-    only_users = SearchFilter(roles=("user",))
+    only_users = Reach(filters=QueryFilters(role="user"))
     found = await mem.db.read(
         lambda c: entity_ranks(c, "marco diaz and jen", 10, corpus=TURNS, flt=only_users)
     )

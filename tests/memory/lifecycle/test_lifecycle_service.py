@@ -80,10 +80,10 @@ async def test_gc_policies_at_their_boundaries(mem: MemoryEnv, clock: Any) -> No
 async def test_gc_promotes_memories_in_use(mem: MemoryEnv, clock: Any) -> None:
     memory_id = await remember(mem)
     for _ in range(2):
-        await mem.service.query(QueryRequest(text="oolong tea teapot"))
+        await mem.service.query(QueryRequest(query="oolong tea teapot"))
     await mem.service.flush_hits()
     assert (await mem.service.gc())["promoted"] == 0  # two hits: not yet
-    await mem.service.query(QueryRequest(text="oolong tea teapot"))
+    await mem.service.query(QueryRequest(query="oolong tea teapot"))
     await mem.service.flush_hits()
     clock.advance(7 * DAY)  # seen within 7 days (the boundary counts)
     assert (await mem.service.gc(actor="scheduler"))["promoted"] == 1
@@ -98,7 +98,7 @@ async def test_forget_and_restore(mem: MemoryEnv, clock: Any) -> None:
     row = mem.rows("SELECT * FROM memories WHERE id = ?", memory_id)[0]
     assert row["status"] == "soft_deleted" and row["purge_at"] == clock() + 30 * DAY
     assert not has_vector(mem, memory_id)
-    assert await mem.service.query(QueryRequest(text="oolong tea teapot")) == []
+    assert await mem.service.query(QueryRequest(query="oolong tea teapot")) == []
     assert await mem.service.forget(memory_id, purge=False, actor="api") is True  # no-op
     assert await mem.service.forget(12345, purge=False, actor="api") is False
     clock.advance(60)
@@ -108,7 +108,7 @@ async def test_forget_and_restore(mem: MemoryEnv, clock: Any) -> None:
     assert [j["state"] for j in mem.jobs("embed_memory")] == ["done", "pending"]  # re-embed
     await mem.run()
     assert has_vector(mem, memory_id)
-    (hit,) = await mem.service.query(QueryRequest(text="oolong tea teapot"))
+    (hit,) = await mem.service.query(QueryRequest(query="oolong tea teapot"))
     assert hit.id == memory_id
     sql = "SELECT event FROM history WHERE memory_id = ? ORDER BY id"
     events = [r[0] for r in mem.rows(sql, memory_id)]
@@ -131,7 +131,7 @@ async def test_purge_leaves_no_trace(
     await mem.exchange("my locker code at the gym is 4471")
     await mem.run()
     memory_id = int(mem.value("SELECT id FROM memories WHERE content = ?", secret))
-    await mem.service.query(QueryRequest(text="locker code gym"))
+    await mem.service.query(QueryRequest(query="locker code gym"))
     await mem.service.flush_hits()
     await mem.service.forget(memory_id, purge=False, actor="api")
     await mem.service.restore(memory_id, actor="api")  # leaves a pending embed job behind
@@ -200,7 +200,7 @@ async def test_soft_deleted_memories_never_reach_the_prompt(
     system = system_prompt(state).rsplit("\n\n", 1)[0]  # without the user's words
     assert "oolong" not in system.split("[Current physical state")[0].split("answer.")[-1]
     assert "−soft_deleted: a memory was forgotten" in system  # the header says so, not what
-    assert await memory.query(QueryRequest(text="oolong tea teapot")) == []
+    assert await memory.query(QueryRequest(query="oolong tea teapot")) == []
     recall = await (await client.post("/v1/query", json={"query": "oolong tea teapot"})).json()
     assert TEA not in str(recall)
 
@@ -305,7 +305,7 @@ async def test_use_slows_decay_and_decay_ranks_without_deleting(mem: MemoryEnv, 
     rates = [mem.value("SELECT decay_rate FROM memories WHERE id = ?", used)]
     for week in range(1, 13):
         clock.now = start + week * 7 * DAY
-        await mem.service.query(QueryRequest(text="chess with Tomas on Fridays", top_k=1))
+        await mem.service.query(QueryRequest(query="chess with Tomas on Fridays", top_k=1))
         await mem.service.flush_hits()
         await mem.service.gc()
         rates.append(mem.value("SELECT decay_rate FROM memories WHERE id = ?", used))
@@ -317,7 +317,7 @@ async def test_use_slows_decay_and_decay_ranks_without_deleting(mem: MemoryEnv, 
 
     clock.now = start + 200 * DAY
     await mem.service.gc()
-    results = await mem.service.query(QueryRequest(text="plays chess", top_k=2))
+    results = await mem.service.query(QueryRequest(query="plays chess", top_k=2))
     assert [r.id for r in results] == [used, unused]
     first, second = (r.explain for r in results)
     # 116 days after its last use the used fact keeps ~30 %; the one said once, under 0.01 %.

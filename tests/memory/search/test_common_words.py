@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from lobug.conversation import insert_turn
+from lobug.memory.query import Reach
 from lobug.memory.search import fts
-from lobug.memory.search.corpus import TURNS, SearchFilter
+from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.lexical import text_ranks
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
@@ -59,7 +60,7 @@ def test_common_words_join_only_groups_with_an_uncommon_word() -> None:
 
 
 def test_a_question_with_one_uncommon_word_finds_its_rows_only(conn: Any) -> None:
-    flt = SearchFilter()
+    flt = Reach()
     found = text_ranks(
         conn, "how do I clean the kettle with a descaler", 10, corpus=TURNS, flt=flt, min_words=2
     )
@@ -72,7 +73,7 @@ def test_a_question_with_one_uncommon_word_finds_its_rows_only(conn: Any) -> Non
 
 def test_a_question_of_common_words_needs_all_of_them(conn: Any) -> None:
     found = text_ranks(
-        conn, "the kettle this morning", 2000, corpus=TURNS, flt=SearchFilter(), min_words=1
+        conn, "the kettle this morning", 2000, corpus=TURNS, flt=Reach(), min_words=1
     )
     assert len(found) == fts.COMMON_WORD_ROWS + 100
     assert conn.ids["descaler"] not in found  # holds "kettle" but not "morning"
@@ -90,7 +91,7 @@ def test_visible_ids_look_rows_up_by_rowid_without_statistics(conn: Any) -> None
     seen: list[str] = []
     conn.set_trace_callback(seen.append)
     ids = list(conn.ids.values())
-    assert visible_ids(conn, TURNS, SearchFilter(exclude_session="other"), ids) == set(ids)
+    assert visible_ids(conn, TURNS, Reach(exclude_session="other"), ids) == set(ids)
     conn.set_trace_callback(None)
     (sql,) = [s for s in seen if "NOT INDEXED" in s]
     plan = " ".join(str(tuple(r)) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))

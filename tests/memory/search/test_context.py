@@ -5,9 +5,9 @@ from __future__ import annotations
 from memory_kit import MemoryEnv
 from test_joint_search import imported, line
 
-from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.context import ContextWeights, context_ranks
-from lobug.memory.search.corpus import TURNS, SearchFilter
+from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.hybrid import vector_knn
 
 CHAT = [
@@ -40,7 +40,7 @@ async def test_the_reply_to_a_question_carries_it(mem: MemoryEnv) -> None:
 
     def ranks(weights: ContextWeights) -> list[int]:
         return mem.db.read_sync(
-            lambda c: context_ranks(c, question, nearest, 10, flt=SearchFilter(), weights=weights)
+            lambda c: context_ranks(c, question, nearest, 10, flt=Reach(), weights=weights)
         )
 
     with_context = ranks(ContextWeights())
@@ -53,22 +53,15 @@ async def test_the_reply_to_a_question_carries_it(mem: MemoryEnv) -> None:
 
 async def test_a_speakers_name_is_not_a_search_word(mem: MemoryEnv) -> None:
     refs = await chat(mem)
-    found = mem.db.read_sync(lambda c: context_ranks(c, "Joanna", [], 10, flt=SearchFilter()))
+    found = mem.db.read_sync(lambda c: context_ranks(c, "Joanna", [], 10, flt=Reach()))
     assert found == []  # only the name: no words left, no vector
-    found = mem.db.read_sync(
-        lambda c: context_ranks(c, "Joanna turtle", [], 10, flt=SearchFilter())
-    )
+    found = mem.db.read_sync(lambda c: context_ranks(c, "Joanna turtle", [], 10, flt=Reach()))
     assert found[0] == refs["s1/t4"]
 
 
 async def test_the_query_path_finds_the_reply(mem: MemoryEnv) -> None:
     refs = await chat(mem)
-    req = QueryRequest(
-        "What genre is Joanna's first screenplay?",
-        kinds=("episode",),
-        filters=QueryFilters(),
-        top_k=3,
-    )
+    req = QueryRequest(query="What genre is Joanna's first screenplay?", kinds=["episode"], top_k=3)
     results = await mem.service.query(req)
     reply = next(r for r in results if r.id == refs["s1/t3"])
     assert "context" in reply.explain["ranks"]

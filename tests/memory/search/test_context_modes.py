@@ -141,7 +141,14 @@ async def test_read_always_within_stores_and_categories(client: Any) -> None:
 
 
 def result(memory_id: int, category: str | None) -> QueryResult:
-    return QueryResult(memory_id, "fact", category, f"fact {memory_id}", 1.0, "private", (), {})
+    return QueryResult(
+        id=memory_id,
+        kind="fact",
+        category=category,
+        text=f"fact {memory_id}",
+        score=1.0,
+        sources=[],
+    )
 
 
 def test_pick_relevant_applies_rag_length_none_and_skip() -> None:

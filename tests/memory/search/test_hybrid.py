@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from lobug.memory.graph.entities import Mention, link_entities, link_turn_entities
+from lobug.memory.query import Reach
 from lobug.memory.search.fts import build_fts_query
 from lobug.memory.search.hybrid import (
     MEMORIES,
     TURNS,
-    SearchFilter,
     SearchHit,
     bm25_ranks,
     entity_ranks,
@@ -54,7 +54,7 @@ def hybrid_search(
     k: int = 10,
     *,
     corpus: Any = MEMORIES,
-    flt: SearchFilter | None = None,
+    flt: Reach | None = None,
     weights: ScoringWeights | None = None,
     now: float | None = None,
 ) -> list[SearchHit]:
@@ -110,10 +110,10 @@ def test_filters_apply_before_k(conn: Any) -> None:
     memory(conn, "theirs", unit(1, 0), user_id="bob")
     memory(conn, "secret", unit(1, 0), store="private", category="health")
     visible = memory(conn, "shared one", unit(1, 0.5), store="shared", category="home")
-    flt = SearchFilter(stores=("shared", "social"), categories=("home",))
+    flt = Reach(stores=("shared", "social"), categories=("home",))
     assert vector_ranks(conn, unit(1, 0), 1, flt=flt) == [visible]
     assert bm25_ranks(conn, build_fts_query("one secret gone theirs"), 10, flt=flt) == [visible]
-    assert vector_ranks(conn, unit(1, 0), 5, flt=SearchFilter(stores=())) == []
+    assert vector_ranks(conn, unit(1, 0), 5, flt=Reach(stores=())) == []
 
 
 def test_bm25_orders_by_relevance_and_tolerates_no_query(conn: Any) -> None:
@@ -185,7 +185,7 @@ def test_entity_ranks_for_turns_read_their_entity_links(conn: Any) -> None:
     named = turn(conn, "Jen is back.", unit(1), NOW)
     turn(conn, "Nothing to see.", unit(1), NOW)
     assert entity_ranks(conn, "did jen go to lisbon", 10, corpus=TURNS) == [linked, named]
-    theirs = SearchFilter(user_id="bob")
+    theirs = Reach(user_id="bob")
     assert entity_ranks(conn, "did jen go to lisbon", 10, corpus=TURNS, flt=theirs) == []
 
 
@@ -243,7 +243,7 @@ def test_turn_search_filters_sessions_and_skips_the_entity_list(conn: Any) -> No
         conn, "Biscuit needs a booster on Friday.", unit(1, 0.1), NOW - DAY, session="before"
     )
     hits = hybrid_search(
-        conn, "biscuit booster", unit(1), corpus=TURNS, flt=SearchFilter(exclude_session="now")
+        conn, "biscuit booster", unit(1), corpus=TURNS, flt=Reach(exclude_session="now")
     )
     assert [h.id for h in hits] == [there]
     assert set(hits[0].fused.ranks) <= {"vector", "bm25", "context"}

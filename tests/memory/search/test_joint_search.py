@@ -8,7 +8,7 @@ from typing import Any
 
 from memory_kit import MemoryEnv
 
-from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.query import QueryRequest
 from lobug.memory.transfer import import_turns as importer
 
 DAY = 86_400.0
@@ -62,7 +62,7 @@ async def test_a_question_naming_a_speaker_prefers_their_turns(mem: MemoryEnv) -
     assert mem.value("SELECT speaker FROM turns WHERE ref = 's1/t1'") == "Liam"
 
     async def first(question: str) -> int:
-        req = QueryRequest(question, kinds=("episode",), filters=QueryFilters(), top_k=2)
+        req = QueryRequest(query=question, kinds=["episode"], top_k=2)
         return (await mem.service.query(req))[0].id
 
     assert await first("Which town does Liam's father live in?") == refs["s1/t1"]
@@ -96,7 +96,7 @@ async def test_a_weak_fact_does_not_outrank_the_turn_that_answers(mem: MemoryEnv
     refs = await imported(mem, [*filler, answer])
     await mem.run()
     req = QueryRequest(
-        "Which dog did we adopt from the rescue?", kinds=("fact", "episode"), top_k=5
+        query="Which dog did we adopt from the rescue?", kinds=["fact", "episode"], top_k=5
     )
     results = await mem.service.query(req)
     assert (results[0].kind, results[0].id) == ("episode", refs["s50/t1"])

@@ -18,7 +18,7 @@ from memory_kit import MemoryEnv, memory_env, unpack
 from lobug.errors import ApiError
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory import service as memory_service
-from lobug.memory.query import QueryFilters, QueryRequest, tokens_of
+from lobug.memory.query import QueryFilters, QueryRequest, Reach, Source, tokens_of
 from lobug.memory.vectors import knn
 
 BIKE = "The user rides a red bicycle to the bakery every Saturday."
@@ -42,9 +42,14 @@ async def remember(mem: MemoryEnv, content: str, **fields: Any) -> int:
     return int(row["id"])
 
 
+REACH = {"user_id", "stores", "categories", "statuses", "layer", "exclude_session"}
+
+
 def ask(text: str, **fields: Any) -> QueryRequest:
-    filters = fields.pop("filters", None) or QueryFilters()
-    return QueryRequest(text=text, filters=filters, **fields)
+    """A request as the chat prompt builds one (unvalidated: any text reaches the search); the
+    reach's fields (what the door sets, not the caller) go in its reach."""
+    reach = Reach(**{key: fields.pop(key) for key in REACH & fields.keys()})
+    return QueryRequest.model_construct(query=text, reach=reach, **fields)
 
 
 async def ids(mem: MemoryEnv, req: QueryRequest) -> list[int]:
@@ -63,7 +68,7 @@ async def test_finds_by_meaning_words_and_entities_with_sources(mem: MemoryEnv) 
     jen = await remember(mem, JEN)
     (first, *_) = await mem.service.query(ask("the red bicycle and the bakery", top_k=3))
     assert (first.id, first.kind, first.text, first.store) == (bike, "fact", BIKE, "private")
-    assert first.sources == ({"turn_id": user.id, "ref": None},)
+    assert first.sources == [Source(turn_id=user.id, ref=None)]
     assert first.explain["ranks"].keys() >= {"vector", "bm25"}
     assert first.score == first.explain["final"]
     # An entity named in the question finds the memory linked to it (regex NER at write time).
@@ -85,7 +90,7 @@ async def test_filters(mem: MemoryEnv, clock: Any) -> None:
         return set(await ids(mem, ask(everything, top_k=10, **fields)))
 
     assert await found() == {bike, boat}  # the default user only
-    assert await found(filters=QueryFilters(user_id="other")) == {piano}
+    assert await found(user_id="other") == {piano}
     assert await found(categories=("hobbies",)) == {bike}
     assert await found(categories=("general",)) == {boat}  # uncategorised counts as general
     assert await found(categories=()) == set()
@@ -96,23 +101,23 @@ async def test_filters(mem: MemoryEnv, clock: Any) -> None:
     assert await found(filters=QueryFilters(importance_min=0.6)) == {bike}
     assert await found(filters=QueryFilters(importance_max=0.6)) == {boat}
     assert await found(filters=QueryFilters(session_id="s1")) == {bike}
-    assert await found(exclude_session_id="s1") == {boat}
+    assert await found(exclude_session="s1") == {boat}
     assert await found(filters=QueryFilters(updated_after=start + 50)) == {boat}
     assert await found(filters=QueryFilters(updated_before=start + 50)) == {bike}
-    assert await found(filters=QueryFilters(layer="long")) == set()
-    assert await found(filters=QueryFilters(layer="mid")) == {bike, boat}
+    assert await found(layer="long") == set()
+    assert await found(layer="mid") == {bike, boat}
     assert await found(kinds=("insight",)) == set()
     await mem.service.forget(bike, purge=False, actor="test")
     assert await found() == {boat}
     # A soft-deleted memory stays hidden even when its status is asked for; an archived one is
     # out of the prompt's default set but still found (issue 10), unless the filter says not.
-    assert await found(filters=QueryFilters(status=("active", "soft_deleted"))) == {boat}
+    assert await found(statuses=("active", "soft_deleted")) == {boat}
     await mem.db.write(
         lambda c: c.execute("UPDATE memories SET status = 'archived' WHERE id = ?", (boat,))
     )
     assert await found() == {boat}
-    assert await found(filters=QueryFilters(status=("active",))) == set()
-    assert await found(filters=QueryFilters(status=("archived",))) == {boat}
+    assert await found(statuses=("active",)) == set()
+    assert await found(statuses=("archived",)) == {boat}
 
 
 async def test_top_k_min_score_and_token_budget(mem: MemoryEnv) -> None:
@@ -153,7 +158,7 @@ async def test_episodes_are_turns_when_asked(mem: MemoryEnv) -> None:
     both = await mem.service.query(ask("sourdough starter bubbles", kinds=("fact", "episode")))
     episode = next(r for r in both if r.kind == "episode")
     assert (episode.id, episode.text, episode.store) == (user.id, user.text, "private")
-    assert episode.sources == ({"turn_id": user.id, "ref": None},)
+    assert episode.sources == [Source(turn_id=user.id, ref=None)]
     assert episode.explain.keys() == both[0].explain.keys()
     roles = QueryFilters(role="assistant")
     assert assistant is not None

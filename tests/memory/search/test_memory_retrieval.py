@@ -98,7 +98,7 @@ async def test_top_k_and_the_similarity_floor(
     assert all("bees" in line for line in relevant.splitlines())
     memory = client.app[keys.MEMORY]
     found = await memory.query(
-        QueryRequest(text="tell me about the bees in the garden hive", top_k=10)
+        QueryRequest(query="tell me about the bees in the garden hive", top_k=10)
     )
     assert all("bees" in r.text for r in found[:3])
     chess = [r for r in found if "chess" in r.text]

@@ -11,7 +11,7 @@ import pytest
 from memory_kit import MemoryEnv
 from tz_kit import AUCKLAND, machine_zone, utc
 
-from lobug.memory.query import QueryFilters, QueryRequest
+from lobug.memory.query import QueryRequest
 from lobug.memory.search.when import period
 
 NOW = datetime(2026, 3, 15, 12, tzinfo=UTC).timestamp()  # a Sunday in March
@@ -84,13 +84,13 @@ async def test_last_spring_prefers_what_was_said_then(mem: MemoryEnv, clock: Any
     clock.now = NOW
 
     async def first(question: str) -> int:
-        req = QueryRequest(question, kinds=("episode",), filters=QueryFilters(), top_k=5)
+        req = QueryRequest(query=question, kinds=["episode"], top_k=5)
         return (await mem.service.query(req))[0].id
 
     assert await first("Where did we go hiking last spring?") == spring
     assert await first("Where did we go hiking last autumn?") == autumn
     # Without a period nothing is pushed: both hikes stay candidates.
-    req = QueryRequest("hiking with the kids", kinds=("episode",), top_k=5)
+    req = QueryRequest(query="hiking with the kids", kinds=["episode"], top_k=5)
     assert {r.id for r in await mem.service.query(req)} >= {spring, autumn}
 
 

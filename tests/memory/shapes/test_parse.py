@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from lobug import errors
-from lobug.memory.shapes import QUERY, MemoryCreate, MemoryPatch, QueryRequest, TurnCreate, parse
+from lobug.memory.query import QueryRequest, Reach
+from lobug.memory.shapes import QUERY, MemoryCreate, MemoryPatch, TurnCreate, parse
 from lobug.memory.shapes.params import MemoryListParams, TimelineParams
+from lobug.memory.shapes.schema import component_schemas
 
 CASES = [
     (MemoryCreate, {}, "", "'content' is required", "content"),
@@ -55,8 +57,9 @@ def test_values_are_cleaned_and_null_means_absent() -> None:
             "filters": {"updated_after": "2024-01-01", "role": None},
         },
     )
-    assert query.fields()["kinds"] == ("fact",) and query.fields()["return"] == "full"
-    assert query.fields()["filters"] == {"updated_after": 1704067200.0}
+    assert query.wanted == ("fact",) and query.return_ == "full"
+    assert query.filters is not None
+    assert query.filters.model_dump(exclude_none=True) == {"updated_after": 1704067200.0}
     assert parse(MemoryPatch, {"category": None}).fields() == {"category": None}
 
 
@@ -65,3 +68,13 @@ def test_the_text_limit_comes_from_the_config() -> None:
     with pytest.raises(errors.ApiError):
         parse(TurnCreate, turn)
     assert len(parse(TurnCreate, turn, max_text_chars=5000).text) == 4001
+
+
+def test_a_body_cannot_set_the_reach() -> None:
+    """What a search may see is the door's to set: a body's `reach` is ignored, as any unknown
+    top-level field, and never part of the schema or a dump."""
+    body = {"query": "q", "reach": {"user_id": "someone", "categories": None}}
+    query = parse(QueryRequest, body)
+    assert query.reach == Reach()
+    assert "reach" not in component_schemas([QueryRequest])["QueryRequest"]["properties"]
+    assert "reach" not in query.model_dump(by_alias=True)

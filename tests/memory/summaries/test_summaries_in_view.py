@@ -49,7 +49,7 @@ async def test_a_summary_is_news_embedded_and_searchable(
     assert str(summary_id) in job["payload"] and job["state"] == "done"
     header = await watch(mem)
     assert f"+created: [summary] {SUMMARY}" in header
-    found = await mem.service.query(QueryRequest(text="vegetable garden beds", kinds=("summary",)))
+    found = await mem.service.query(QueryRequest(query="vegetable garden beds", kinds=["summary"]))
     assert [r.id for r in found] == [summary_id]
 
 

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, WithJsonSchema
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, BeforeValidator, Field, GetJsonSchemaHandler, WithJsonSchema
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError
 
 from lobug.access import MAX_CATEGORY_CHARS, STORES
 
@@ -39,6 +40,24 @@ RETURNS = ("bullets", "full")
 WRITER_KEYS = ("agent_id", "run_id", "actor_id")
 
 Check = Callable[[Any], Any]
+
+
+class Request(BaseModel):
+    """A body where `null` is the same as leaving the field out (CONTRACT.md: old clients send
+    it): the document shows each field's type without the null."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(core_schema)
+        target = handler.resolve_ref_schema(json_schema)
+        for name, prop in target.get("properties", {}).items():
+            branches = [b for b in prop.get("anyOf", []) if b != {"type": "null"}]
+            if len(branches) == 1 and name not in target.get("required", []):
+                del prop["anyOf"]
+                target["properties"][name] = {**branches[0], **prop}
+        return json_schema
 
 
 def bad(message: str, *, field: str | None = None) -> PydanticCustomError:
@@ -260,4 +279,5 @@ Status = Annotated[StatusValue, named("Status")]
 Store = Annotated[StoreValue, named("Store")]
 Role = Annotated[RoleValue, named("Role")]
 Importance = Annotated[ImportanceValue, named("Importance")]
+Flag = Annotated[bool, BeforeValidator(flag)]
 Tags = Annotated[TagsValue, named("Tags")]
