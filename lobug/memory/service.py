@@ -215,27 +215,29 @@ class MemoryService:
                 stores=stores,
                 categories=categories,
             )
-            to_confirm = partial(
-                consent.to_confirm, user_id=user_id, session_id=session_id, now=now
-            )
-            got = await prompt.context(
-                self.db,
-                plan,
-                await self.vectors.later(text),
-                k=self.memory.top_k,
-                policy=self.categories,
-                want_base=base is None,
-                now=now,
-                shown=self.seen.shown(user_id, session_id) if owner else None,
-                # The owner's prompt also gets the reflection and procedures (insights rank above).
-                extra=partial(notes.read, user_id=user_id, text=text, extra=to_confirm)
-                if owner
-                else None,
-            )
+            shown = self.seen.shown(user_id, session_id) if owner else None
+
+            def read(
+                conn: Any, vector: Any, words: Any
+            ) -> tuple[prompt.Context, notes.Notes, list[tuple[int, str]]]:
+                """One reader round trip after the embedding: the memories, and for the owner
+                the reflection, the procedures (insights rank with the facts) and the
+                proposals to confirm."""
+                got = prompt.read_context(
+                    conn, plan, vector, words, now=now, k=self.memory.top_k,
+                    policy=self.categories, want_base=base is None, shown=shown,
+                )  # fmt: skip
+                if not owner:
+                    return got, notes.Notes(), []
+                asks = consent.to_confirm(conn, user_id=user_id, session_id=session_id, now=now)
+                return got, notes.read(conn, user_id=user_id, text=text), asks
+
+            # The word lists need no vector: they run while the query is being embedded.
+            words = await runner.while_embedding(self.db, plan, await self.vectors.later(text))
+            got, thoughts, asks = await self.db.read(read, words.vector, await words.lists)
             if base is None:
                 base = got.base or ""
                 self.base_cache.put(user_id, base, generation)
-            thoughts = got.extra if isinstance(got.extra, notes.Notes) else notes.Notes()
             if owner:
                 header = got.news.header
                 # Shown now, written later with the hits: the hot path stays free of writes.
@@ -249,7 +251,7 @@ class MemoryService:
                 [r.text for r in got.found + got.related],
                 header,
                 always=[a.text for a in got.always],
-                confirm=self._asked.first_time(session_id, thoughts.extra or []),
+                confirm=self._asked.first_time(session_id, asks),
                 notes=thoughts.stable(),
                 turn_notes=thoughts.for_turn(),
             )

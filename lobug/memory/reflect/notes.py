@@ -2,13 +2,13 @@
 procedures for the task they ask about. Theory-of-mind insights are not here: they are searched
 with the facts, at low weight, and shown only when they rank for the turn (seed 001 §3).
 
-Read in the turn's existing reader round trip (`MemoryService.prompt_sections` passes `read`
-as the context's `extra`): a few indexed rows, never an LLM call, so it cannot block a turn.
+Read in the turn's existing reader round trip (`MemoryService.prompt_sections`): a few
+indexed rows, never an LLM call, so it cannot block a turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,6 @@ PROCEDURES_TITLE = "[How the user likes this done]"
 class Notes:
     reflection: str | None = None
     procedures: list[str] = field(default_factory=list)
-    extra: Any = None  # what the caller's own `extra` reader returned
 
     def stable(self) -> list[str]:
         """What changes only when background thinking runs: the reflection."""
@@ -34,12 +33,11 @@ class Notes:
         return [found] if found else []
 
 
-def read(conn: Any, *, user_id: str, text: str, extra: Callable[[Any], Any] | None = None) -> Notes:
+def read(conn: Any, *, user_id: str, text: str) -> Notes:
     latest = reflection.latest(conn, user_id)
     return Notes(
         reflection=latest.content if latest is not None else None,
         procedures=procedures.for_task(conn, user_id, text),
-        extra=extra(conn) if extra is not None else None,
     )
 
 

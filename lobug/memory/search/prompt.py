@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, NamedTuple
 
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy
@@ -33,7 +32,6 @@ from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
-from lobug.storage.database import Database
 
 BASE_TTL_S = 30.0  # a base memory written by another process (CLI import) shows up this soon
 CONTEXT_DEPTH = 20  # candidates per ranked list: the prompt takes a handful
@@ -324,7 +322,6 @@ class Context:
     found: list[QueryResult]  # the relevant facts, context modes applied
     news: News
     always: list[Always]  # the `all` categories' memories
-    extra: Any = None  # what the caller's `extra` reader returned
     # Facts tied to `found` by a relation edge: shown with them, but not asked for, so not
     # counted as uses (a neighbour shown every week must not grow strong from that alone).
     related: list[QueryResult] = field(default_factory=list)
@@ -341,10 +338,9 @@ def read_context(
     policy: CategoryPolicy,
     want_base: bool,
     shown: int | None = None,
-    extra: Callable[[Any], Any] | None = None,
 ) -> Context:
     """The hot path's reader round trip after the embedding: the base memory (unless cached),
-    the delta header, the `all` categories' memories, whatever `extra` reads, the vector
+    the delta header, the `all` categories' memories, the vector
     list, the fusion with the `words` lists ranked while embedding, the top `k` facts by the
     context modes, and 1-2 facts tied to them by a relation edge (seed 001 §2).
 
@@ -372,33 +368,7 @@ def read_context(
         categories=req.reach.categories,
         skip=skip,
     )
-    got = extra(conn) if extra is not None else None
-    return Context(base, found, news, always, got, tied)
-
-
-async def context(
-    db: Database,
-    plan: search.Plan,
-    vector: Awaitable[Sequence[float] | None],
-    *,
-    k: int,
-    policy: CategoryPolicy,
-    want_base: bool,
-    now: float,
-    shown: int | None = None,
-    extra: Callable[[Any], Any] | None = None,
-) -> Context:
-    """Base memory, delta header, the `all` categories, the top `k` facts and their related.
-
-    The word lists need no vector: they run on a reader connection while the query is being
-    embedded (an Ollama round trip, or CPU for a local model); after the embedding, one more
-    reader round trip reads the rest, runs the KNN and fuses (`read_context`).
-    """
-    words = await search.while_embedding(db, plan, vector)
-    read = partial(
-        read_context, now=now, k=k, policy=policy, want_base=want_base, shown=shown, extra=extra
-    )
-    return await db.read(read, plan, words.vector, await words.lists)
+    return Context(base, found, news, always, tied)
 
 
 def _since(conn: Any, session_id: str, user_id: str, shown: int | None) -> int:
