@@ -240,22 +240,22 @@ async def test_a_turn_that_read_the_base_before_a_rewrite_does_not_cache_the_old
     """Issue 25 finding 19: the turn reads the (empty) base, a cascade rewrites it and
     invalidates the cache, then the turn would put what it read in the cache for 30 s."""
     service = mem.service
-    read_context = prompt_search.context
+    read_context = prompt_search.read_context
 
-    async def rewritten_while_read(*args: Any, **kwargs: Any) -> Any:
-        got = await read_context(*args, **kwargs)  # the old (empty) base was read
-        await mem.db.write(
-            lambda c: base_memory.set_base(
-                c, "default", "User Profile:\n- Alex", now=2.0, actor="cascade", meta={}
-            )
-        )
-        service.base_cache.invalidate("default")  # what the cascade's on_base_written does
+    def rewritten_while_read(*args: Any, **kwargs: Any) -> Any:
+        got = read_context(*args, **kwargs)  # the old (empty) base was read
+        service.base_cache.invalidate("default")  # a cascade's on_base_written, meanwhile
         return got
 
-    monkeypatch.setattr(prompt_search, "context", rewritten_while_read)
+    monkeypatch.setattr(prompt_search, "read_context", rewritten_while_read)
     first = await service.prompt_sections(user_id="default", session_id="s", text="hi")
     assert first.stable == []  # this turn saw the old base; fine
-    monkeypatch.setattr(prompt_search, "context", read_context)
+    monkeypatch.setattr(prompt_search, "read_context", read_context)
+    await mem.db.write(  # what the cascade wrote
+        lambda c: base_memory.set_base(
+            c, "default", "User Profile:\n- Alex", now=2.0, actor="cascade", meta={}
+        )
+    )
     second = await service.prompt_sections(user_id="default", session_id="s", text="hi")
     assert second.stable == ["[Long-term memory]\nUser Profile:\n- Alex"]
 
