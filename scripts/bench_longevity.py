@@ -58,7 +58,7 @@ from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.config import load_config  # noqa: E402
 from lobug.llm import client as llm_client  # noqa: E402
 from lobug.memory import service as memory_service  # noqa: E402
-from lobug.memory.prompts import SHARED_TASKS, task_of  # noqa: E402
+from lobug.memory.instructions import SHARED_TASKS, task_of  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
 from lobug.workers import runner as workers_runner  # noqa: E402
 

@@ -64,8 +64,8 @@ for _path in (str(ROOT), str(ROOT / "tests")):
 
 from fake_ollama import fake_embedding, judge_pairs  # noqa: E402
 
-from lobug.memory.prompts import task_of  # noqa: E402
-from lobug.memory.reflect.prompts import task_of as thinking_task_of  # noqa: E402
+from lobug.memory.instructions import task_of  # noqa: E402
+from lobug.memory.reflect.instructions import task_of as thinking_task_of  # noqa: E402
 
 CHAT = "chat"  # a device turn (or any conversation prompt)
 WARM = "warm"  # a conversation prompt with num_predict 0: prefill only

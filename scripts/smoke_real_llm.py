@@ -48,10 +48,10 @@ from lobug.llm.ask import InvalidOutput  # noqa: E402
 from lobug.llm.backends import make_llm  # noqa: E402
 from lobug.llm.client import LLMUnavailable, OutputSchema  # noqa: E402
 from lobug.llm.replies import REPLY_SCHEMA, UnusableReply, parse_reply  # noqa: E402
-from lobug.memory import prompts  # noqa: E402
+from lobug.memory import instructions  # noqa: E402
 from lobug.memory.extract.llm import FACTS_SCHEMA, parse_facts  # noqa: E402
 from lobug.memory.reflect import insights  # noqa: E402
-from lobug.memory.reflect.prompts import insight_messages  # noqa: E402
+from lobug.memory.reflect.instructions import insight_messages  # noqa: E402
 from lobug.memory.summaries.cascades import parse_summary  # noqa: E402
 from lobug.memory.write.judge import LABELS_SCHEMA, parse_labels  # noqa: E402
 
@@ -88,8 +88,8 @@ def tasks(i: int) -> dict[str, Task]:
     """The daemon's prompts and parsers, on inputs that vary by round `i`."""
     said = SAID[i % len(SAID)]
     reply = build_messages(load_personality(None), [], [{"role": "user", "content": said}], [])
-    exchange = prompts.extraction_messages([(said, "Nice to hear that!")])
-    judge = prompts.judge_messages(
+    exchange = instructions.extraction_messages([(said, "Nice to hear that!")])
+    judge = instructions.judge_messages(
         [(1, "The user drives a Tesla.", [(12, "The user drives a Honda.")])]
     )
     think = insight_messages(
@@ -97,7 +97,7 @@ def tasks(i: int) -> dict[str, Task]:
         ["asked about the weather three mornings in a row"],
         "User: keep it short please\nLo-Bug: Sure.",
     )
-    summary = prompts.summarize_conversation_messages(
+    summary = instructions.summarize_conversation_messages(
         "\n".join(f"User: {s}\nLo-Bug: I see." for s in SAID[:4])
     )
     return {

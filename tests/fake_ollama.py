@@ -19,8 +19,8 @@ from typing import Any
 from aiohttp import web
 
 from lobug.memory.graph import ner_llm
-from lobug.memory.prompts import task_of
-from lobug.memory.reflect.prompts import task_of as thinking_task_of
+from lobug.memory.instructions import task_of
+from lobug.memory.reflect.instructions import task_of as thinking_task_of
 
 ChatScript = Callable[[dict[str, Any]], str]
 RECORD = web.RequestKey("record", dict)

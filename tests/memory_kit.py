@@ -20,7 +20,7 @@ from lobug import conversation as turns
 from lobug.config import Config
 from lobug.conversation import TurnRecord
 from lobug.llm import client
-from lobug.memory.prompts import SHARED_TASKS, task_of
+from lobug.memory.instructions import SHARED_TASKS, task_of
 from lobug.memory.service import MemoryService
 from lobug.storage.database import Database
 from lobug.workers import runner as workers_runner

@@ -10,7 +10,7 @@ from dbutil import query
 from memory_kit import Script, extract_by_keyword
 
 from lobug import keys
-from lobug.memory import prompts
+from lobug.memory import instructions
 
 
 def rows(client: Any, sql: str, *params: Any) -> list[Any]:
@@ -133,7 +133,7 @@ async def test_the_exchanges_a_conversation_left_are_extracted_in_one_call(
     )
     (call,) = state.memory_calls("extract")
     prompt = call["body"]["messages"][-1]["content"]
-    assert prompt.startswith(prompts.EXTRACT_MANY_TASK)
+    assert prompt.startswith(instructions.EXTRACT_MANY_TASK)
     assert all(f"User: {text}" in prompt for text in said)
     facts = rows(
         client,

@@ -19,10 +19,10 @@ from lobug.chat.prompt import REPLY_FORMAT
 from lobug.config import Config
 from lobug.llm.client import OutputSchema
 from lobug.llm.replies import REPLY_MAX_TOKENS, REPLY_SCHEMA, find_json
-from lobug.memory import prompts
+from lobug.memory import instructions
 from lobug.memory.extract.llm import FACTS_SCHEMA
 from lobug.memory.reflect import insights
-from lobug.memory.reflect import prompts as thinking
+from lobug.memory.reflect import instructions as thinking
 from lobug.memory.write.judge import LABELS_SCHEMA
 
 TEA = "The user likes green tea."
@@ -30,8 +30,8 @@ TEA = "The user likes green tea."
 # would make a constrained model answer something the prompt never asked for).
 EXAMPLES: dict[str, tuple[OutputSchema, str]] = {
     "reply": (REPLY_SCHEMA, REPLY_FORMAT),
-    "facts": (FACTS_SCHEMA, prompts.EXTRACTION_REMINDER),
-    "labels": (LABELS_SCHEMA, prompts.JUDGE_REMINDER),
+    "facts": (FACTS_SCHEMA, instructions.EXTRACTION_REMINDER),
+    "labels": (LABELS_SCHEMA, instructions.JUDGE_REMINDER),
     "insights": (insights.SCHEMA, thinking.INSIGHT_REMINDER),
 }
 

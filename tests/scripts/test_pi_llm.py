@@ -14,7 +14,7 @@ import pytest
 from script_kit import load_script
 
 from lobug.llm.replies import parse_reply
-from lobug.memory import prompts
+from lobug.memory import instructions
 from lobug.memory.extract.llm import parse_facts
 from lobug.memory.summaries.cascades import distill_parser, parse_summary
 
@@ -82,7 +82,9 @@ async def test_a_new_prompt_prefills_only_what_follows_the_cached_prefix(front: 
 
 async def test_one_slot_serves_requests_first_come_first_served(front: Any) -> None:
     _, url = front
-    memory_prompt = prompts.extraction_messages([("I love green tea in the morning.", "Nice.")])
+    memory_prompt = instructions.extraction_messages(
+        [("I love green tea in the morning.", "Nice.")]
+    )
     async with aiohttp.ClientSession() as session:
         extraction = asyncio.create_task(chat(session, url, memory_prompt))
         await asyncio.sleep(0.01)
@@ -160,9 +162,9 @@ async def test_memory_answers_parse_and_embeddings_take_their_shape(front: Any) 
     _, url = front
     transcript = "User: My dog Biscuit is four years old.\nLo-Bug: Lovely.\nUser: I work at NASA."
     async with aiohttp.ClientSession() as session:
-        summary = await chat(session, url, prompts.summarize_conversation_messages(transcript))
+        summary = await chat(session, url, instructions.summarize_conversation_messages(transcript))
         facts = ["The user's dog Biscuit is four years old.", "The user works at NASA."]
-        distill = prompts.distill_base_memory_messages("", [], facts, 400)
+        distill = instructions.distill_base_memory_messages("", [], facts, 400)
         base = await chat(session, url, distill)
         body = {"model": "nomic-embed-text", "input": ["one", "two words"]}
         async with session.post(url + "/api/embed", json=body) as resp:

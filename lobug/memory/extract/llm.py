@@ -10,7 +10,7 @@ from typing import Any
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.replies import find_json, json_items
-from lobug.memory import prompts
+from lobug.memory import instructions
 from lobug.memory.store.rows import FACT_TYPES
 from lobug.memory.write.validator import MAX_CHARS
 
@@ -58,9 +58,9 @@ async def extract(
     shown = [(user, (reply or "")[:MAX_ASSISTANT_CHARS] or None) for user, reply in exchanges]
     return await ask(
         llm,
-        prompts.extraction_messages(shown),
+        instructions.extraction_messages(shown),
         parse_facts,
-        reminder=prompts.EXTRACTION_REMINDER,
+        reminder=instructions.EXTRACTION_REMINDER,
         what="fact extraction",
         timeout_s=timeout_s,
         temperature=0.1,

@@ -18,9 +18,9 @@ from typing import Any, NoReturn, TypeVar
 from lobug.config import MemoryConfig, ReflectionConfig
 from lobug.llm.ask import MAX_TOKENS, InvalidOutput, ask
 from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
-from lobug.memory import enqueue
-from lobug.memory import prompts as memory_prompts
-from lobug.memory.reflect import insights, marks, prompts, reflection
+from lobug.memory import enqueue, instructions
+from lobug.memory.reflect import insights, marks, reflection
+from lobug.memory.reflect import instructions as thinking
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory, distill, early_base
@@ -102,9 +102,9 @@ class Thinking:
         if not await self.db.read(check, user_id):
             return
         facts, summaries = await self.db.read(reflection.inputs, user_id, self.clock())
-        messages = prompts.reflection_messages(facts, summaries)
+        messages = thinking.reflection_messages(facts, summaries)
         text = await self._ask(
-            job, reflection.TASK, messages, reflection.parse, prompts.REFLECT_REMINDER
+            job, reflection.TASK, messages, reflection.parse, thinking.REFLECT_REMINDER
         )
         memory_id = await self.db.write(
             partial(
@@ -126,13 +126,13 @@ class Thinking:
         if not await self.db.read(check, user_id):
             return
         facts, activity, snippet = await self.db.read(insights.inputs, user_id)
-        messages = prompts.insight_messages(facts, activity, snippet)
+        messages = thinking.insight_messages(facts, activity, snippet)
         found = await self._ask(
             job,
             insights.TASK,
             messages,
             insights.parse,
-            prompts.INSIGHT_REMINDER,
+            thinking.INSIGHT_REMINDER,
             temperature=0.0,
             schema=insights.SCHEMA,
             max_tokens=insights.MAX_TOKENS,
@@ -157,13 +157,13 @@ class Thinking:
         vector = await self.query_vector(early_base.query(current))
         current, facts, count = await self.db.read(early_base.inputs, user_id, vector)
         max_words = self.memory.base_memory_max_words
-        messages = memory_prompts.distill_base_memory_messages(current, [], facts, max_words)
+        messages = instructions.distill_base_memory_messages(current, [], facts, max_words)
         content = await self._ask(
             job,
             BASE_FROM_FACTS,
             messages,
             distill.distill_parser(max_words),
-            memory_prompts.DISTILL_REMINDER,
+            instructions.DISTILL_REMINDER,
         )
         written = await self.db.write(
             partial(early_base.store_base, count=count, now=self.clock()), user_id, content

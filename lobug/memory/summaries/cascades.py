@@ -23,7 +23,7 @@ from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
-from lobug.memory import enqueue, prompts
+from lobug.memory import enqueue, instructions
 from lobug.memory.graph.entities import Mention, extract_entities, link_entities
 from lobug.memory.store import delta, memory_events
 from lobug.memory.store import rows as store
@@ -100,7 +100,7 @@ def transcript(lines: list[TurnLine]) -> str:
         if session is not None and line.session_id != session:
             out.append("(a new conversation starts)")
         session = line.session_id
-        who = "User" if line.role == "user" else prompts.ASSISTANT_NAME
+        who = "User" if line.role == "user" else instructions.ASSISTANT_NAME
         text = " ".join(line.text.split())
         if len(text) > MAX_TURN_CHARS:
             text = text[:MAX_TURN_CHARS] + " …"
@@ -190,7 +190,7 @@ def distill_inputs(
 
 def entities_of(text: str) -> list[Mention]:
     """The entities a summary or an insight names, Lo-Bug itself left out (it is in them all)."""
-    me = prompts.ASSISTANT_NAME.casefold()
+    me = instructions.ASSISTANT_NAME.casefold()
     return [e for e in extract_entities(text) if e.canonical.casefold() != me]
 
 
@@ -270,9 +270,9 @@ class Cascades:
                 return written
             summary = await ask(
                 self.llm,
-                prompts.summarize_conversation_messages(transcript(lines)),
+                instructions.summarize_conversation_messages(transcript(lines)),
                 parse_summary,
-                reminder=prompts.SUMMARY_REMINDER,
+                reminder=instructions.SUMMARY_REMINDER,
                 what="summary",
                 timeout_s=cfg.llm_timeout_s,
                 temperature=0.3,
@@ -300,14 +300,14 @@ class Cascades:
             summaries = [s.content for s in batch]
             vector = await self.query_vector("\n".join(summaries))
             base, facts = await self.db.read(distill_inputs, user_id, vector)
-            messages = prompts.distill_base_memory_messages(
+            messages = instructions.distill_base_memory_messages(
                 base, summaries, facts, cfg.base_memory_max_words
             )
             content = await ask(
                 self.llm,
                 messages,
                 distill_parser(cfg.base_memory_max_words),
-                reminder=prompts.DISTILL_REMINDER,
+                reminder=instructions.DISTILL_REMINDER,
                 what="base memory distillation",
                 timeout_s=cfg.llm_timeout_s,
                 temperature=0.3,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 
 from lobug.llm.ask import InvalidOutput, plain_text
-from lobug.memory.prompts import DISTILL_HEADINGS
+from lobug.memory.instructions import DISTILL_HEADINGS
 
 _NAMES = "|".join(re.escape(h) for h in DISTILL_HEADINGS)
 # "User Profile:", "## User Profile", "**Preferences:**", "Key History: moved to Seattle"

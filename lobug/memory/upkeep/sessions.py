@@ -38,7 +38,7 @@ from typing import Any
 from lobug.conversation import CONVERSATION_TURN, TurnRecord
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
-from lobug.memory import enqueue, prompts
+from lobug.memory import enqueue, instructions
 from lobug.memory.store.rows import bump_counter
 from lobug.memory.upkeep.budget import LlmBudget
 from lobug.storage.database import Database
@@ -269,7 +269,7 @@ def summary_input(conn: Any, session_id: str, user_id: str) -> SummaryInput | No
     for index, row in enumerate(shown):
         if gap > 0 and index == SUMMARY_HEAD:
             lines.append(f"(… {gap} turns left out …)")
-        who = "User" if row["role"] == "user" else prompts.ASSISTANT_NAME
+        who = "User" if row["role"] == "user" else instructions.ASSISTANT_NAME
         text = " ".join(str(row["text"]).split())
         if row["role"] != "user":
             text = _first_sentence(text)
@@ -422,9 +422,9 @@ class SessionSummarizer:
         try:
             summary = await ask(
                 self.llm,
-                prompts.session_summary_messages(given.transcript),
+                instructions.session_summary_messages(given.transcript),
                 parse_summary,
-                reminder=prompts.SESSION_REMINDER,
+                reminder=instructions.SESSION_REMINDER,
                 what="session summary",
                 timeout_s=self.timeout_s,
                 schema=SUMMARY_SCHEMA,

@@ -49,7 +49,7 @@ from typing import Any
 from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.replies import find_json, json_items
-from lobug.memory import prompts
+from lobug.memory import instructions
 from lobug.memory.query import Reach
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.settings import WritePolicy
@@ -403,9 +403,9 @@ async def ask_llm(
     }
     answer = await ask(
         llm,
-        prompts.judge_messages(questions),
+        instructions.judge_messages(questions),
         partial(parse_labels, offered=offered_pairs),
-        reminder=prompts.JUDGE_REMINDER,
+        reminder=instructions.JUDGE_REMINDER,
         what="fact judgement",
         timeout_s=timeout_s,
         temperature=0.0,

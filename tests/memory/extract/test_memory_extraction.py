@@ -18,7 +18,7 @@ from lobug.llm.ask import InvalidOutput
 from lobug.llm.embedders import HashingEmbedder
 from lobug.memory import settings
 from lobug.memory.extract.llm import Extracted, parse_facts
-from lobug.memory.prompts import EXTRACT_TASK
+from lobug.memory.instructions import EXTRACT_TASK
 from lobug.memory.store.rows import counters
 from lobug.workers import queue
 

@@ -11,7 +11,7 @@ from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script
 
 from lobug.llm.embedders import EmbeddingUnavailable
-from lobug.memory import enqueue, prompts
+from lobug.memory import enqueue, instructions
 from lobug.memory.reflect.jobs import BASE_FROM_FACTS
 from lobug.memory.store import rows as store
 from lobug.memory.summaries.distill import words
@@ -102,7 +102,7 @@ async def test_a_document_without_all_four_headings_is_asked_for_again(
     await add(mem, "summary", [SUMMARY] * 20)
     await long_cascade(mem)
     first, again = script.seen["distill"]
-    assert again[-1] == {"role": "user", "content": prompts.DISTILL_REMINDER}
+    assert again[-1] == {"role": "user", "content": instructions.DISTILL_REMINDER}
     assert mem.jobs("cascade_long")[-1]["state"] == "done"
     assert mem.value("SELECT content FROM base_memory") == DOC
 
@@ -145,7 +145,7 @@ async def test_the_early_base_memory_is_held_to_the_same_shape(
     await mem.run()
     assert [j["state"] for j in mem.jobs(BASE_FROM_FACTS)] == ["done"]
     first, again = script.seen["distill"]
-    assert again[-1]["content"] == prompts.DISTILL_REMINDER
+    assert again[-1]["content"] == instructions.DISTILL_REMINDER
     assert set(known_facts(first)) == set(GARDEN + OTHERS[:6])  # ≤ 30 facts: all of them
     assert mem.value("SELECT content FROM base_memory") == DOC
 

@@ -13,7 +13,7 @@ from fake_ollama import FakeOllamaState, judge_by, judge_pairs
 from memory_kit import MemoryEnv, Script, extract_by_keyword
 
 from lobug.llm.ask import InvalidOutput
-from lobug.memory import prompts
+from lobug.memory import instructions
 from lobug.memory.settings import WritePolicy
 from lobug.memory.store.rows import MemoryRow
 from lobug.memory.write.candidate import Candidate
@@ -266,10 +266,10 @@ async def test_one_call_labels_the_whole_exchange() -> None:
     assert answer.labels == {(0, 12): "update", (2, 12): "same"}
     assert answer.for_candidate(0) == {12: "update"} and answer.for_candidate(1) == {}
     (messages,) = fake.calls
-    assert prompts.task_of(messages) == "judge"
-    assert messages[0]["content"] == prompts.MEMORY_SYSTEM  # shared with extraction: cached
+    assert instructions.task_of(messages) == "judge"
+    assert messages[0]["content"] == instructions.MEMORY_SYSTEM  # shared with extraction: cached
     assert messages[1]["content"] == (
-        f"{prompts.JUDGE_TASK}\n"
+        f"{instructions.JUDGE_TASK}\n"
         "New fact 1: The user drives a Tesla.\n"
         f"  stored 12: {HONDA}\n"
         "  stored 7: The user drives to work.\n"

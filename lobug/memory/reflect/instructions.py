@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lobug.memory.prompts import ASSISTANT_NAME, Message
+from lobug.memory.instructions import ASSISTANT_NAME, Message
 
 REFLECT_SYSTEM = f"""\
 You write the weekly reflection of {ASSISTANT_NAME}, a voice assistant, about its user: a short \
