@@ -50,7 +50,7 @@ from lobug.config import Config, load_config  # noqa: E402
 from lobug.llm.embedders import Embedder, make_embedder  # noqa: E402
 from lobug.llm.ollama_chat import OllamaChat  # noqa: E402
 from lobug.memory.query import QueryRequest  # noqa: E402
-from lobug.memory.search import prompt as retrieval  # noqa: E402
+from lobug.memory.search import prompt_context as retrieval  # noqa: E402
 from lobug.memory.service import MemoryService  # noqa: E402
 from lobug.memory.settings import write_policy  # noqa: E402
 from lobug.memory.store import rows as store  # noqa: E402

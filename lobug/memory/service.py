@@ -28,11 +28,12 @@ from lobug.memory.jobs import MemoryJobs
 from lobug.memory.lifecycle.gc import gc_pass
 from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.reflect import notes
-from lobug.memory.search import explain, prompt, runner
+from lobug.memory.search import explain, prompt_context, runner
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
 from lobug.memory.search.scoring import WEIGHTS
 from lobug.memory.store import memory_events
 from lobug.memory.store.strength import Strength
+from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.upkeep import sessions
 from lobug.memory.vectors.gate import VectorGate
@@ -71,7 +72,7 @@ class MemoryService:
         # Context modes per category (seed 001 §5): the daemon passes its AccessControl's
         # policy; the CLI's service loads the same file.
         self.categories = categories or CategoryPolicy.load(config.api.categories_file)
-        self._asked = prompt.AskedOnce()  # consent proposals the prompt already asked about
+        self._asked = consent.AskedOnce()  # consent proposals the prompt already asked about
         self.llm = llm
         self.embedder = embedder
         self.config = config
@@ -88,7 +89,7 @@ class MemoryService:
         self.gate = VectorGate(
             backend=config.embedding.backend, model=embedder.name, dim=embedder.dim
         )
-        self.base_cache = prompt.BaseMemoryCache()
+        self.base_cache = base_memory.BaseMemoryCache()
         recent = RecentVectors()
         self.vectors = QueryVectors(
             db, embedder, self.gate, timeout_s=config.embedding.timeout_s, recent=recent
@@ -184,10 +185,10 @@ class MemoryService:
         stores: tuple[str, ...] = STORES,
         categories: frozenset[str] | None = None,
         window_start: float | None = None,
-    ) -> prompt.Sections:
+    ) -> prompt_context.Sections:
         """[Long-term memory], what is always known (context `all`), the delta header,
         [Relevant memories], consent proposals to confirm, split into the stable sections and
-        this turn's (`prompt.Sections`); never raises or waits long.
+        this turn's (`prompt_context.Sections`); never raises or waits long.
 
         `stores`: what the caller's device may draw on (lobug.api.auth). The base memory, the
         delta header and the proposals are distilled from everything, the private store
@@ -196,14 +197,14 @@ class MemoryService:
         `categories`: the caller's allowlist (None: every category); a caller held to some
         categories is not the owner either, and gets only the facts of those (issue 25)."""
         if not stores or categories == frozenset():
-            return prompt.Sections([], [])
+            return prompt_context.Sections([], [])
         owner = set(STORES) <= set(stores) and categories is None
         generation = self.base_cache.generation
         base = self.base_cache.get(user_id) if owner else ""
         header = None
         try:
             now = self.clock()
-            plan = prompt.context_plan(
+            plan = prompt_context.context_plan(
                 text,
                 user_id=user_id,
                 session_id=session_id,
@@ -219,11 +220,11 @@ class MemoryService:
 
             def read(
                 conn: Any, vector: Any, words: Any
-            ) -> tuple[prompt.Context, notes.Notes, list[tuple[int, str]]]:
+            ) -> tuple[prompt_context.Context, notes.Notes, list[tuple[int, str]]]:
                 """One reader round trip after the embedding: the memories, and for the owner
                 the reflection, the procedures (insights rank with the facts) and the
                 proposals to confirm."""
-                got = prompt.read_context(
+                got = prompt_context.read_context(
                     conn, plan, vector, words, now=now, k=self.memory.top_k,
                     policy=self.categories, want_base=base is None, shown=shown,
                 )  # fmt: skip
@@ -246,7 +247,7 @@ class MemoryService:
             # and must not be archived as idle.
             self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
             self.searches.searched(user_id, session_id, got.found, now)
-            return prompt.sections(
+            return prompt_context.sections(
                 base,
                 [r.text for r in got.found + got.related],
                 header,
@@ -258,7 +259,7 @@ class MemoryService:
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
             self.searches.searched(user_id, session_id, None, self.clock())
             log.warning("memory retrieval failed; answering without it", exc_info=True)
-            return prompt.sections(base or "", [], header)
+            return prompt_context.sections(base or "", [], header)
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):

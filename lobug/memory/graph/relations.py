@@ -5,7 +5,8 @@ distance) at or above `link_min` become `relations` rows, strength = similarity,
 pair whichever way round, each with a LINK history event. Retrieval adds a small
 boost for a memory's strongest `related_to` edge to any live (active or archived) memory,
 whether or not the other end is a candidate of the same search (`max_related_strength`), and
-the prompt shows 1-2 current facts tied to the ones it picked (`related_facts`, search.prompt).
+the prompt shows 1-2 current facts tied to the ones it picked (`related_facts`,
+search.prompt_context).
 
 A fact that replaces another ("newer wins", write/reconcile.py) gets a `supersedes` edge from
 the new row to the retired one (strength 1), next to its `supersedes` column: the graph keeps

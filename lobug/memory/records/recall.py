@@ -21,7 +21,7 @@ from lobug.memory import enqueue
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, Reach, tokens_of
 from lobug.memory.records.rows import Scope, marks, memory_dict
 from lobug.memory.records.service import USER, Records
-from lobug.memory.search import prompt
+from lobug.memory.search import prompt_context
 from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import short_cascade_due
@@ -137,19 +137,19 @@ class Recall:
         recent, base, last = await self.db.read(read)
         text = q or last
         memories: list[dict[str, Any]] = []
-        # The chat prompt's sections (search.prompt): the categories in context `all`, then
+        # The chat prompt's sections (search.prompt_context): the categories in context `all`, then
         # the retrieved facts by the context modes; replaced facts are not the truth now. Not
         # validated: the text is a turn's (up to chat.max_text_chars), the depth the prompt's.
         request = QueryRequest.model_construct(
             query=text or "",
-            top_k=prompt.depth(k),
+            top_k=prompt_context.depth(k),
             reach=reach_of(scope, user_id, None, superseded=False),
         )
         always = await self.db.read(
-            prompt.read_always_for, request, self.records.policy, self.records.clock()
+            prompt_context.read_always_for, request, self.records.policy, self.records.clock()
         )
         if text and self.records.memory is not None:
-            found = prompt.pick_relevant(
+            found = prompt_context.pick_relevant(
                 await self._search(request), self.records.policy, k, skip={a.id for a in always}
             )
             memories = [r.dump("bullets") for r in found]

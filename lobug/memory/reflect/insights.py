@@ -5,8 +5,9 @@ not it found anything, and only when the user said something since. Input: the n
 (summaries, ≤ 5), the newest facts (≤ 3) and the last words of the conversation (≤ 1000 chars).
 Stored as kind `insight`, category `relationship_dynamic`, importance 2 of 5 by default; a
 scoring multiplier keeps them low in retrieval (`search.scoring`), so one reaches the prompt only
-when it ranks for the turn's words (`search.prompt.context_plan`). One of importance ≥ 4 that sets
-a benign profile field is also written as that fact (seed 001 §10, `consent.from_insight`).
+when it ranks for the turn's words (`search.prompt_context.context_plan`). One of importance ≥ 4
+that sets a benign profile field is also written as that fact (seed 001 §10,
+`consent.from_insight`).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ computed from an explicit `now`):
     Decay ranks, it never deletes (issue 10): a memory used often has a small decay_rate
     (every use divides it: store.strength) and keeps R ≈ 1; one said once and never used
     loses up to w_strength; an archived one ranks like any other (the prompt admits it only
-    as the best match: search.prompt), and a replaced one still answers when it is clearly
+    as the best match: search.prompt_context), and a replaced one still answers when it is clearly
     the best match.
 """
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from lobug.memory.store import delta
@@ -37,3 +39,43 @@ def set_base(
         meta={"target": "base_memory", **meta},
     )
     delta.base_rewritten(conn, user_id, content, now)
+
+
+BASE_TTL_S = 30.0  # a base memory written by another process (CLI import) shows up this soon
+
+
+class BaseMemoryCache:
+    """The base memory per user, kept in memory: it is in every prompt and changes rarely.
+
+    Invalidated when a cascade in this process rewrites it; a TTL catches other writers. A
+    read that began before an invalidation cannot put what it read back (`generation`): a turn
+    that read the old base while a cascade rewrote it would otherwise cache the old one.
+    """
+
+    def __init__(self, ttl_s: float = BASE_TTL_S, monotonic: Callable[[], float] = time.monotonic):
+        self.ttl_s = ttl_s
+        self.monotonic = monotonic
+        self._entries: dict[str, tuple[str, float]] = {}
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """Take it before reading the base from the database; hand it to `put`."""
+        return self._generation
+
+    def get(self, user_id: str) -> str | None:
+        entry = self._entries.get(user_id)
+        if entry is None or self.monotonic() - entry[1] > self.ttl_s:
+            return None
+        return entry[0]
+
+    def put(self, user_id: str, content: str, generation: int) -> None:
+        if generation == self._generation:  # else the base was rewritten after it was read
+            self._entries[user_id] = (content, self.monotonic())
+
+    def invalidate(self, user_id: str | None = None) -> None:
+        self._generation += 1
+        if user_id is None:
+            self._entries.clear()
+        else:
+            self._entries.pop(user_id, None)

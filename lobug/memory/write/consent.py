@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -364,3 +365,23 @@ _KEYS = ("id", "field", "value", "content", "category", "signals", "status", "se
 def proposal_dict(row: Any) -> dict[str, Any]:
     return {**{k: row[k] for k in _KEYS}, "sensitive": bool(row["sensitive"]),
             "turn_ids": json.loads(row["turn_ids"])}  # fmt: skip
+
+
+class AskedOnce:
+    """Which consent proposals the prompt already asked about, per session: each once (the
+    newest `size` kept; a restarted daemon may ask once more)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._asked: OrderedDict[tuple[str, int], None] = OrderedDict()
+
+    def first_time(self, session_id: str, items: Sequence[tuple[int, str]]) -> list[str]:
+        """The texts of `items` (id, text) not asked about in this session yet; now they are."""
+        fresh = []
+        for item_id, text in items:
+            if (session_id, item_id) not in self._asked:
+                self._asked[(session_id, item_id)] = None
+                fresh.append(text)
+        while len(self._asked) > self.size:
+            self._asked.popitem(last=False)
+        return fresh

@@ -14,7 +14,7 @@ from fake_ollama import FakeOllamaState
 from lobug import keys
 from lobug.access import CategoryPolicy
 from lobug.memory.query import QueryResult
-from lobug.memory.search import prompt
+from lobug.memory.search import prompt_context
 from lobug.memory.store import rows as store
 from lobug.memory.vectors import knn
 
@@ -95,14 +95,14 @@ async def test_the_prompt_honours_all_rag_and_none(
     resp = await client.post("/chat/text", json={"text": ASK, "session_id": "s-new"})
     assert resp.status == 200
     system = system_prompt(state)
-    always = section(system, prompt.ALWAYS_TITLE)
+    always = section(system, prompt_context.ALWAYS_TITLE)
     # `all`: every active, still valid profile fact, whatever the question asked.
     assert sorted(always) == sorted([f"- {NAME}", f"- {AGE}"])
     relevant = section(system, "[Relevant memories]")
     # `rag` with rag_length 2: two of the four matching events; `none`: never the diary.
     assert len(relevant) == 2 and all("garden party number" in line for line in relevant)
     assert DIARY not in system and OLD_CITY not in system and OLD_COLOR not in system
-    assert system.index(prompt.ALWAYS_TITLE) < system.index("[Relevant memories]")
+    assert system.index(prompt_context.ALWAYS_TITLE) < system.index("[Relevant memories]")
     # Still findable by an explicit query that names the category.
     resp = await client.post("/v1/query", json={"query": ASK, "categories": ["diary"]})
     assert [r["text"] for r in (await resp.json())["results"]] == [f"[diary] {DIARY}"]
@@ -116,10 +116,10 @@ async def test_a_huge_all_category_cannot_blow_the_prompt(
     await seed(client, [(f"The user owns {i} notebooks {filler}.", "profile") for i in range(60)])
     (pinned,) = await seed(client, [(NAME, "profile")], pinned=True)
     await client.post("/chat/text", json={"text": "hello", "session_id": "s-new"})
-    always = section(system_prompt(state), prompt.ALWAYS_TITLE)
+    always = section(system_prompt(state), prompt_context.ALWAYS_TITLE)
     assert always[0] == f"- {NAME}"  # pinned first
-    assert 1 < len(always) <= prompt.ALWAYS_MAX
-    assert sum(len(line) for line in always) <= prompt.ALWAYS_BUDGET_TOKENS * 4
+    assert 1 < len(always) <= prompt_context.ALWAYS_MAX
+    assert sum(len(line) for line in always) <= prompt_context.ALWAYS_BUDGET_TOKENS * 4
 
 
 async def test_read_always_within_stores_and_categories(client: Any) -> None:
@@ -130,7 +130,7 @@ async def test_read_always_within_stores_and_categories(client: Any) -> None:
     rules = policy()
 
     async def texts(**kw: Any) -> list[str]:
-        found = await read(lambda c: prompt.read_always(c, rules, user_id="default", **kw))
+        found = await read(lambda c: prompt_context.read_always(c, rules, user_id="default", **kw))
         return sorted(a.text for a in found)
 
     assert await texts() == sorted([NAME, AGE])
@@ -154,9 +154,9 @@ def result(memory_id: int, category: str | None) -> QueryResult:
 def test_pick_relevant_applies_rag_length_none_and_skip() -> None:
     found = [result(1, "event"), result(2, "diary"), result(3, "event"), result(4, "event"),
              result(5, None), result(6, "profile"), result(7, "unknown")]  # fmt: skip
-    picked = prompt.pick_relevant(found, policy(), k=10, skip={6})
+    picked = prompt_context.pick_relevant(found, policy(), k=10, skip={6})
     assert [r.id for r in picked] == [1, 3, 5, 7]  # 2 events, no diary, profile already shown
-    assert [r.id for r in prompt.pick_relevant(found, policy(), k=2)] == [1, 3]
+    assert [r.id for r in prompt_context.pick_relevant(found, policy(), k=2)] == [1, 3]
 
 
 async def test_v1_context_gives_the_prompt_sections(client: Any) -> None:

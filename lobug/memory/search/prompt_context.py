@@ -19,9 +19,8 @@ the last two to the ranked facts, so the search asks for more than `k` (`depth`)
 
 from __future__ import annotations
 
-import time
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -33,7 +32,6 @@ from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
 
-BASE_TTL_S = 30.0  # a base memory written by another process (CLI import) shows up this soon
 CONTEXT_DEPTH = 20  # candidates per ranked list: the prompt takes a handful
 HEADER_BULLETS = 3  # seed 001 §1
 ALWAYS_MAX = 20  # memories of `all` categories in one prompt, at most
@@ -202,63 +200,6 @@ def pick_relevant(
 def depth(k: int) -> int:
     """How many ranked facts to ask for so that `pick_relevant` can still fill `k`."""
     return max(CONTEXT_DEPTH, 2 * k)
-
-
-class BaseMemoryCache:
-    """The base memory per user, kept in memory: it is in every prompt and changes rarely.
-
-    Invalidated when a cascade in this process rewrites it; a TTL catches other writers. A
-    read that began before an invalidation cannot put what it read back (`generation`): a turn
-    that read the old base while a cascade rewrote it would otherwise cache the old one.
-    """
-
-    def __init__(self, ttl_s: float = BASE_TTL_S, monotonic: Callable[[], float] = time.monotonic):
-        self.ttl_s = ttl_s
-        self.monotonic = monotonic
-        self._entries: dict[str, tuple[str, float]] = {}
-        self._generation = 0
-
-    @property
-    def generation(self) -> int:
-        """Take it before reading the base from the database; hand it to `put`."""
-        return self._generation
-
-    def get(self, user_id: str) -> str | None:
-        entry = self._entries.get(user_id)
-        if entry is None or self.monotonic() - entry[1] > self.ttl_s:
-            return None
-        return entry[0]
-
-    def put(self, user_id: str, content: str, generation: int) -> None:
-        if generation == self._generation:  # else the base was rewritten after it was read
-            self._entries[user_id] = (content, self.monotonic())
-
-    def invalidate(self, user_id: str | None = None) -> None:
-        self._generation += 1
-        if user_id is None:
-            self._entries.clear()
-        else:
-            self._entries.pop(user_id, None)
-
-
-class AskedOnce:
-    """Which consent proposals the prompt already asked about, per session: each once (the
-    newest `size` kept; a restarted daemon may ask once more)."""
-
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._asked: OrderedDict[tuple[str, int], None] = OrderedDict()
-
-    def first_time(self, session_id: str, items: Sequence[tuple[int, str]]) -> list[str]:
-        """The texts of `items` (id, text) not asked about in this session yet; now they are."""
-        fresh = []
-        for item_id, text in items:
-            if (session_id, item_id) not in self._asked:
-                self._asked[(session_id, item_id)] = None
-                fresh.append(text)
-        while len(self._asked) > self.size:
-            self._asked.popitem(last=False)
-        return fresh
 
 
 def context_plan(
