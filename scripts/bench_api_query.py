@@ -43,7 +43,7 @@ from lobug import keys  # noqa: E402
 from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.config import load_config  # noqa: E402
 from lobug.conversation import insert_turn  # noqa: E402
-from lobug.memory.store import rows as store  # noqa: E402
+from lobug.memory.table import rows as store  # noqa: E402
 from lobug.memory.vectors import knn  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
 from lobug.storage.vectors import pack  # noqa: E402

@@ -53,8 +53,8 @@ from lobug.memory.query import QueryRequest  # noqa: E402
 from lobug.memory.search import prompt_context as retrieval  # noqa: E402
 from lobug.memory.service import MemoryService  # noqa: E402
 from lobug.memory.settings import write_policy  # noqa: E402
-from lobug.memory.store import rows as store  # noqa: E402
 from lobug.memory.summaries import base_memory  # noqa: E402
+from lobug.memory.table import rows as store  # noqa: E402
 from lobug.memory.vectors import knn  # noqa: E402
 from lobug.memory.write.candidate import Candidate  # noqa: E402
 from lobug.memory.write.reconcile import Origin, reconcile  # noqa: E402

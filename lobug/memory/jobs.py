@@ -22,8 +22,8 @@ from lobug.memory.extract.job import ExtractJob
 from lobug.memory.graph import enrich, ner_llm, relations
 from lobug.memory.reflect.jobs import Thinking
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import rows as store
 from lobug.memory.summaries.cascades import Cascades
+from lobug.memory.table import rows as store
 from lobug.memory.upkeep import events
 from lobug.memory.upkeep.jobs import UpkeepJobs
 from lobug.memory.vectors import knn

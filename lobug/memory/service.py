@@ -31,10 +31,10 @@ from lobug.memory.reflect import notes
 from lobug.memory.search import explain, prompt_context, runner
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
 from lobug.memory.search.scoring import WEIGHTS
-from lobug.memory.store import memory_events
-from lobug.memory.store.strength import Strength
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
+from lobug.memory.table import memory_events
+from lobug.memory.table.strength import Strength
 from lobug.memory.upkeep import sessions
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lobug.config import Config
-from lobug.memory.store.strength import DEFAULT as DEFAULT_STRENGTH
-from lobug.memory.store.strength import Strength
+from lobug.memory.table.strength import DEFAULT as DEFAULT_STRENGTH
+from lobug.memory.table.strength import Strength
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from lobug import keys
-from lobug.memory.store import rows
+from lobug.memory.table import rows
 from lobug.workers import queue
 
 log = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from lobug.storage.sqlite import (
     connect,
     is_busy,
     is_storage_full,
+    sqlite3,
 )
 from lobug.storage.vector_index import VectorIndex
 
@@ -106,7 +107,7 @@ class Database:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                result = fn(conn, *args)
+                result = _settled(fn(conn, *args))
                 conn.execute("COMMIT")
             except BaseException:
                 # Also after a failed COMMIT (disk full, busy): SQLite may leave the transaction
@@ -142,7 +143,9 @@ class Database:
 
     async def write_raw(self, fn: Callable[..., T], *args: Any) -> T:
         """Run fn(writer_conn) on the writer thread without a wrapping transaction."""
-        result: T = await asyncio.wrap_future(self._writer_pool.submit(fn, self.writer, *args))
+        result: T = await asyncio.wrap_future(
+            self._writer_pool.submit(lambda: _settled(fn(self.writer, *args)))
+        )
         return result
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
@@ -160,6 +163,15 @@ class Database:
         except Exception:  # noqa: BLE001 - health reports, never raises
             log.exception("database ping failed")
             return False
+
+
+def _settled(result: T) -> T:
+    """A cursor handed back by a write is closed on the writer thread: an unread row (a PRAGMA's)
+    keeps its statement in progress for as long as the cursor lives, which the awaiting side's
+    futures can stretch past the next transaction, whose COMMIT then fails."""
+    if isinstance(result, sqlite3.Cursor):
+        result.close()
+    return result
 
 
 def _raise_mapped(exc: Exception, busy_timeout_ms: int) -> None:

@@ -1,6 +1,6 @@
 """Frozen copies of the helpers old migrations ran with; never edit them, add a new function.
 
-Copied verbatim (as of migration m003_memory_hash_and_keys) from lobug.memory.store.dedup
+Copied verbatim (as of migration m003_memory_hash_and_keys) from lobug.memory.table.dedup
 (`normalize`, `content_hash`) and lobug.memory.write.fact_keys (`FactKey`, `parse_fact`,
 `key_string` and the private patterns they use), so that a later change to memory's helpers never
 changes what an old migration wrote, and storage never imports memory.
@@ -13,7 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-# --- frozen copy of lobug.memory.store.dedup (m003): migrations must not change with memory ---
+# --- frozen copy of lobug.memory.table.dedup (m003): migrations must not change with memory ---
 
 _APOSTROPHES = re.compile(r"['’‘`´]")
 _NON_WORD = re.compile(r"[\W_]+")

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from lobug.memory.records.rows import Scope, entity_dict, entity_visible_sql, memory_dict, turn_dict
+from lobug.memory.records.scope import (
+    Scope,
+    entity_dict,
+    entity_visible_sql,
+    memory_dict,
+    turn_dict,
+)
 
 MAX_SESSIONS = 100
 MAX_TURNS = 500

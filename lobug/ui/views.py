@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from lobug.memory.store.strength import DAY, retrievability, strength_days
+from lobug.memory.table.strength import DAY, retrievability, strength_days
 
 
 def strength(memory: dict[str, Any], now: float) -> dict[str, Any]:
-    """Retrievability now and strength in days (lobug.memory.store.strength's curve)."""
+    """Retrievability now and strength in days (lobug.memory.table.strength's curve)."""
     rate = float(memory.get("decay_rate") or 0.0)
     seen = memory.get("last_accessed") or memory.get("created_at") or now
     days = max(0.0, (now - float(seen)) / DAY)

@@ -16,8 +16,8 @@ from fake_ollama import FakeOllamaState
 from memory_kit import Script, extract_by_keyword
 
 from lobug import keys
-from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
+from lobug.memory.table import rows as store
 
 ALEX = "The user's name is Alex and the user works at NASA with Maria."
 TEA = "The user drinks green tea every morning."

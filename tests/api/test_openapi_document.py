@@ -17,7 +17,7 @@ from lobug import access
 from lobug.api.memory_routes import openapi_document
 from lobug.chat.service import MAX_ID_CHARS
 from lobug.config import ChatConfig
-from lobug.memory.store import delta
+from lobug.memory.table import delta
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "lobug" / "api" / "openapi.json"
 METHODS = ("get", "put", "post", "delete", "patch", "options", "head", "trace")

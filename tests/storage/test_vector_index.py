@@ -19,7 +19,7 @@ import pytest
 from lobug.memory.query import Reach
 from lobug.memory.search.corpus import MEMORIES
 from lobug.memory.search.hybrid import vector_knn
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 from lobug.storage import vector_index
 from lobug.storage.database import Database
@@ -113,7 +113,7 @@ def test_writes_through_any_connection_reach_the_index(db: Database, db_path: Pa
     script = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from lobug.storage.sqlite import connect\n"
-        "from lobug.memory.store import rows as store\n"
+        "from lobug.memory.table import rows as store\n"
         "from lobug.memory.vectors import knn\n"
         "conn = connect(sys.argv[2]); conn.execute('BEGIN IMMEDIATE')\n"
         "i = store.insert_memory(conn, user_id='default', kind='fact', content='cli', now=1.0,"

@@ -18,7 +18,7 @@ from daemon_proc import Daemon
 from lobug import conversation as turns
 from lobug.config import Config, load_config
 from lobug.memory import settings
-from lobug.memory.store.rows import link_sources
+from lobug.memory.table.rows import link_sources
 from lobug.memory.write import consent
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin

@@ -37,7 +37,7 @@ from lobug.memory.shapes import (
     parse_value,
 )
 from lobug.memory.shapes import params as q
-from lobug.memory.store.dedup import content_hash
+from lobug.memory.table.dedup import content_hash
 from lobug.memory.transfer.export_file import write_export
 
 Result = tuple[Any, str]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from lobug.memory.extract import llm as extraction
 from lobug.memory.extract import procedures
 from lobug.memory.extract.heuristics import extract_candidates
-from lobug.memory.store.dedup import dedupe_batch
+from lobug.memory.table.dedup import dedupe_batch
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import subject_attribute
 from lobug.memory.write.judge import covers

@@ -57,8 +57,8 @@ from lobug.memory import enqueue
 from lobug.memory.extract import batch, candidates
 from lobug.memory.extract import llm as extraction
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import rows as store
-from lobug.memory.store.dedup import content_hash
+from lobug.memory.table import rows as store
+from lobug.memory.table.dedup import content_hash
 from lobug.memory.upkeep import events
 from lobug.memory.write import consent, judge
 from lobug.memory.write.candidate import Candidate

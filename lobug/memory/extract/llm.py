@@ -11,7 +11,7 @@ from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
 from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.replies import find_json, json_items
 from lobug.memory import instructions
-from lobug.memory.store.rows import FACT_TYPES
+from lobug.memory.table.rows import FACT_TYPES
 from lobug.memory.write.validator import MAX_CHARS
 
 PROCEDURAL = "procedural"  # seed 001 §12: how the user likes a task done

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from lobug.memory.store.rows import add_history
+from lobug.memory.table.rows import add_history
 from lobug.memory.vectors import knn
 
 RELATED_TO = "related_to"

@@ -15,7 +15,7 @@ from typing import Any
 
 from lobug.memory.lifecycle.status import Sql, change_status
 from lobug.memory.search.scoring import DAY
-from lobug.memory.store.rows import add_history
+from lobug.memory.table.rows import add_history
 
 # Summaries are cascade inputs (the cascades keep and retire them), so no policy touches them.
 IN_KINDS = "kind IN ('fact', 'insight', 'procedural', 'reflection')"

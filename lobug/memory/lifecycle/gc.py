@@ -21,7 +21,7 @@ from typing import Any
 from lobug.config import LifecycleConfig
 from lobug.memory import enqueue
 from lobug.memory.lifecycle.policies import run_gc
-from lobug.memory.store import delta, memory_events
+from lobug.memory.table import delta, memory_events
 from lobug.memory.vectors.knn import facts_without_vector
 
 GC_KEYS = ("rescored", "promoted", "demoted", "archived", "soft_deleted", "expired", "purged")

@@ -34,8 +34,8 @@ from lobug.memory.lifecycle.forgetting import (
 from lobug.memory.lifecycle.purge import purge_due, purge_memory
 from lobug.memory.lifecycle.status import change_status
 from lobug.memory.search.scoring import DAY, WEIGHTS, ScoringWeights, memory_score
-from lobug.memory.store.rows import add_history
-from lobug.memory.store.strength import retrievability, seen_at
+from lobug.memory.table.rows import add_history
+from lobug.memory.table.strength import retrievability, seen_at
 
 __all__ = [
     "capacity_cleanup",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lobug.memory.store.rows import add_history
+from lobug.memory.table.rows import add_history
 from lobug.memory.vectors.knn import drop_memory_vector
 from lobug.storage.sqlite import has_table
 

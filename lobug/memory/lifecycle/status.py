@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lobug.memory.store.rows import MemoryRow, add_history
+from lobug.memory.table.rows import MemoryRow, add_history
 from lobug.memory.vectors.knn import VECTOR_STATUSES, drop_memory_vector
 
 # The history row's default old/new values: the status before and after.

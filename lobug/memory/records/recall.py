@@ -19,12 +19,12 @@ from lobug import errors
 from lobug.access import Principal
 from lobug.memory import enqueue
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, Reach, tokens_of
-from lobug.memory.records.rows import Scope, marks, memory_dict
+from lobug.memory.records.scope import Scope, marks, memory_dict
 from lobug.memory.records.service import USER, Records
 from lobug.memory.search import prompt_context
-from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import short_cascade_due
+from lobug.memory.table import delta
 
 API_DEVICE = "api"
 MAX_DELTA = 50  # per response; the header itself shows at most 3

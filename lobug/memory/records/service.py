@@ -24,7 +24,7 @@ from lobug.access import (
 )
 from lobug.memory.query import InvalidMemory
 from lobug.memory.records import writes
-from lobug.memory.records.rows import (
+from lobug.memory.records.scope import (
     Scope,
     entity_dict,
     history_dict,

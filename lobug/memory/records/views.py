@@ -7,12 +7,12 @@ from typing import Any
 
 from lobug.errors import not_found
 from lobug.memory import enqueue
-from lobug.memory.records.rows import Scope, entity_visible_sql, visible_memory
+from lobug.memory.records.scope import Scope, entity_visible_sql, visible_memory
 from lobug.memory.search.fts import build_fts_query, fts_available, like_patterns
-from lobug.memory.store import rows
-from lobug.memory.store.delta import current_rev
 from lobug.memory.summaries.base_memory import get_base
 from lobug.memory.summaries.cascades import count_unincorporated, count_unsummarized
+from lobug.memory.table import rows
+from lobug.memory.table.delta import current_rev
 from lobug.storage.sqlite import escape_like
 from lobug.storage.vectors import embedding_state
 from lobug.workers import queue

@@ -14,9 +14,9 @@ from lobug import errors
 from lobug.access import check_write_store
 from lobug.memory import enqueue
 from lobug.memory.graph import entities
-from lobug.memory.records.rows import Scope, etag, memory_row, visible_memory
-from lobug.memory.store import delta
-from lobug.memory.store import rows as store
+from lobug.memory.records.scope import Scope, etag, memory_row, visible_memory
+from lobug.memory.table import delta
+from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.memory.write.fact_keys import key_string

@@ -23,9 +23,9 @@ from lobug.memory import enqueue
 from lobug.memory.graph.entities import link_entities
 from lobug.memory.reflect import marks
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import rows as store
-from lobug.memory.store.dedup import content_hash
 from lobug.memory.summaries.cascades import entities_of
+from lobug.memory.table import rows as store
+from lobug.memory.table.dedup import content_hash
 from lobug.memory.write import consent
 from lobug.memory.write.validator import MAX_CHARS, validate_fact
 

@@ -22,8 +22,8 @@ from lobug.memory import enqueue, instructions
 from lobug.memory.reflect import insights, marks, reflection
 from lobug.memory.reflect import instructions as thinking
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory, distill, early_base
+from lobug.memory.table import rows as store
 from lobug.memory.upkeep import budget
 from lobug.storage.database import Database
 from lobug.workers.queue import Job

@@ -24,7 +24,7 @@ from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.llm.ask import InvalidOutput, plain_text
 from lobug.memory import enqueue
 from lobug.memory.reflect import marks
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.write.validator import validate_fact
 
 TASK = "reflection"

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from lobug.memory.store import delta
-from lobug.memory.store.rows import add_history
-from lobug.memory.store.strength import Strength, reinforce_row
+from lobug.memory.table import delta
+from lobug.memory.table.rows import add_history
+from lobug.memory.table.strength import Strength, reinforce_row
 
 MAX_PENDING = 10_000  # ids; far more than a household's memories retrieved in an interval
 

@@ -29,8 +29,8 @@ from lobug.memory.graph import related
 from lobug.memory.query import QueryRequest, QueryResult, Reach, tokens_of
 from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
-from lobug.memory.store import delta
 from lobug.memory.summaries import base_memory
+from lobug.memory.table import delta
 
 CONTEXT_DEPTH = 20  # candidates per ranked list: the prompt takes a handful
 HEADER_BULLETS = 3  # seed 001 §1

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from lobug.memory.store.strength import retrievability
+from lobug.memory.table.strength import retrievability
 
 DAY = 86_400.0
 ORDINARY_DECAY_RATE = 0.05  # a memory of importance 0.5; what a raw turn fades like

@@ -15,7 +15,7 @@ from lobug.memory.query.scalars import (
     absent,
     enum,
 )
-from lobug.memory.store import delta
+from lobug.memory.table import delta
 
 
 class Turn(BaseModel):

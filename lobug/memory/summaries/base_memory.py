@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lobug.memory.store import delta
-from lobug.memory.store.rows import add_history
+from lobug.memory.table import delta
+from lobug.memory.table.rows import add_history
 
 
 def get_base(conn: Any, user_id: str) -> str:

@@ -25,10 +25,10 @@ from lobug.llm.client import LLMClient
 from lobug.llm.embedders import Embedder, EmbeddingUnavailable
 from lobug.memory import enqueue, instructions
 from lobug.memory.graph.entities import Mention, extract_entities, link_entities
-from lobug.memory.store import delta, memory_events
-from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.distill import distill_parser
+from lobug.memory.table import delta, memory_events
+from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.gate import VectorGate
 from lobug.storage.database import Database

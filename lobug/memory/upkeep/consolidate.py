@@ -28,8 +28,8 @@ from typing import Any
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import memory_events
-from lobug.memory.store.rows import bump_counter
+from lobug.memory.table import memory_events
+from lobug.memory.table.rows import bump_counter
 from lobug.memory.upkeep import events, pairs
 from lobug.memory.upkeep.budget import LlmBudget
 from lobug.memory.upkeep.merge import merge_pair, retire_older

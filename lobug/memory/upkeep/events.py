@@ -17,8 +17,8 @@ from typing import Any
 
 from lobug.llm.lane import Preempted
 from lobug.memory.search import when
-from lobug.memory.store import memory_events
-from lobug.memory.store.rows import counters
+from lobug.memory.table import memory_events
+from lobug.memory.table.rows import counters
 from lobug.storage.database import Database
 from lobug.workers.queue import Job
 from lobug.workers.runner import NotReady

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from lobug.memory.lifecycle.status import Sql, change_status
-from lobug.memory.store import delta
-from lobug.memory.store import rows as store
-from lobug.memory.store.rows import MemoryRow
-from lobug.memory.store.strength import Strength
+from lobug.memory.table import delta
+from lobug.memory.table import rows as store
+from lobug.memory.table.rows import MemoryRow
+from lobug.memory.table.strength import Strength
 from lobug.memory.write.reconcile import supersede
 
 ACTOR = "consolidator"

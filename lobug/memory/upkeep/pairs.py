@@ -19,9 +19,9 @@ from typing import Any
 
 from lobug.memory.query import Reach
 from lobug.memory.search.lexical import text_ranks
-from lobug.memory.store import rows as store
-from lobug.memory.store.dedup import jaccard, tokens
-from lobug.memory.store.rows import MemoryRow
+from lobug.memory.table import rows as store
+from lobug.memory.table.dedup import jaccard, tokens
+from lobug.memory.table.rows import MemoryRow
 from lobug.memory.upkeep.events import DAY_S
 from lobug.memory.write.judge import FUNCTION_WORDS, MARKER_WORDS
 from lobug.storage.sqlite import has_table

@@ -39,7 +39,7 @@ from lobug.conversation import CONVERSATION_TURN, TurnRecord
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.memory import enqueue, instructions
-from lobug.memory.store.rows import bump_counter
+from lobug.memory.table.rows import bump_counter
 from lobug.memory.upkeep.budget import LlmBudget
 from lobug.storage.database import Database
 from lobug.workers import queue

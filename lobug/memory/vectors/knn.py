@@ -10,7 +10,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from lobug.memory.store.rows import MemoryRow
+from lobug.memory.table.rows import MemoryRow
 from lobug.storage.sqlite import has_table
 from lobug.storage.vector_index import KEYS, Accept, index_of, record_change
 from lobug.storage.vectors import pack

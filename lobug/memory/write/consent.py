@@ -32,8 +32,8 @@ from lobug import errors
 from lobug.config import MemoryConfig
 from lobug.memory import enqueue
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import rows as store
-from lobug.memory.store.dedup import content_hash
+from lobug.memory.table import rows as store
+from lobug.memory.table.dedup import content_hash
 from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import key_string

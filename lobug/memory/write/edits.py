@@ -12,8 +12,8 @@ from typing import Any
 from lobug.memory import enqueue
 from lobug.memory.lifecycle import policies as lifecycle
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import delta
-from lobug.memory.store import rows as store
+from lobug.memory.table import delta
+from lobug.memory.table import rows as store
 from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.reconcile import Origin, reconcile

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lobug.memory.store.dedup import normalize
+from lobug.memory.table.dedup import normalize
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,9 @@ from lobug.memory import instructions
 from lobug.memory.query import Reach
 from lobug.memory.search.lexical import text_ranks
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import rows as store
-from lobug.memory.store.dedup import content_hash, jaccard, normalize, tokens
-from lobug.memory.store.rows import MemoryRow
+from lobug.memory.table import rows as store
+from lobug.memory.table.dedup import content_hash, jaccard, normalize, tokens
+from lobug.memory.table.rows import MemoryRow
 from lobug.memory.vectors import knn
 from lobug.memory.write import profile_fields
 from lobug.memory.write.candidate import Candidate

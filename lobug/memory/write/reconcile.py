@@ -38,9 +38,9 @@ from lobug.memory.graph import relations
 from lobug.memory.graph.entities import extract_entities, link_entities
 from lobug.memory.lifecycle.status import Sql, change_status
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store import delta, memory_events
-from lobug.memory.store import rows as store
-from lobug.memory.store.dedup import content_hash
+from lobug.memory.table import delta, memory_events
+from lobug.memory.table import rows as store
+from lobug.memory.table.dedup import content_hash
 from lobug.memory.vectors import knn
 from lobug.memory.write import judge
 from lobug.memory.write.candidate import Candidate

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory.query import InvalidMemory
-from lobug.memory.store.rows import bump_counter
+from lobug.memory.table.rows import bump_counter
 
 MAX_CHARS = 280
 # Summaries and reflections are paragraphs by design; only their length is bounded.

@@ -19,7 +19,7 @@ from lobug.llm.embedders import HashingEmbedder
 from lobug.memory import settings
 from lobug.memory.extract.llm import Extracted, parse_facts
 from lobug.memory.instructions import EXTRACT_TASK
-from lobug.memory.store.rows import counters
+from lobug.memory.table.rows import counters
 from lobug.workers import queue
 
 TEA = "The user likes green tea."

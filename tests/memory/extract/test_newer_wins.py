@@ -16,7 +16,7 @@ from memory_kit import MemoryEnv, Script, extract_by_keyword, history_of, memory
 
 from lobug.memory.extract import job as extract_job
 from lobug.memory.query import QueryRequest
-from lobug.memory.store.rows import counters
+from lobug.memory.table.rows import counters
 
 HONDA = "The user drives a Honda to work every day."
 TESLA = "The user drives a Tesla to work every day."  # near-identical wording (Jaccard 0.8)

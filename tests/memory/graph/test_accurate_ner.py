@@ -12,7 +12,7 @@ from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, memory_env
 
 from lobug.memory.graph import entities, ner_llm
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.upkeep import budget
 from lobug.memory.upkeep.jobs import CONSOLIDATE, ENRICH
 

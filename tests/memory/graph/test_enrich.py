@@ -13,7 +13,7 @@ from lobug.memory.graph import enrich, entities
 from lobug.memory.query import QueryFilters, QueryRequest, Reach
 from lobug.memory.search.corpus import MEMORIES, TURNS, visible_ids
 from lobug.memory.search.lexical import text_ranks
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.upkeep.jobs import ENRICH
 
 DAY = 86400.0

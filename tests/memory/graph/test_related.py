@@ -11,7 +11,7 @@ from fake_ollama import FakeOllamaState
 
 from lobug import keys
 from lobug.memory.graph import relations
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 
 ASK = "where does my sister Maya live these days?"

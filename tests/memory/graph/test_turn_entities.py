@@ -12,7 +12,7 @@ from lobug.memory.graph import entities
 from lobug.memory.query import QueryFilters, Reach
 from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.hybrid import entity_ranks
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.upkeep.jobs import ENRICH
 
 DAY = 86400.0

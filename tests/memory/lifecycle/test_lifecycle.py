@@ -13,7 +13,7 @@ import pytest
 from lobug.memory.graph.entities import Mention, link_entities
 from lobug.memory.lifecycle import policies as lifecycle
 from lobug.memory.search.scoring import DAY, ScoringWeights
-from lobug.memory.store.rows import add_history
+from lobug.memory.table.rows import add_history
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect, sqlite3
 from lobug.storage.vectors import create_vector_tables, pack

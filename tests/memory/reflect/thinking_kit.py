@@ -7,7 +7,7 @@ from typing import Any
 
 from memory_kit import MemoryEnv
 
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 
 REFLECTION = (
     "This week the user focused on the garden and on training for the Seattle half marathon. "

@@ -15,7 +15,7 @@ from lobug import keys
 from lobug.access import CategoryPolicy
 from lobug.memory.query import QueryResult
 from lobug.memory.search import prompt_context
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 
 CATEGORIES = """

@@ -16,8 +16,8 @@ from lobug.chat.prompt import REPLY_FORMAT
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory.query import QueryRequest
 from lobug.memory.search import prompt_context as retrieval
-from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
+from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 
 ALEX = "The user's name is Alex and the user works at NASA."

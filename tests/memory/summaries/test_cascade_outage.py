@@ -69,7 +69,7 @@ async def test_cascade_short_outage_longer_than_max_attempts_stays_pending(
 async def test_cascade_long_outage_longer_than_max_attempts_stays_pending(
     mem: MemoryEnv, script: Script, ollama: tuple[FakeOllamaState, str], clock: Any
 ) -> None:
-    from lobug.memory.store import rows as store
+    from lobug.memory.table import rows as store
 
     def insert(conn: Any) -> None:
         for i in range(20):

@@ -13,8 +13,8 @@ from memory_kit import MemoryEnv, Script
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory import enqueue, instructions
 from lobug.memory.reflect.jobs import BASE_FROM_FACTS
-from lobug.memory.store import rows as store
 from lobug.memory.summaries.distill import words
+from lobug.memory.table import rows as store
 
 GARDEN = [f"The user grows {v} tomatoes in the garden beds." for v in ("cherry", "plum", "roma")]
 # More important than the garden facts: the top facts by importance would be these.

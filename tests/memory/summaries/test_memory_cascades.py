@@ -11,9 +11,9 @@ from memory_kit import MemoryEnv, Script, facts_json
 
 from lobug import conversation as turns
 from lobug.memory.search import prompt_context as prompt_search
-from lobug.memory.store import rows as store
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import count_unincorporated, count_unsummarized
+from lobug.memory.table import rows as store
 
 BASE = (
     "User Profile:\n- Name: Alex, works at NASA\nPreferences:\n- Green tea\n"

@@ -10,8 +10,8 @@ from memory_kit import MemoryEnv, Script
 
 from lobug.memory.query import QueryRequest
 from lobug.memory.reflect.jobs import BASE_FROM_FACTS
-from lobug.memory.store import delta
-from lobug.memory.store import rows as store
+from lobug.memory.table import delta
+from lobug.memory.table import rows as store
 
 SUMMARY = "The user and Lo-Bug planned the spring vegetable garden with raised beds."
 FACTS = [f"The user owns {n} bicycles." for n in range(1, 9)]

@@ -9,7 +9,7 @@ from fake_ollama import judge_by
 from memory_kit import MemoryEnv
 
 from lobug.memory import enqueue
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 
 # Each group says one thing; the fixture stores every wording as its own row.
 GROUPS: list[list[str]] = [

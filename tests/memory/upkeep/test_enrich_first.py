@@ -7,7 +7,7 @@ from typing import Any
 
 from memory_kit import MemoryEnv
 
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.upkeep.jobs import CONSOLIDATE, ENRICH, ENRICH_WAIT_S
 
 DAY = 86400.0

@@ -15,7 +15,7 @@ from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, drain, extract_by_keyword
 from near_duplicates import JUDGE, load
 
-from lobug.memory.store.memory_events import RETENTION_DAYS
+from lobug.memory.table.memory_events import RETENTION_DAYS
 
 DAY = 86400.0
 TEA = "The user drinks green tea every morning."

@@ -12,7 +12,7 @@ from memory_kit import MemoryEnv
 from near_duplicates import GROUPS, JUDGE
 
 from lobug.memory import enqueue
-from lobug.memory.store import rows as store
+from lobug.memory.table import rows as store
 from lobug.memory.upkeep.jobs import CONSOLIDATE_SESSION
 
 

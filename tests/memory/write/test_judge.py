@@ -15,7 +15,7 @@ from memory_kit import MemoryEnv, Script, extract_by_keyword
 from lobug.llm.ask import InvalidOutput
 from lobug.memory import instructions
 from lobug.memory.settings import WritePolicy
-from lobug.memory.store.rows import MemoryRow
+from lobug.memory.table.rows import MemoryRow
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.judge import (
     Answer,

@@ -14,8 +14,8 @@ from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, Script, extract_by_keyword, facts_json, history_of, memory_env
 
 from lobug.memory.query import InvalidMemory
-from lobug.memory.store import delta
-from lobug.memory.store.rows import counters
+from lobug.memory.table import delta
+from lobug.memory.table.rows import counters
 
 PORTLAND = "The user lives in Portland."
 SEATTLE = "The user moved to Seattle."
@@ -274,7 +274,7 @@ async def test_remember_validates_reconciles_and_embeds_later(mem: MemoryEnv) ->
 
 
 def test_migration_m003_recomputes_hashes_and_keys(tmp_path: Path) -> None:
-    from lobug.memory.store.dedup import content_hash
+    from lobug.memory.table.dedup import content_hash
     from lobug.storage import migrations
     from lobug.storage.sqlite import connect
 

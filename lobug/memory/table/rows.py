@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from lobug.memory.store.dedup import content_hash
-from lobug.memory.store.strength import DEFAULT as DEFAULT_STRENGTH
-from lobug.memory.store.strength import Strength, reinforce_row
+from lobug.memory.table.dedup import content_hash
+from lobug.memory.table.strength import DEFAULT as DEFAULT_STRENGTH
+from lobug.memory.table.strength import Strength, reinforce_row
 
 # One hash for "the same memory" everywhere: dedup.content_hash (store.content_hash is it).
 

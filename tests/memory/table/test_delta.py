@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lobug.memory.store import delta
+from lobug.memory.table import delta
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from lobug import errors
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy, Principal, visible_stores
-from lobug.memory.store.delta import Change
-from lobug.memory.store.rows import loads, row_dict
+from lobug.memory.table.delta import Change
+from lobug.memory.table.rows import loads, row_dict
 
 TURN_STORE = "private"
 MEMORY_KEYS = (

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lobug.memory.store.dedup import content_hash, dedupe_batch, jaccard, normalize
+from lobug.memory.table.dedup import content_hash, dedupe_batch, jaccard, normalize
 
 
 def test_normalize() -> None:
