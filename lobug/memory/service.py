@@ -220,7 +220,7 @@ class MemoryService:
 
             def read(
                 conn: Any, vector: Any, words: Any
-            ) -> tuple[prompt_context.Context, notes.Notes, list[tuple[int, str]]]:
+            ) -> tuple[prompt_context.TurnMemory, notes.Notes, list[tuple[int, str]]]:
                 """One reader round trip after the embedding: the memories, and for the owner
                 the reflection, the procedures (insights rank with the facts) and the
                 proposals to confirm."""

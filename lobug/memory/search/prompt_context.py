@@ -256,7 +256,7 @@ class News:
 
 
 @dataclass(frozen=True)
-class Context:
+class TurnMemory:
     """What the prompt gets from memory for one turn."""
 
     base: str | None  # None: not read (the caller has it cached)
@@ -279,7 +279,7 @@ def read_context(
     policy: CategoryPolicy,
     want_base: bool,
     shown: int | None = None,
-) -> Context:
+) -> TurnMemory:
     """The hot path's reader round trip after the embedding: the base memory (unless cached),
     the delta header, the `all` categories' memories, the vector
     list, the fusion with the `words` lists ranked while embedding, the top `k` facts by the
@@ -309,7 +309,7 @@ def read_context(
         categories=req.reach.categories,
         skip=skip,
     )
-    return Context(base, found, news, always, tied)
+    return TurnMemory(base, found, news, always, tied)
 
 
 def _since(conn: Any, session_id: str, user_id: str, shown: int | None) -> int:
