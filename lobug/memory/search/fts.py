@@ -145,11 +145,6 @@ def _stems(token: str) -> bool:
     return len(token) >= MIN_PREFIX_CHARS
 
 
-def like_pattern(text: str) -> str:
-    """A LIKE pattern matching text anywhere; use with `ESCAPE '\\'`."""
-    return "%" + escape_like(" ".join(text.split())) + "%"
-
-
 def like_patterns(text: str, *, max_tokens: int = 8) -> list[str]:
     """One LIKE pattern per search word (ORed by the caller) for the no-FTS5 fallback."""
     return ["%" + escape_like(token) + "%" for token in query_tokens(text, max_tokens=max_tokens)]

@@ -197,13 +197,6 @@ def memory_score(
     )
 
 
-def ebbinghaus(confidence: float, decay_rate: float, days_since_access: float) -> float:
-    """Confidence after forgetting: conf·exp(−rate·days); a rate of 0 never decays."""
-    if decay_rate <= 0:
-        return confidence
-    return confidence * math.exp(-decay_rate * max(0.0, days_since_access))
-
-
 def rrf(
     lists: Mapping[str, list[int]], k: int = 60, weights: Mapping[str, float] | None = None
 ) -> dict[int, float]:

@@ -16,14 +16,13 @@ from lobug.memory.search.fts import (
     fold,
     fts_available,
     fts_term,
-    like_pattern,
     like_patterns,
     query_tokens,
     scan_words,
     token_matches,
 )
 from lobug.storage.migrations import migrate
-from lobug.storage.sqlite import connect
+from lobug.storage.sqlite import connect, escape_like
 
 DOCS = [
     "The user lives in Seattle.",
@@ -169,6 +168,10 @@ def test_tokens_distinct_casefolded_and_capped() -> None:
 def test_non_latin_scripts_match(conn: Any) -> None:
     assert match(conn, build_fts_query("नमस्ते") or "") == [4]
     assert match(conn, build_fts_query("東京") or "") == [5]
+
+
+def like_pattern(text: str) -> str:
+    return "%" + escape_like(text) + "%"
 
 
 def test_like_pattern_escapes() -> None:

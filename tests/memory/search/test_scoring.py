@@ -13,7 +13,6 @@ from lobug.memory.search.scoring import (
     Fused,
     ScoringWeights,
     age_days,
-    ebbinghaus,
     fuse,
     list_ranks,
     memory_score,
@@ -67,12 +66,6 @@ def test_memory_score_reads_sqlite_rows(tmp_path: object) -> None:
     b = memory_score(row, W, NOW)
     assert b.total == pytest.approx(0 + 1.0 + 2.0)
     conn.close()
-
-
-def test_ebbinghaus() -> None:
-    assert ebbinghaus(1.0, 0.1, 10) == pytest.approx(math.exp(-1))
-    assert ebbinghaus(0.8, 0.0, 10_000) == 0.8  # protected
-    assert ebbinghaus(0.8, 0.1, -5) == 0.8  # no negative time
 
 
 def test_rrf_and_ranks() -> None:
