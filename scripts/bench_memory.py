@@ -51,6 +51,7 @@ from lobug.llm.embedders import Embedder, make_embedder  # noqa: E402
 from lobug.llm.ollama_chat import OllamaChat  # noqa: E402
 from lobug.memory.query import QueryRequest  # noqa: E402
 from lobug.memory.search import prompt_context as retrieval  # noqa: E402
+from lobug.memory.search import runner  # noqa: E402
 from lobug.memory.service import MemoryService  # noqa: E402
 from lobug.memory.settings import write_policy  # noqa: E402
 from lobug.memory.summaries import base_memory  # noqa: E402
@@ -210,10 +211,17 @@ async def bench_size(
     async def vector(q: str) -> list[float]:
         return table[q]
 
-    async def read(q: str) -> Any:
-        return await retrieval.context(
-            db, plan(q), vector(q), k=top_k, policy=policy, want_base=False, now=time.time()
+    async def context(req: Any, vector: Any) -> Any:
+        """The memories of MemoryService.prompt_sections: the word lists while the query is
+        embedded, then one reader round trip (the owner's notes left out)."""
+        words = await runner.while_embedding(db, req, vector)
+        read = partial(
+            retrieval.read_context, now=time.time(), k=top_k, policy=policy, want_base=False
         )
+        return await db.read(read, req, words.vector, await words.lists)
+
+    async def read(q: str) -> Any:
+        return await context(plan(q), vector(q))
 
     for q in queries[:10]:
         await read(q)
@@ -237,9 +245,7 @@ async def bench_size(
     times = []
     for q in queries:
         mark: list[float] = []
-        await retrieval.context(
-            db, plan(q), embedded(q, mark), k=top_k, policy=policy, want_base=False, now=time.time()
-        )
+        await context(plan(q), embedded(q, mark))
         times.append((time.perf_counter() - mark[0]) * 1000)
     result["after_embedding_ms_p50"] = round(pct(times, 50), 2)
     result["after_embedding_ms_p95"] = round(pct(times, 95), 2)
