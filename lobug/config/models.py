@@ -91,7 +91,8 @@ class StorageConfig:
     )
     vector_index: bool = Field(
         default=True,
-        description="The daemon keeps a copy of the vectors in memory (4 bytes per dimension per"
+        description="The daemon (and a CLI command that searches) keeps a copy of the vectors in"
+        " memory (4 bytes per dimension per"
         " vector: 15 MB for 10k 384-d vectors) for exact nearest-neighbour search without scanning"
         " sqlite-vec on every query; SQLite stays the source of truth. false: scan sqlite-vec"
         " (slower past a few thousand).",
