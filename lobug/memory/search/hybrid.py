@@ -58,6 +58,7 @@ LIST_ORDER = (
     "who_vector",
     "who_words",
     "who_context",
+    "dated",
 )
 
 

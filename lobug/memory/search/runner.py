@@ -162,8 +162,21 @@ def ranked_lists(
         if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.query)):
             said_by = replace(flt, speaker=name)
             lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who"))
+        if corpus is TURNS and "context" in parts and when.asks_when(plan.req.query):
+            lists["dated"] = dated(conn, lists.get("who_context") or lists.get("context", []))
         found[corpus.table] = lists
     return found
+
+
+def dated(conn: Any, ids: Sequence[int]) -> list[int]:
+    """The turns among `ids` (best first) that tell a time ("yesterday", "last Friday"): what
+    a question asking when ("When did Melanie go to the museum?") is answered by."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, text FROM turns WHERE id IN ({marks})", tuple(ids))
+    telling = {int(r[0]) for r in rows if when.says_when(str(r[1]))}
+    return [i for i in ids if i in telling]
 
 
 def narrowed_lists(

@@ -101,6 +101,22 @@ _DAYS = {
 }
 _DAYS_RE = re.compile(r"\b(" + "|".join(_DAYS) + r")\b", re.I)
 _EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
+# A question that asks for a time ("When did …?", "What year …", "How long ago …"), and a turn
+# that tells one ("yesterday", "last Friday", "two weeks ago", "on the 15th", "in May"): the
+# answer to the first is most often a turn of the second kind (`says_when`).
+_ASKS_WHEN = re.compile(
+    r"\bwhen\b|\b(?:what|which)\s+(?:date|day|week|month|year|time)\b|\bhow\s+long\s+ago\b",
+    re.I,
+)
+_SAYS_WHEN = re.compile(
+    r"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
+    r"|(?:last|this|next|past|previous)\s+(?:week|weekend|month|year|night|morning|evening"
+    rf"|{_SEASON}|\w+day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend"
+    rf"|{_YEAR}|the\s+\d{{1,2}}(?:st|nd|rd|th)|(?:in|on|since|until)\s+(?:{_MONTH})"
+    r"|(?:january|february|march|april|june|july|august|september|october|november|december)"
+    r")\b",
+    re.I,
+)
 
 
 def day_start(now: float, zone: tzinfo | None = None) -> datetime:
@@ -125,6 +141,16 @@ def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
             start, end = found
             return start.timestamp(), min(end, today + timedelta(days=1)).timestamp()
     return None
+
+
+def asks_when(text: str) -> bool:
+    """Whether the question asks for a time ("When did …?", "What year …?")."""
+    return _ASKS_WHEN.search(text) is not None
+
+
+def says_when(text: str) -> bool:
+    """Whether the text tells a time, relative or not ("yesterday", "last Friday", "in May")."""
+    return _SAYS_WHEN.search(text) is not None
 
 
 Span = tuple[datetime, datetime]
