@@ -96,10 +96,9 @@ _DAYS = {
     "yesterday": (-1, 0),
     "last night": (-1, 1),
     "the other day": (-7, 0),
-    "recently": (-30, 1),
-    "lately": (-30, 1),
 }
 _DAYS_RE = re.compile(r"\b(" + "|".join(_DAYS) + r")\b", re.I)
+_LATELY = re.compile(r"\b(?:recently|lately)\b", re.I)  # the last 30 days
 _EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
 # A question that asks for a time ("When did …?", "What year …", "How long ago …"), and a turn
 # that tells one ("yesterday", "last Friday", "two weeks ago", "on the 15th", "in May"): the
@@ -135,7 +134,9 @@ def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
     """The period the text names, resolved against `now` in `zone` (None: the machine's local
     zone); None when it names none."""
     today = day_start(now, zone)
-    for parse in (_days, _ago, _earlier, _relative, _season, _day_of_month, _month, _year):
+    # A calendar date is the firmest anchor ("recently, as mentioned on 3 June, 2023"; "in
+    # May 2022"), then the named days, then the relative periods; "recently" is the vaguest.
+    for parse in (_day_of_month, _month, _year, _days, _ago, _earlier, _relative, _season, _lately):
         found = parse(text, today)
         if found is not None:
             start, end = found
@@ -162,6 +163,14 @@ def _days(text: str, today: datetime) -> Span | None:
         return None
     first, last = _DAYS[m.group(1).lower()]
     return today + timedelta(days=first), today + timedelta(days=last)
+
+
+def _lately(text: str, today: datetime) -> Span | None:
+    return (
+        None
+        if _LATELY.search(text) is None
+        else (today - timedelta(days=30), today + timedelta(days=1))
+    )
 
 
 def _ago(text: str, today: datetime) -> Span | None:
