@@ -158,10 +158,10 @@ def ranked_lists(
         )
         if plan.period is not None:
             inside = replace(flt, said_in=plan.period)
-            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when"))
+            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when", flt))
         if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.query)):
             said_by = replace(flt, speaker=name)
-            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who"))
+            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who", flt))
         if corpus is TURNS and "context" in parts and when.asks_when(plan.req.query):
             lists["dated"] = dated(conn, lists.get("who_context") or lists.get("context", []))
         found[corpus.table] = lists
@@ -187,6 +187,7 @@ def narrowed_lists(
     corpus: Corpus,
     inside: Reach,
     name: str,
+    outer: Reach,
 ) -> dict[str, list[int]]:
     """The question names a period ("last spring": `when`) or a speaker ("Liam's": `who`):
     the rows within it, by meaning (with the vector list), by words (with the lexical ones:
@@ -203,7 +204,7 @@ def narrowed_lists(
             lists[f"{name}_vector"] = [i for i, _ in nearest[: plan.depth]]
     if context:
         lists[f"{name}_context"] = context_ranks(
-            conn, plan.req.query, nearest, plan.depth, flt=inside
+            conn, plan.req.query, nearest, plan.depth, flt=inside, outer=outer
         )
     if "bm25" in parts:
         lists[f"{name}_words"] = hybrid.text_ranks(
