@@ -65,7 +65,7 @@ LIST_WEIGHTS = {
     "who_vector": 1.0,
     "who_words": 0.5,
     "who_context": 1.0,
-    "dated": 1.0,
+    "dated": 0.5,
 }
 
 
