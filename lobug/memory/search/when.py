@@ -100,15 +100,16 @@ _DAYS = {
 _DAYS_RE = re.compile(r"\b(" + "|".join(_DAYS) + r")\b", re.I)
 _LATELY = re.compile(r"\b(?:recently|lately)\b", re.I)  # the last 30 days
 _EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
-# A question that asks for a time ("When did …?", "What year …", "How long ago …"), and a turn
-# that tells one ("yesterday", "last Friday", "two weeks ago", "on the 15th", "in May"): the
+# A question that asks for a time ("When did …?", "What year …", "How long …"), and a turn
+# that tells one ("yesterday", "last Friday", "for 3 years", "on the 15th", "in May"): the
 # answer to the first is most often a turn of the second kind (`says_when`).
 _ASKS_WHEN = re.compile(
-    r"\bwhen\b|\b(?:what|which)\s+(?:date|day|week|month|year|time)\b|\bhow\s+long\s+ago\b",
+    r"\bwhen\b|\b(?:what|which)\s+(?:date|day|week|month|year|time)\b|\bhow\s+long\b",
     re.I,
 )
 _SAYS_WHEN = re.compile(
-    r"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
+    rf"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
+    rf"|(?:{_NUMBER})\s+(?:day|week|month|year)s?"
     r"|(?:last|this|next|past|previous)\s+(?:week|weekend|month|year|night|morning|evening"
     rf"|{_SEASON}|\w+day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend"
     rf"|{_YEAR}|the\s+\d{{1,2}}(?:st|nd|rd|th)|(?:in|on|since|until)\s+(?:{_MONTH})"
