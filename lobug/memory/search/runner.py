@@ -33,6 +33,7 @@ from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import context_ranks
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
+from lobug.memory.search.echo import echo_ranks
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
@@ -162,6 +163,9 @@ def ranked_lists(
         if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.query)):
             said_by = replace(flt, speaker=name)
             lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who", flt))
+        if corpus is TURNS and "context" in parts:
+            first = lists.get("who_context") or lists.get("context", [])
+            lists["echo"] = echo_ranks(conn, plan.req.query, first, plan.depth, flt)
         if corpus is TURNS and "context" in parts and when.asks_when(plan.req.query):
             lists["dated"] = dated(conn, lists.get("who_context") or lists.get("context", []))
         found[corpus.table] = lists
