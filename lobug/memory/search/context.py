@@ -62,14 +62,18 @@ def context_ranks(
     k: int,
     *,
     flt: Reach | None = None,
+    outer: Reach | None = None,
     weights: ContextWeights = WEIGHTS,
 ) -> list[int]:
     """Turn ids by their score with context (see the module), best first. `nearest`: the
     caller's KNN of the query over the same turns, (id, cosine distance) nearest first, at
     least `weights.depth` deep when there are that many (the search runs it once for this list
-    and the vector list); empty without vectors."""
+    and the vector list); empty without vectors. `outer`: the reach `flt` narrows (to a
+    speaker, a period): the question a reply answers counts by its words whoever asked it —
+    "Can you give me the recipe?" credits the other person's "Sure thing!"."""
     flt = flt or Reach()
     match = _words_query(conn, flt.user_id, text)
+    asked = _bm25_scores(conn, match, weights.depth, outer) if outer is not None else {}
     words = _bm25_scores(conn, match, weights.depth, flt)
     near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
     if not words and not near:
@@ -87,7 +91,7 @@ def context_ranks(
     span = max(near.values(), default=0.0) - lo
 
     def own(i: int) -> float:
-        b = words.get(i, 0.0) / top if top > 0 else 0.0
+        b = min(1.0, words.get(i, asked.get(i, 0.0)) / top) if top > 0 else 0.0
         v = (near[i] - lo) / span if span > 0 and i in near else 0.0
         return weights.words * b + weights.meaning * v
 

@@ -112,9 +112,10 @@ def word_rows(conn: Any, vocab: str, token: str) -> int:
     ):
         return int(known[1])
     if _stems(token):
+        root = stem(token)
         row = conn.execute(
             f"SELECT sum(doc) FROM {vocab} WHERE term >= ? AND term < ?",
-            (token, token + "\U0010ffff"),
+            (root, root + "\U0010ffff"),
         ).fetchone()
     else:
         row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (token,)).fetchone()
@@ -131,18 +132,34 @@ def fts_term(token: str, *, prefix: bool = True) -> str:
     # Every token becomes an FTS5 string, so AND/OR/NOT/NEAR, `*`, `^`, `:` and column names
     # in the user's text are words, never syntax. Tokens never contain '"', but doubling keeps
     # the quoting correct should the scanner ever change.
-    return '"' + token.replace('"', '""') + '"' + ("*" if prefix and _stems(token) else "")
+    if prefix and _stems(token):
+        return '"' + stem(token).replace('"', '""') + '"*'
+    return '"' + token.replace('"', '""') + '"'
 
 
 def token_matches(token: str, word: str, *, prefix: bool = True) -> bool:
     """Whether `word` (from a document) matches query `token` the way build_fts_query does."""
-    return word == token or (prefix and _stems(token) and word.startswith(token))
+    return word == token or (prefix and _stems(token) and word.startswith(stem(token)))
 
 
 def _stems(token: str) -> bool:
     # The tables use unicode61 without a stemmer; a prefix query on words of 4+ letters is a
     # cheap stand-in ("lesson" finds "lessons", "live" finds "lives"), shorter ones stay exact.
     return len(token) >= MIN_PREFIX_CHARS
+
+
+# An inflection the prefix drops first, so "adoption" finds "adopted" and "camping" "camp":
+# only where at least MIN_PREFIX_CHARS letters remain ("games" keeps "game"); "-er" and "-ly"
+# are left alone ("career" is not "care", "family" not "familiar").
+SUFFIXES = ("ings", "ing", "ions", "ion", "ied", "ies", "ed", "es", "s")
+
+
+def stem(token: str) -> str:
+    """What a prefix query on `token` looks for: the token without its inflection."""
+    for suffix in SUFFIXES:
+        if token.endswith(suffix) and len(token) - len(suffix) >= MIN_PREFIX_CHARS:
+            return token[: -len(suffix)]
+    return token
 
 
 def like_patterns(text: str, *, max_tokens: int = 8) -> list[str]:

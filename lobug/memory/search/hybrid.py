@@ -58,6 +58,8 @@ LIST_ORDER = (
     "who_vector",
     "who_words",
     "who_context",
+    "dated",
+    "echo",
 )
 
 

@@ -17,6 +17,7 @@ from lobug.memory.search.fts import (
     min_match_query,
     query_tokens,
     scan_words,
+    stem,
     token_matches,
 )
 
@@ -97,7 +98,7 @@ def _matcher(tokens: Sequence[str]) -> Callable[[str], int]:
     (whole word, or prefix for 4+ letters). ASCII text — nearly every memory — is searched
     with one compiled pattern per word; anything else goes through the exact scanner."""
     ascii_patterns = [
-        re.compile(rf"(?<![a-z0-9]){re.escape(t)}" + ("" if _prefix(t) else r"(?![a-z0-9])"))
+        re.compile(rf"(?<![a-z0-9]){re.escape(stem(t))}" + ("" if _prefix(t) else r"(?![a-z0-9])"))
         for t in tokens
         if t.isascii()
     ]

@@ -33,6 +33,7 @@ from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import context_ranks
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
+from lobug.memory.search.echo import echo_ranks
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
@@ -158,12 +159,28 @@ def ranked_lists(
         )
         if plan.period is not None:
             inside = replace(flt, said_in=plan.period)
-            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when"))
+            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when", flt))
         if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.query)):
             said_by = replace(flt, speaker=name)
-            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who"))
+            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who", flt))
+        if corpus is TURNS and "context" in parts:
+            first = lists.get("who_context") or lists.get("context", [])
+            lists["echo"] = echo_ranks(conn, plan.req.query, first, plan.depth, flt)
+        if corpus is TURNS and "context" in parts and when.asks_when(plan.req.query):
+            lists["dated"] = dated(conn, lists.get("who_context") or lists.get("context", []))
         found[corpus.table] = lists
     return found
+
+
+def dated(conn: Any, ids: Sequence[int]) -> list[int]:
+    """The turns among `ids` (best first) that tell a time ("yesterday", "last Friday"): what
+    a question asking when ("When did Melanie go to the museum?") is answered by."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, text FROM turns WHERE id IN ({marks})", tuple(ids))
+    telling = {int(r[0]) for r in rows if when.says_when(str(r[1]))}
+    return [i for i in ids if i in telling]
 
 
 def narrowed_lists(
@@ -174,6 +191,7 @@ def narrowed_lists(
     corpus: Corpus,
     inside: Reach,
     name: str,
+    outer: Reach,
 ) -> dict[str, list[int]]:
     """The question names a period ("last spring": `when`) or a speaker ("Liam's": `who`):
     the rows within it, by meaning (with the vector list), by words (with the lexical ones:
@@ -190,7 +208,7 @@ def narrowed_lists(
             lists[f"{name}_vector"] = [i for i, _ in nearest[: plan.depth]]
     if context:
         lists[f"{name}_context"] = context_ranks(
-            conn, plan.req.query, nearest, plan.depth, flt=inside
+            conn, plan.req.query, nearest, plan.depth, flt=inside, outer=outer
         )
     if "bm25" in parts:
         lists[f"{name}_words"] = hybrid.text_ranks(

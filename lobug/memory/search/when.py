@@ -96,11 +96,27 @@ _DAYS = {
     "yesterday": (-1, 0),
     "last night": (-1, 1),
     "the other day": (-7, 0),
-    "recently": (-30, 1),
-    "lately": (-30, 1),
 }
 _DAYS_RE = re.compile(r"\b(" + "|".join(_DAYS) + r")\b", re.I)
+_LATELY = re.compile(r"\b(?:recently|lately)\b", re.I)  # the last 30 days
 _EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
+# A question that asks for a time ("When did …?", "What year …", "How long …"), and a turn
+# that tells one ("yesterday", "last Friday", "for 3 years", "on the 15th", "in May"): the
+# answer to the first is most often a turn of the second kind (`says_when`).
+_ASKS_WHEN = re.compile(
+    r"\bwhen\b|\b(?:what|which)\s+(?:date|day|week|month|year|time)\b|\bhow\s+long\b",
+    re.I,
+)
+_SAYS_WHEN = re.compile(
+    rf"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
+    rf"|(?:{_NUMBER})\s+(?:day|week|month|year)s?"
+    r"|(?:last|this|next|past|previous)\s+(?:week|weekend|month|year|night|morning|evening"
+    rf"|{_SEASON}|\w+day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend"
+    rf"|{_YEAR}|the\s+\d{{1,2}}(?:st|nd|rd|th)|(?:in|on|since|until)\s+(?:{_MONTH})"
+    r"|(?:january|february|march|april|june|july|august|september|october|november|december)"
+    r")\b",
+    re.I,
+)
 
 
 def day_start(now: float, zone: tzinfo | None = None) -> datetime:
@@ -119,12 +135,24 @@ def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
     """The period the text names, resolved against `now` in `zone` (None: the machine's local
     zone); None when it names none."""
     today = day_start(now, zone)
-    for parse in (_days, _ago, _earlier, _relative, _season, _day_of_month, _month, _year):
+    # A calendar date is the firmest anchor ("recently, as mentioned on 3 June, 2023"; "in
+    # May 2022"), then the named days, then the relative periods; "recently" is the vaguest.
+    for parse in (_day_of_month, _month, _year, _days, _ago, _earlier, _relative, _season, _lately):
         found = parse(text, today)
         if found is not None:
             start, end = found
             return start.timestamp(), min(end, today + timedelta(days=1)).timestamp()
     return None
+
+
+def asks_when(text: str) -> bool:
+    """Whether the question asks for a time ("When did …?", "What year …?")."""
+    return _ASKS_WHEN.search(text) is not None
+
+
+def says_when(text: str) -> bool:
+    """Whether the text tells a time, relative or not ("yesterday", "last Friday", "in May")."""
+    return _SAYS_WHEN.search(text) is not None
 
 
 Span = tuple[datetime, datetime]
@@ -136,6 +164,14 @@ def _days(text: str, today: datetime) -> Span | None:
         return None
     first, last = _DAYS[m.group(1).lower()]
     return today + timedelta(days=first), today + timedelta(days=last)
+
+
+def _lately(text: str, today: datetime) -> Span | None:
+    return (
+        None
+        if _LATELY.search(text) is None
+        else (today - timedelta(days=30), today + timedelta(days=1))
+    )
 
 
 def _ago(text: str, today: datetime) -> Span | None:

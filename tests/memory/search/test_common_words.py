@@ -43,9 +43,10 @@ def conn(tmp_path: Path) -> Any:
 
 
 def test_the_vocabulary_tells_common_words(conn: Any) -> None:
-    tokens = fts.query_tokens("kettle descaler morning mornings")
-    # "mornings" as a prefix matches no stored word: not common.
-    assert fts.common_words(conn, "turns_fts", tokens) == {"kettle", "morning"}
+    tokens = fts.query_tokens("kettle descaler morning mornings morningside")
+    # "morningside" as a prefix matches no stored word: not common; "mornings" looks for
+    # "morning" (fts.stem) and is as common as it.
+    assert fts.common_words(conn, "turns_fts", tokens) == {"kettle", "morning", "mornings"}
 
 
 def test_common_words_join_only_groups_with_an_uncommon_word() -> None:
@@ -53,7 +54,7 @@ def test_common_words_join_only_groups_with_an_uncommon_word() -> None:
     assert fts.min_match_query(["kettle", "descaler"], 2, common) == '("kettle"* AND "descaler"*)'
     assert fts.min_match_query(["kettle", "descaler"], 1, common) == '"descaler"*'
     assert fts.min_match_query(["kettle", "morning"], 2, {"kettle", "morning"}) == (
-        '"kettle"* AND "morning"*'
+        '"kettle"* AND "morn"*'  # "morning" without its inflection (fts.stem)
     )
     # Without common words: every pair, as before.
     assert fts.min_match_query(["a1b2", "c3d4", "e5f6"], 2).count(" OR ") == 2

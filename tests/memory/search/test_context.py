@@ -65,3 +65,44 @@ async def test_the_query_path_finds_the_reply(mem: MemoryEnv) -> None:
     results = await mem.service.query(req)
     reply = next(r for r in results if r.id == refs["s1/t3"])
     assert "context" in reply.explain["ranks"]
+
+
+async def test_within_a_speakers_turns_the_reply_carries_the_other_persons_question(
+    mem: MemoryEnv,
+) -> None:
+    refs = await chat(mem)
+    question = "What genre is Joanna's first screenplay?"
+    (vector,) = await mem.service.embedder.embed([question])
+    joanna = Reach(speaker="Joanna")
+    nearest = mem.db.read_sync(lambda c: vector_knn(c, vector, 200, corpus=TURNS, flt=joanna))
+
+    words = ContextWeights(meaning=0.0)  # by words alone: the reply shares none
+
+    def ranks(outer: Reach | None) -> list[int]:
+        return mem.db.read_sync(
+            lambda c: context_ranks(
+                c, question, nearest, 10, flt=joanna, outer=outer, weights=words
+            )
+        )
+
+    # Nate asked; among Joanna's turns only, her reply still carries his question.
+    reply = refs["s1/t3"]
+    assert ranks(None) == [refs["s1/t1"], refs["s1/t5"], reply]
+    assert ranks(Reach()) == [refs["s1/t1"], reply, refs["s1/t5"]]
+
+
+async def test_a_question_asking_when_prefers_the_turns_that_tell_a_time(mem: MemoryEnv) -> None:
+    start = mem.clock() - 3600
+    refs = await imported(
+        mem,
+        [
+            line("s1/t0", "Mel", "Yesterday I took the kids to the museum.", start),
+            line("s1/t1", "Mel", "The kids loved the museum's dinosaur exhibit.", start + 1),
+        ],
+    )
+    req = QueryRequest(query="When did Mel go to the museum?", kinds=["episode"], top_k=2)
+    results = {r.id: r for r in await mem.service.query(req)}
+    told, untold = results[refs["s1/t0"]], results[refs["s1/t1"]]
+    assert "dated" in told.explain["ranks"] and "dated" not in untold.explain["ranks"]
+    asked = await mem.service.query(req.model_copy(update={"query": "What did Mel see?"}))
+    assert all("dated" not in r.explain["ranks"] for r in asked)

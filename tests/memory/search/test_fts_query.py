@@ -19,6 +19,7 @@ from lobug.memory.search.fts import (
     like_patterns,
     query_tokens,
     scan_words,
+    stem,
     token_matches,
 )
 from lobug.storage.migrations import migrate
@@ -31,6 +32,7 @@ DOCS = [
     "नमस्ते दुनिया",
     "東京 に 住んでいる",
     "Price is 50% off_today",
+    "We adopted a puppy and went camping with her.",
 ]
 
 
@@ -205,6 +207,16 @@ def test_prefix_for_words_of_four_letters_or_more(conn: Any) -> None:
     assert build_fts_query("jen") == '"jen"'
     assert token_matches("move", "moved") and not token_matches("jen", "jenny")
     assert token_matches("jen", "jen")
+
+
+def test_a_prefix_drops_the_inflection_first(conn: Any) -> None:
+    # "adoption" finds "adopted", "camps" and "camping" find "camping"; "games" keeps "game"
+    # (four letters at least), and "-er" stays ("career" does not look for "care").
+    assert build_fts_query("adoption") == '"adopt"*'
+    assert match(conn, build_fts_query("adoption") or "") == [7]
+    assert match(conn, build_fts_query("camps") or "") == [7]
+    assert stem("games") == "game" and stem("career") == "career"
+    assert token_matches("adoption", "adopted") and not token_matches("career", "care")
 
 
 def test_scan_words_fold_like_the_index() -> None:

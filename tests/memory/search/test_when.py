@@ -12,7 +12,7 @@ from memory_kit import MemoryEnv
 from tz_kit import AUCKLAND, machine_zone, utc
 
 from lobug.memory.query import QueryRequest
-from lobug.memory.search.when import period
+from lobug.memory.search.when import asks_when, period, says_when
 
 NOW = datetime(2026, 3, 15, 12, tzinfo=UTC).timestamp()  # a Sunday in March
 
@@ -116,3 +116,46 @@ def test_calendar_words_follow_the_machines_zone() -> None:
         assert period("last week", utc(2026, 4, 8)) == (utc(2026, 3, 29, 11), utc(2026, 4, 5, 12))
     with machine_zone("UTC"):
         assert period("yesterday", NZ_NOW) == (utc(2026, 3, 14), utc(2026, 3, 15))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A calendar date is a firmer anchor than "recently" or "last week" beside it.
+        ("What did Maria start recently, as said on 3 June, 2025?",
+         (date(2025, 6, 2), date(2025, 6, 5))),
+        ("What cake did Joanna make recently in May 2025?", (date(2025, 5, 1), date(2025, 6, 1))),
+        ("What did I read recently?", (date(2026, 2, 13), date(2026, 3, 16))),
+    ],
+)  # fmt: skip
+def test_a_calendar_date_outranks_relative_words(text: str, expected: tuple[date, date]) -> None:
+    assert days(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("When did Melanie go to the museum?", True),
+        ("What year did Nate get his turtles?", True),
+        ("How long has Nate had his turtles?", True),
+        ("What did Melanie paint?", False),
+    ],
+)
+def test_asks_when(question: str, asks: bool) -> None:
+    assert asks_when(question) is asks
+
+
+@pytest.mark.parametrize(
+    ("turn", "says"),
+    [
+        ("Yesterday I took the kids to the museum.", True),
+        ("I won a tournament last Saturday!", True),
+        ("I've had them for 3 years now.", True),
+        ("I met my teammates on the 15th after my trip.", True),
+        ("We moved here in May.", True),
+        ("It may rain, this is fine.", False),
+        ("They were stoked for the dinosaur exhibit!", False),
+    ],
+)
+def test_says_when(turn: str, says: bool) -> None:
+    assert says_when(turn) is says
