@@ -31,8 +31,9 @@ MEMORIES = Corpus(
     "memory_id",
     ("vector", "bm25", "entity"),
 )
-# Turns have no entity links: their entity list is a name match in the text, which BM25 already
-# counts, so fusing it too double-weights lexical agreement (measured: docs/retrieval-eval.md).
+# No entity list over turns: a turn's entity links (turn_entities) come from the names in its
+# text, which BM25 already counts, so fusing them too double-weights lexical agreement (measured
+# before the links existed: docs/retrieval-eval.md).
 TURNS = Corpus(
     "turns", "text", "turns_fts", "turn_vectors", "turn_id", ("vector", "bm25", "context")
 )
