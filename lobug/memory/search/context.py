@@ -38,9 +38,8 @@ from lobug.memory.search.fts import (
     fts_available,
     min_match_query,
     query_tokens,
-    scan_words,
 )
-from lobug.memory.search.who import speakers
+from lobug.memory.search.who import speaker_words
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,7 @@ def _words_query(conn: Any, user_id: str, text: str) -> str | None:
     one: fts.min_match_query), without the names of the conversation's speakers: a speaker's
     name says who (the `who` lists), not what, and as a rare word it would rank every turn
     that addresses them above the one that answers."""
-    names = {fold(w) for name in speakers(conn, user_id) for w in scan_words(name)}
+    names = speaker_words(conn, user_id)
     tokens = [t for t in query_tokens(text) if fold(t) not in names]
     if not tokens:
         return None

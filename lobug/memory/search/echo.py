@@ -33,11 +33,10 @@ from lobug.memory.search.fts import (
     fts_available,
     min_match_query,
     query_tokens,
-    scan_words,
     word_rows,
 )
 from lobug.memory.search.lexical import bm25_ranks
-from lobug.memory.search.who import speakers
+from lobug.memory.search.who import speaker_words
 from lobug.storage.sqlite import has_table
 
 ECHO_SEEDS = 3  # the first turns whose words are asked again
@@ -55,7 +54,7 @@ def echo_ranks(conn: Any, question: str, ranked: Sequence[int], k: int, flt: Rea
     texts = [
         str(r[0]) for r in conn.execute(f"SELECT text FROM turns WHERE id IN ({marks})", seeds)
     ]
-    names = {fold(w) for name in speakers(conn, flt.user_id) for w in scan_words(name)}
+    names = speaker_words(conn, flt.user_id)
     asked = [t for t in (fold(t) for t in query_tokens(question)) if t not in names]
     seen: Counter[str] = Counter()
     for text in texts:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lobug.memory.search.fts import fold, scan_words
+
 
 def speakers(conn: Any, user_id: str) -> list[str]:
     """The named speakers of the user's turns."""
@@ -21,6 +23,12 @@ def speakers(conn: Any, user_id: str) -> list[str]:
             (user_id,),
         )
     ]
+
+
+def speaker_words(conn: Any, user_id: str) -> set[str]:
+    """The words of the speakers' names, folded as the index folds them: they say who, not
+    what, so the word lists leave them out (`context`, `echo`)."""
+    return {fold(w) for name in speakers(conn, user_id) for w in scan_words(name)}
 
 
 def named_speaker(conn: Any, user_id: str, text: str) -> str | None:
