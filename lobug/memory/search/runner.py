@@ -166,8 +166,8 @@ def ranked_lists(
         if corpus is TURNS and "context" in parts:
             first = lists.get("who_context") or lists.get("context", [])
             lists["echo"] = echo_ranks(conn, plan.req.query, first, plan.depth, flt)
-        if corpus is TURNS and "context" in parts and when.asks_when(plan.req.query):
-            lists["dated"] = dated(conn, lists.get("who_context") or lists.get("context", []))
+            if when.asks_when(plan.req.query):
+                lists["dated"] = dated(conn, first)
         found[corpus.table] = lists
     return found
 
