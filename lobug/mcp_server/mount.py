@@ -5,6 +5,10 @@ the daemon and a second to its start; a household that never points an agent at 
 not pay for it. The route is mounted at start; the first authenticated request imports the
 SDK in a thread (the event loop keeps serving every other request meanwhile; issue 25) and
 starts the session manager (`http.start`); shutdown ends the sessions, if any.
+
+Callers are /v1's: its tokens and loopback rule (`AccessControl.principal_for`), and the
+daemon's auth middleware applies /v1's browser rule (`lobug.api.browser`) to /mcp first, as the
+MCP transport requires (a rebound Host or a foreign `Origin` is 403, token or not).
 """
 
 from __future__ import annotations
@@ -15,9 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from lobug import errors
+from lobug import errors, keys
 from lobug.access import Unauthorized
-from lobug.mcp_server.auth import authenticate
 
 
 class Lazy:
@@ -67,7 +70,8 @@ def setup(app: web.Application, path: str) -> None:
 
 async def handle(request: web.Request) -> web.StreamResponse:
     try:
-        principal = authenticate(request)
+        access = request.app[keys.ACCESS]
+        principal = access.principal_for(request.headers.get("Authorization"), request.remote)
     except Unauthorized as exc:
         response = web.json_response(exc.body(), status=exc.status)
         response.headers["WWW-Authenticate"] = exc.challenge
