@@ -9,7 +9,8 @@ from pydantic import BaseModel
 
 from lobug import errors, keys
 from lobug.api.bodies import read_json_object
-from lobug.memory.query.scalars import MAX_ID, SessionIdValue
+from lobug.memory import shapes
+from lobug.memory.query.scalars import SessionIdValue
 from lobug.memory.shapes import QUERY, parse, parse_value
 
 M = TypeVar("M", bound=BaseModel)
@@ -17,11 +18,7 @@ MAX_ETAG_CHARS = 256
 
 
 def path_id(request: web.Request, what: str = "memory") -> int:
-    """The `{id}` of the route; anything but a positive 64-bit integer names nothing (404)."""
-    raw = request.match_info["id"]
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:
-        raise errors.not_found(f"no {what} {raw[:40]!r}")
-    return int(raw)
+    return shapes.path_id(request.match_info["id"], what)
 
 
 def path_session(request: web.Request) -> str:

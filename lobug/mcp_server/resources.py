@@ -15,7 +15,7 @@ import mcp_types as types
 from lobug import errors
 from lobug.access import Principal
 from lobug.mcp_server.tools import Services
-from lobug.memory.query.scalars import MAX_ID
+from lobug.memory.shapes import path_id
 
 BASE_URI = "lobug://memory/base"
 ENTITIES_URI = "lobug://entities"
@@ -80,10 +80,8 @@ async def read(s: Services, who: Principal, uri: str) -> types.TextResourceConte
     if uri == ENTITIES_URI:
         return _json(uri, await s.records.entities(who))
     if uri.startswith(ENTITY_PREFIX):
-        raw = uri.removeprefix(ENTITY_PREFIX)
-        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:
-            raise errors.not_found(f"no entity {raw[:40]!r}")
-        return _json(uri, await s.records.entity(who, int(raw)))
+        entity_id = path_id(uri.removeprefix(ENTITY_PREFIX), "entity")
+        return _json(uri, await s.records.entity(who, entity_id))
     raise errors.not_found(f"no resource {uri[:200]!r}")
 
 

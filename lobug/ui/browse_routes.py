@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from lobug import errors, keys
+from lobug.memory import shapes
 from lobug.memory.query.scalars import KINDS, LAYERS, QUERY_KINDS, STATUSES, STORES, SessionIdValue
 from lobug.memory.records.service import USER
 from lobug.memory.shapes import parse_value
@@ -113,8 +114,4 @@ async def entity(request: web.Request) -> Page:
 
 
 def path_id(request: web.Request, what: str) -> int:
-    """The `{id}` of the route; anything but a positive 64-bit integer names nothing (404)."""
-    raw = request.match_info["id"]
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= 2**63 - 1:
-        raise errors.not_found(f"no {what} {raw[:40]!r}")
-    return int(raw)
+    return shapes.path_id(request.match_info["id"], what)

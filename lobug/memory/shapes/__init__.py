@@ -1,7 +1,7 @@
 """The /v1 shapes as pydantic models: they validate requests (HTTP and the CLI) and make the
 OpenAPI document's schemas (`lobug.api.openapi`)."""
 
-from lobug.memory.shapes.parse import QUERY, parse, parse_value
+from lobug.memory.shapes.parse import QUERY, parse, parse_value, path_id
 from lobug.memory.shapes.requests import MemoryCreate, MemoryPatch, TurnCreate
 
 __all__ = [
@@ -11,4 +11,5 @@ __all__ = [
     "TurnCreate",
     "parse",
     "parse_value",
+    "path_id",
 ]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
 from lobug import errors
+from lobug.memory.query.scalars import MAX_ID
 
 M = TypeVar("M", bound=BaseModel)
 QUERY = "query parameter "  # how a route's parameters are named in a message
@@ -33,6 +34,14 @@ def parse_value(annotation: Any, value: Any, field: str) -> Any:
         return TypeAdapter(annotation).validate_python(value)
     except ValidationError as exc:
         raise errors.invalid_request(f"'{field}' {_what(exc.errors()[0])}", field=field) from None
+
+
+def path_id(raw: str, what: str) -> int:
+    """The `{id}` of a route or resource URI; anything but a positive 64-bit integer names
+    nothing (404)."""
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:
+        raise errors.not_found(f"no {what} {raw[:40]!r}")
+    return int(raw)
 
 
 def api_error(model: type[BaseModel], exc: ValidationError, where: str = "") -> errors.ApiError:
