@@ -12,9 +12,12 @@ from aiohttp import web
 from lobug import errors
 from lobug.storage.sqlite import storable_text
 
-JSON_TYPES = ("application/json",)
 # A JSON escape of a UTF-16 surrogate: only these can put a lone surrogate into a parsed string.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def is_json(content_type: str) -> bool:
+    return content_type == "application/json" or content_type.endswith("+json")
 
 
 async def read_limited(request: web.Request, limit: int, what: str = "request body") -> bytes:
@@ -34,7 +37,7 @@ async def read_limited(request: web.Request, limit: int, what: str = "request bo
 
 async def read_json_object(request: web.Request, limit: int) -> dict[str, Any]:
     content_type = request.content_type
-    if content_type not in JSON_TYPES and not content_type.endswith("+json"):
+    if not is_json(content_type):
         raise errors.unsupported_media_type(
             f"expected Content-Type application/json, got {content_type or 'none'}"
         )

@@ -29,8 +29,8 @@ from aiohttp import hdrs, web
 from yarl import URL
 
 from lobug import errors, keys
+from lobug.api.bodies import is_json
 
-JSON_TYPES = ("application/json",)
 # A Host header: a bracketed IPv6 literal or a name/IPv4 address, and an optional port.
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\\@?#\[\]]+)(?::(\d{1,5}))?")
 
@@ -57,7 +57,7 @@ def json_refusal(request: web.Request) -> errors.ApiError | None:
     if request.method != hdrs.METH_POST:
         return None
     sent = request.content_type if hdrs.CONTENT_TYPE in request.headers else ""
-    if sent in JSON_TYPES or sent.endswith("+json"):
+    if is_json(sent):
         return None
     return errors.unsupported_media_type(
         f"expected Content-Type application/json (also without a body), got {sent or 'none'}"

@@ -16,12 +16,11 @@ errlog = logging.getLogger("lobug.api")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+# Any other status is `invalid_request`, or `internal` from 500 on.
 _HTTP_CODES = {
-    400: "invalid_request",
     401: "unauthorized",
     403: "forbidden",
     404: "not_found",
-    405: "invalid_request",
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",

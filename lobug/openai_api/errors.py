@@ -16,29 +16,16 @@ from lobug.api.middleware import Handler
 
 OPENAI_ROUTES = frozenset({"/v1/chat/completions", "/v1/models", "/v1/models/{model}"})
 
-_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "invalid_request_error",
-    405: "invalid_request_error",
-    409: "invalid_request_error",
-    413: "invalid_request_error",
-    415: "invalid_request_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-}
-
-
-def error_type(status: int) -> str:
-    return _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+# Any other status is an `invalid_request_error`, or a `server_error` from 500 on.
+_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
 
 
 def openai_error(error: dict[str, Any], status: int) -> dict[str, Any]:
     """Lo-Bug's `error` object with OpenAI's `type` and `param` added."""
     details = error.get("details") or {}
     param = details.get("param", details.get("field")) if isinstance(details, dict) else None
-    return {"error": {**error, "type": error_type(status), "param": param}}
+    kind = _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {**error, "type": kind, "param": param}}
 
 
 @web.middleware
