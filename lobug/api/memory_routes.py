@@ -44,7 +44,7 @@ async def create_turn(request: web.Request) -> web.Response:
 
 
 @routes.get("/v1/sessions/{id}/summary")
-async def session_summary(request: web.Request) -> web.Response:
+async def get_session_summary(request: web.Request) -> web.Response:
     summary = await request.app[keys.RECORDS].session_summary(
         principal_of(request), p.path_session(request)
     )

@@ -90,11 +90,12 @@ def build() -> dict[str, Any]:
         models += [m for m in (op.body, op.ok[2]) if m is not None]
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:
-        item = paths.setdefault(op.path, {})
-        if "{id}" in op.path:
-            name = PATH_IDS[op.path.split("/")[2]][0]
+        method, path = op.route
+        item = paths.setdefault(path, {})
+        if "{id}" in path:
+            name = PATH_IDS[path.split("/")[2]][0]
             item["parameters"] = [{"$ref": f"#/components/parameters/{name}"}]
-        item[op.method] = operation(op)
+        item[method] = operation(op)
     return {
         "openapi": "3.1.0",
         "info": INFO,

@@ -1,14 +1,17 @@
 """What each /v1 operation is, in words: the prose of lobug/api/openapi.json next to its models.
 
-One row a route (method, path, operationId, tag, summary); the shapes are the models'.
+One row a route (operationId, tag, summary); the method and path are its handler's, whose name
+is the operationId in snake_case; the shapes are the models'.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiohttp.web import RouteDef
 from pydantic import BaseModel
 
+from lobug.api import memory_routes, proposal_routes
 from lobug.memory.query import QueryRequest
 from lobug.memory.shapes import MemoryCreate, MemoryPatch, TurnCreate
 from lobug.memory.shapes.catalog import (
@@ -35,10 +38,22 @@ from lobug.memory.shapes.reports import History, Proposal, ProposalList, WhyResp
 from lobug.memory.shapes.retrieval import Context, QueryResponse, TurnCreated
 
 
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.title() for word in rest)
+
+
+# (method, path) by operationId, from the route tables.
+ROUTES = {
+    _camel(route.handler.__name__): (route.method.lower(), route.path)
+    for table in (memory_routes.routes, proposal_routes.routes)
+    for route in table
+    if isinstance(route, RouteDef)
+}
+
+
 @dataclass(frozen=True)
 class Operation:
-    method: str
-    path: str
     operation_id: str
     tag: str
     summary: str
@@ -51,11 +66,13 @@ class Operation:
     headers: tuple[str, ...] = ()  # of the answer: ETag, Location
     if_match: bool = False  # takes an If-Match header
 
+    @property
+    def route(self) -> tuple[str, str]:
+        return ROUTES[self.operation_id]
+
 
 OPERATIONS = (
     Operation(
-        "post",
-        "/v1/turns",
         "createTurn",
         "conversation",
         "Log a conversation turn (and extract memories from it)",
@@ -71,8 +88,6 @@ OPERATIONS = (
         errors="400 401 403 413 415 500 503",
     ),
     Operation(
-        "get",
-        "/v1/context",
         "getContext",
         "conversation",
         "Everything a prompt needs for a session",
@@ -92,8 +107,6 @@ OPERATIONS = (
         errors="400 401 403 500 503",
     ),
     Operation(
-        "get",
-        "/v1/sessions/{id}/summary",
         "getSessionSummary",
         "conversation",
         "What a session was about: request, outcome, decisions, open items",
@@ -108,8 +121,6 @@ OPERATIONS = (
         errors="401 403 404 500 503",
     ),
     Operation(
-        "post",
-        "/v1/memories",
         "createMemory",
         "memories",
         "Store a memory directly",
@@ -126,8 +137,6 @@ OPERATIONS = (
         errors="400 401 403 413 415 500 503",
     ),
     Operation(
-        "get",
-        "/v1/memories",
         "listMemories",
         "memories",
         "List or full-text search memories",
@@ -146,8 +155,6 @@ OPERATIONS = (
         errors="400 401 403 500 503",
     ),
     Operation(
-        "get",
-        "/v1/memories/{id}",
         "getMemory",
         "memories",
         "One memory",
@@ -160,8 +167,6 @@ OPERATIONS = (
         errors="400 401 403 404 500 503",
     ),
     Operation(
-        "patch",
-        "/v1/memories/{id}",
         "updateMemory",
         "memories",
         "Change a memory",
@@ -180,8 +185,6 @@ OPERATIONS = (
         errors="400 401 403 404 409 413 415 500 503",
     ),
     Operation(
-        "delete",
-        "/v1/memories/{id}",
         "deleteMemory",
         "memories",
         "Soft-delete a memory, or purge it for good",
@@ -190,8 +193,6 @@ OPERATIONS = (
         errors="400 401 403 404 500 503",
     ),
     Operation(
-        "post",
-        "/v1/memories/{id}/restore",
         "restoreMemory",
         "memories",
         "Undo a soft delete",
@@ -200,8 +201,6 @@ OPERATIONS = (
         errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
-        "post",
-        "/v1/memories/{id}/confirm",
         "confirmMemory",
         "memories",
         "Protect a memory for good",
@@ -217,8 +216,6 @@ OPERATIONS = (
         errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
-        "get",
-        "/v1/memories/{id}/why",
         "explainMemory",
         "memories",
         "Why a memory ranks where it does",
@@ -231,8 +228,6 @@ OPERATIONS = (
         errors="400 401 403 404 500 503",
     ),
     Operation(
-        "get",
-        "/v1/memories/{id}/history",
         "memoryHistory",
         "memories",
         "Audit events of a memory",
@@ -241,8 +236,6 @@ OPERATIONS = (
         errors="400 401 403 404 500 503",
     ),
     Operation(
-        "post",
-        "/v1/query",
         "query",
         "retrieval",
         "The single retrieval tool (memory.query)",
@@ -261,8 +254,6 @@ OPERATIONS = (
         errors="400 401 403 413 415 500 503",
     ),
     Operation(
-        "post",
-        "/v1/gc",
         "collectGarbage",
         "maintenance",
         "Run decay, promotion, TTL soft-delete and purge now",
@@ -271,8 +262,6 @@ OPERATIONS = (
         errors="400 401 403 415 500 503",
     ),
     Operation(
-        "get",
-        "/v1/proposals",
         "listProposals",
         "memories",
         "Profile changes heard by voice, waiting for the user's yes",
@@ -289,8 +278,6 @@ OPERATIONS = (
         errors="400 401 403 500 503",
     ),
     Operation(
-        "post",
-        "/v1/proposals/{id}/accept",
         "acceptProposal",
         "memories",
         "Keep a proposed profile fact",
@@ -308,8 +295,6 @@ OPERATIONS = (
         errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
-        "post",
-        "/v1/proposals/{id}/reject",
         "rejectProposal",
         "memories",
         "Drop a proposed profile fact",
@@ -321,8 +306,6 @@ OPERATIONS = (
         errors="400 401 403 404 409 415 500 503",
     ),
     Operation(
-        "get",
-        "/v1/entities",
         "listEntities",
         "retrieval",
         "People, places and things the memory knows",
@@ -331,8 +314,6 @@ OPERATIONS = (
         errors="400 401 403 500 503",
     ),
     Operation(
-        "get",
-        "/v1/entities/{id}",
         "getEntity",
         "retrieval",
         "An entity's profile and linked memories",
@@ -340,8 +321,6 @@ OPERATIONS = (
         errors="400 401 403 404 500 503",
     ),
     Operation(
-        "get",
-        "/v1/timeline",
         "timeline",
         "retrieval",
         "Memories around an anchor, in time order",
@@ -350,8 +329,6 @@ OPERATIONS = (
         errors="400 401 403 404 500 503",
     ),
     Operation(
-        "get",
-        "/v1/export",
         "export",
         "maintenance",
         "Everything for the user, as JSON lines",
@@ -364,8 +341,6 @@ OPERATIONS = (
         errors="400 401 403 500 503",
     ),
     Operation(
-        "get",
-        "/v1/stats",
         "stats",
         "maintenance",
         "Counts and sizes",
@@ -373,8 +348,6 @@ OPERATIONS = (
         errors="400 401 403 500 503",
     ),
     Operation(
-        "get",
-        "/v1/openapi.json",
         "openapi",
         "meta",
         "This document",
