@@ -9,20 +9,15 @@ spelled path cannot reach a handler without passing the check that route needs:
   Any other caller still gets answers (the firmware contract is frozen: a device without a
   token must work) but at `api.unknown_device_trust` (default `public`: no stored memory in
   its prompt), so a stranger on the LAN cannot ask for the owner's PIN (issue 16, item 4). A
-  token that is presented but wrong is 401. The device-id allowlist needs the
-  id from the JSON body, which only the handler reads (once, size-limited), so handlers call
+  token that is presented but wrong is 401. The device-id allowlist needs the id from the JSON
+  body, which only the handler reads (once, size-limited), so handlers call
   `require_device(request, device_id)` before they store anything.
-- /v1 routes (except `PUBLIC_V1`): `Authorization: Bearer <token>` names the principal. With no
-  Authorization header a loopback peer is the full-trust agent "local" when `api.allow_loopback`
-  is on. A token that is presented but wrong is 401 even from loopback: silently upgrading a
-  client with a revoked or mistyped (possibly lower-trust) token to full access would hide the
-  mistake and widen its access. Tokens are never logged. A POST must be `application/json`,
-  even without a body (`browser.json_refusal`).
+- /v1 routes (except `PUBLIC_V1`): a bearer token, or loopback, as `AccessControl.principal_for`
+  rules. A POST must be `application/json`, even without a body (`browser.json_refusal`).
 - every route but the firmware routes and /health (/v1, the OpenAI door, /ui, /mcp, /metrics):
-  the Host and Origin must be the daemon's own (`lobug.api.browser`), or 403, so a web page can
-  neither rebind a name to the daemon nor post to it from another origin. The firmware routes
-  answer any Host (a device may use the Pi's address or any name), but a loopback caller that
-  fails the rule is answered as a stranger there, not as the owner.
+  the Host and Origin must be the daemon's own (`lobug.api.browser`), or 403. The firmware
+  routes answer any Host (a device may use the Pi's address or any name), but a loopback caller
+  that fails the rule is answered as a stranger there, not as the owner.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from lobug import errors
 from lobug.errors import ApiError
 from lobug.storage.sqlite import StorageBusy, StorageFull
 
@@ -42,21 +43,17 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except StorageFull as exc:
         errlog.error("storage full while handling %s %s: %s", request.method, request.path, exc)
         return error_response(
-            ApiError(
-                503,
-                "storage_full",
+            errors.storage_full(
                 "the disk holding the database is full; free space and retry. "
-                "Nothing already accepted was lost.",
+                "Nothing already accepted was lost."
             )
         )
     except StorageBusy as exc:
         errlog.warning("database busy while handling %s %s: %s", request.method, request.path, exc)
         return error_response(
-            ApiError(
-                503,
-                "unavailable",
+            errors.unavailable(
                 "the database is busy (another process holds a lock, e.g. a maintenance "
-                "command); retry in a few seconds. Nothing already accepted was lost.",
+                "command); retry in a few seconds. Nothing already accepted was lost."
             )
         )
     except web.HTTPException as exc:

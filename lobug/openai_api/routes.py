@@ -9,6 +9,7 @@ the first sentence, and a client sent its text on purpose, so the device's IGNOR
 from __future__ import annotations
 
 import logging
+import secrets
 
 from aiohttp import web
 
@@ -34,7 +35,7 @@ GOODBYE_S = 1.0  # at shutdown, for the last event to a client that still reads
 
 @routes.get("/v1/models")
 async def list_models(request: web.Request) -> web.Response:
-    return web.json_response(shapes.model_list(_started(request)))
+    return web.json_response({"object": "list", "data": [shapes.model_object(_started(request))]})
 
 
 @routes.get("/v1/models/{model}")
@@ -67,7 +68,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     except LLMUnavailable as exc:
         raise _unavailable(request, exc) from None
     headers = {SESSION_HEADER: turn.user.session_id, "X-Turn-Id": str(turn.user.id)}
-    cid, created = shapes.completion_id(), int(chat.clock())
+    cid, created = f"chatcmpl-{secrets.token_hex(12)}", int(chat.clock())
     if wanted.stream:
         return await _stream(request, turn, cid, created, headers)
     try:

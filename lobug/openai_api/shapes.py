@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from lobug import errors
 
 MODEL_ID = "lobug"  # the memory-keeping assistant; Ollama's model behind it is a detail
-OBJECT_COMPLETION = "chat.completion"
-OBJECT_CHUNK = "chat.completion.chunk"
 INSTRUCTION_ROLES = ("system", "developer")
 
 
@@ -111,14 +108,10 @@ def _bad(message: str, param: str) -> errors.ApiError:
     return errors.invalid_request(message, param=param)
 
 
-def completion_id() -> str:
-    return f"chatcmpl-{secrets.token_hex(12)}"
-
-
 def completion(cid: str, created: int, text: str) -> dict[str, Any]:
     return {
         "id": cid,
-        "object": OBJECT_COMPLETION,
+        "object": "chat.completion",
         "created": created,
         "model": MODEL_ID,
         "choices": [
@@ -136,15 +129,11 @@ def chunk(
 ) -> dict[str, Any]:
     return {
         "id": cid,
-        "object": OBJECT_CHUNK,
+        "object": "chat.completion.chunk",
         "created": created,
         "model": MODEL_ID,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
     }
-
-
-def model_list(created: int) -> dict[str, Any]:
-    return {"object": "list", "data": [model_object(created)]}
 
 
 def model_object(created: int) -> dict[str, Any]:

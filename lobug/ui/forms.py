@@ -38,6 +38,14 @@ def integer(values: Mapping[str, Any], name: str, default: int, bounds: Any) -> 
     return int(parse_value(bounds, value, name))
 
 
+def number(values: Mapping[str, Any], name: str, what: str) -> float | None:
+    raw = given(values, name)
+    try:
+        return None if raw is None else float(raw)
+    except ValueError:
+        raise errors.invalid_request(f"'{name}' must be {what}", field=name) from None
+
+
 def list_filters(query: Mapping[str, str]) -> dict[str, Any]:
     """The facts page's filters: `lobug memory list`'s options (kind fact unless chosen)."""
     keys = ("q", "kind", "layer", "status", "category", "store", *WRITER_KEYS)
@@ -69,13 +77,8 @@ def search_body(query: Mapping[str, str]) -> QueryRequest:
     kinds = [k for k in query.getall("kind", []) if k.strip()] if hasattr(query, "getall") else []
     if kinds:
         body["kinds"] = kinds
-    if (min_score := given(query, "min_score")) is not None:
-        try:
-            body["min_score"] = float(min_score)
-        except ValueError:
-            raise errors.invalid_request(
-                "'min_score' must be a number", field="min_score"
-            ) from None
+    if (min_score := number(query, "min_score", "a number")) is not None:
+        body["min_score"] = min_score
     if given(query, "pinned") is not None:
         body["filters"] = {"pinned": True}
     if (agent := given(query, "agent")) is not None:
@@ -90,13 +93,8 @@ def memory_changes(form: Mapping[str, Any]) -> dict[str, Any]:
         body["content"] = content
     if "category" in form:
         body["category"] = given(form, "category")
-    if (importance := given(form, "importance")) is not None:
-        try:
-            body["importance"] = float(importance)
-        except ValueError:
-            raise errors.invalid_request(
-                "'importance' must be a number from 0 to 1", field="importance"
-            ) from None
+    if (importance := number(form, "importance", "a number from 0 to 1")) is not None:
+        body["importance"] = importance
     return parse(MemoryPatch, body).fields()
 
 

@@ -95,14 +95,12 @@ def expiry_of(model: BaseModel) -> dict[str, float | None]:
 
 
 class Writers(Request):
-    """Who wrote it (seed 001 §6.1): `agent_id`, `run_id`, `actor_id`; None when not given."""
+    """Who wrote it (seed 001 §6.1): `agent_id`, `run_id`, `actor_id`, declared here so that
+    they come first in both bodies' schemas (each body describes them in its own words)."""
 
     agent_id: WriterId | None = None
     run_id: WriterId | None = None
     actor_id: WriterId | None = None
-
-    def writers(self) -> dict[str, str | None]:
-        return {key: getattr(self, key) for key in s.WRITER_KEYS}
 
 
 class TurnCreate(Writers):
