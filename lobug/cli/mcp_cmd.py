@@ -51,7 +51,7 @@ async def _serve(config: Config, principal: Principal) -> None:
     # Here, not at the top: every `lobug` command imports this module to build its parser,
     # and the SDK (starlette, httpx, …) is only for this one.
     from lobug.cli.memory.session import drive, services
-    from lobug.mcp_server.stdio import serve_stdio
+    from lobug.mcp_server.server import serve_stdio
     from lobug.mcp_server.tools import Services
     from lobug.memory import enqueue
 

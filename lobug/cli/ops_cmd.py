@@ -8,13 +8,12 @@ import json
 import sys
 from typing import Any
 
+from lobug.cli.main import EXIT_OK, EXIT_PROBLEM
 from lobug.config import Config
 from lobug.ops import doctor
 from lobug.ops.backup import BackupError, backup_database
 from lobug.ops.lock import DataDirLocked
 from lobug.ops.restore import RestoreError, restore_database
-
-EXIT_OK, EXIT_PROBLEM = 0, 1
 
 
 def register(sub: Any) -> None:

@@ -1,5 +1,5 @@
 """Lo-Bug's memory as an MCP server: `setup(app)` mounts streamable HTTP at /mcp in the daemon,
-`stdio.serve_stdio` serves one desktop agent (`lobug mcp`). Not named `mcp`: that is the SDK.
+`server.serve_stdio` serves one desktop agent (`lobug mcp`). Not named `mcp`: that is the SDK.
 
 The SDK takes about a second to import, so this package imports it only when a server is built
 (`mount`): every `lobug` command imports `lobug.app`, and only the daemon and `lobug mcp` serve

@@ -16,6 +16,7 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
@@ -91,6 +92,17 @@ def build_server(
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
+
+
+async def serve_stdio(
+    services: Services, principal: Principal, *, after_write: AfterWrite | None = None
+) -> None:
+    """`lobug mcp`: one desktop agent over stdin/stdout, as one principal, until it closes
+    stdin. While serving, stray prints go to stderr (the SDK points fd 1 there), so nothing but
+    protocol messages reaches the agent."""
+    server = build_server(lambda: services, lambda ctx: principal, after_write=after_write)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
 
 
 def as_api_error(exc: BaseException, what: str) -> errors.ApiError:

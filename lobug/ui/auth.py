@@ -43,10 +43,6 @@ class LoginRequired(errors.ApiError):
         self.clear_cookie = clear_cookie
 
 
-def new_csrf_key() -> bytes:
-    return secrets.token_bytes(32)
-
-
 def presented_token(request: web.Request) -> str | None:
     header = request.headers.get("Authorization")
     if header is not None:

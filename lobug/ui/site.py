@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from importlib import resources
 
 import aiohttp_jinja2
 import jinja2
@@ -38,7 +40,7 @@ def setup(app: web.Application) -> None:
 
 def create_ui_app() -> web.Application:
     ui = web.Application(middlewares=[ui_middleware])
-    ui[auth.CSRF_KEY] = auth.new_csrf_key()
+    ui[auth.CSRF_KEY] = secrets.token_bytes(32)  # made anew each time the daemon starts
     env = aiohttp_jinja2.setup(
         ui,
         loader=jinja2.PackageLoader("lobug.ui", "templates"),
@@ -48,14 +50,8 @@ def create_ui_app() -> web.Application:
     for table in (browse_routes.routes, memory_routes.routes, proposal_routes.routes,
                   login_routes.routes):  # fmt: skip
         ui.add_routes(table)
-    ui.router.add_static("/static/", _static_dir(), name="static")
+    ui.router.add_static("/static/", str(resources.files("lobug.ui") / "static"), name="static")
     return ui
-
-
-def _static_dir() -> str:
-    from importlib import resources
-
-    return str(resources.files("lobug.ui").joinpath("static"))
 
 
 @web.middleware

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from lobug.cli.main import EXIT_OK
 from lobug.cli.memory import proposals, views
 from lobug.cli.memory.importing import run_import
 from lobug.cli.memory.reembed import run_reembed
-from lobug.cli.memory.session import drive, exit_code, output, services
+from lobug.cli.memory.session import drive, failed, output, services
 from lobug.config import Config
 from lobug.memory import Recall, Records, enqueue
 from lobug.memory.query import scalars as f
@@ -221,10 +219,7 @@ async def _run(name: str, handler: Command, args: argparse.Namespace, config: Co
                 # No daemon here: make the vector now rather than leave its job pending.
                 await drive(records.memory, config, EMBED_KINDS)(30.0)
     except errors.ApiError as exc:
-        print(f"lobug: {exc.message}", file=sys.stderr)
-        if args.json:
-            print(json.dumps(exc.body(), indent=2, ensure_ascii=False))
-        return exit_code(exc)
+        return failed(args, exc)
     if data is not None:
         output(args, data, text)
     return EXIT_OK

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from lobug import errors
 from lobug.access import CLI_AGENT, Principal, cli_principal
 from lobug.cli.main import EXIT_OK
-from lobug.cli.memory.session import drive, exit_code, output, services
+from lobug.cli.memory.session import drive, failed, output, services
 from lobug.cli.tables import Column, fields, table
 from lobug.config import Config
 from lobug.memory import enqueue, settings
@@ -92,9 +91,6 @@ async def _run(handler: Action, args: argparse.Namespace, config: Config, *, emb
                 # No daemon here: make the accepted fact's vector now.
                 await drive(records.memory, config, (enqueue.EMBED_MEMORY,))(30.0)
     except errors.ApiError as exc:
-        print(f"lobug: {exc.message}", file=sys.stderr)
-        if args.json:
-            output(args, exc.body(), "")
-        return exit_code(exc)
+        return failed(args, exc)
     output(args, data, text)
     return EXIT_OK

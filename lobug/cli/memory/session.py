@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -31,8 +32,12 @@ def output(args: argparse.Namespace, data: Any, text: str) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
 
 
-def exit_code(error: errors.ApiError) -> int:
-    """400/403/413/415: the request itself is wrong (usage); anything else is a problem."""
+def failed(args: argparse.Namespace, error: errors.ApiError) -> int:
+    """A command's refusal: its message on stderr (and its body with --json), and the exit code:
+    400/403/413/415, the request itself is wrong (usage); anything else is a problem."""
+    print(f"lobug: {error.message}", file=sys.stderr)
+    if args.json:
+        output(args, error.body(), "")
     return EXIT_USAGE if error.status in (400, 403, 413, 415) else EXIT_PROBLEM
 
 
