@@ -249,13 +249,7 @@ async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Pri
         }
         or None,
     }
-    body.update(
-        {
-            k: getattr(args, k)
-            for k in ("categories", "kinds", "threshold", "min_score")
-            if getattr(args, k) is not None
-        }
-    )
+    body.update(_body(args, ("categories", "kinds", "threshold", "min_score")))
     if args.budget is not None:
         body["budget_tokens"] = args.budget
     if args.session is not None:
