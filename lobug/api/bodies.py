@@ -59,9 +59,8 @@ async def read_json_object(request: web.Request, limit: int) -> dict[str, Any]:
     except ValueError as exc:
         # Python refuses integers of more than 4,300 digits (int_max_str_digits); our hooks
         # refuse NaN, Infinity and floats that overflow. None of it is a number we can use.
-        raise errors.invalid_json(
-            f"request body has a number out of range: {_short(exc)}"
-        ) from None
+        short = str(exc).split(";")[0][:200]
+        raise errors.invalid_json(f"request body has a number out of range: {short}") from None
     if not isinstance(value, dict):
         raise errors.invalid_request(f"expected a JSON object, got {type(value).__name__}")
     if _SURROGATE_ESCAPE.search(text):
@@ -105,11 +104,6 @@ def _finite_float(literal: str) -> float:
 
 def _no_constant(literal: str) -> Any:
     raise ValueError(f"{literal} is not a JSON number")
-
-
-def _short(exc: Exception) -> str:
-    message = str(exc).split(";")[0]
-    return message[:200]
 
 
 def _size(n: int) -> str:

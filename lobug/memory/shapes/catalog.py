@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from lobug.memory.query.scalars import Id, SessionId, Store, absent, enum
-from lobug.memory.shapes.memories import Memory
+from lobug.memory.shapes.memories import Count, Memory
 from lobug.memory.shapes.schema import inline_schema
 
 
@@ -20,16 +20,16 @@ class GcResult(BaseModel):
             ]
         }
     )
-    rescored: Annotated[int, Field(ge=0)]
-    promoted: Annotated[int, Field(ge=0)]
-    archived: Annotated[int, Field(ge=0)]
-    soft_deleted: Annotated[int, Field(ge=0)] = Field(
+    rescored: Count
+    promoted: Count
+    archived: Count
+    soft_deleted: Count = Field(
         description="Soft-deleted by this pass: unused (TTL) and expired (`expired`) memories."
     )
-    expired: Annotated[int, Field(ge=0)] = absent(
+    expired: Count = absent(
         description="Memories past their `expires_at` (seed 002), soft-deleted by this pass."
     )
-    purged: Annotated[int, Field(ge=0)]
+    purged: Count
 
 
 class Entity(BaseModel):
@@ -56,7 +56,7 @@ class Entity(BaseModel):
     type: str
     aliases: list[str]
     summary: str | None = absent()
-    mention_count: Annotated[int, Field(ge=0)]
+    mention_count: Count
     store: Store = absent()
     created_at: float = absent(description="Unix time in seconds (UTC).")
     last_mentioned: float = absent(description="Unix time in seconds (UTC).")
@@ -112,10 +112,10 @@ class SessionSummary(BaseModel):
     outcome: str = Field(description="What came of it.")
     decisions: list[str] = Field(description="What the user decided or agreed to.")
     open_items: list[str] = Field(description="What was left to do or follow up.")
-    observation_count: Annotated[int, Field(ge=0)] = Field(
+    observation_count: Count = Field(
         description="Active memories learned in the session (after its consolidation)."
     )
-    turn_count: Annotated[int, Field(ge=0)] = Field(
+    turn_count: Count = Field(
         description="Conversation turns the summary covers (noise and apologies aside)."
     )
     last_turn_id: Id | None = absent(description="The last turn it covers.")
@@ -128,14 +128,12 @@ class SessionSummary(BaseModel):
 
 class MemoryCounts(BaseModel):
     model_config = ConfigDict(extra="allow")
-    total: Annotated[int, Field(ge=0)] = absent()
-    by_kind: dict[str, Annotated[int, Field(ge=0)]] = absent()
-    by_status: dict[str, Annotated[int, Field(ge=0)]] = absent()
-    by_layer: dict[str, Annotated[int, Field(ge=0)]] = absent()
-    by_store: dict[str, Annotated[int, Field(ge=0)]] = absent()
-    created_last_day: Annotated[int, Field(ge=0)] = absent(
-        description="Memories made in the last 24 hours."
-    )
+    total: Count = absent()
+    by_kind: dict[str, Count] = absent()
+    by_status: dict[str, Count] = absent()
+    by_layer: dict[str, Count] = absent()
+    by_store: dict[str, Count] = absent()
+    created_last_day: Count = absent(description="Memories made in the last 24 hours.")
     mean_score: float | None = Field(
         None,
         description="The active memories' mean score as the daily upkeep last stored it (null "
@@ -163,14 +161,12 @@ class Stats(BaseModel):
         },
     )
     memories: MemoryCounts
-    turns: Annotated[int, Field(ge=0)]
-    sessions: Annotated[int, Field(ge=0)] = absent()
-    entities: Annotated[int, Field(ge=0)] = absent()
-    relations: Annotated[int, Field(ge=0)] = absent()
-    jobs: dict[str, Annotated[int, Field(ge=0)]] = absent()
-    delta_rev: Annotated[int, Field(ge=0)] = absent(
-        description="The user's memory revision (seed 001 §1 delta header)."
-    )
+    turns: Count
+    sessions: Count = absent()
+    entities: Count = absent()
+    relations: Count = absent()
+    jobs: dict[str, Count] = absent()
+    delta_rev: Count = absent(description="The user's memory revision (seed 001 §1 delta header).")
 
 
 class ExportRecord(BaseModel):

@@ -24,6 +24,8 @@ from lobug.memory.query.scalars import (
     absent,
 )
 
+Count = Annotated[int, Field(ge=0)]  # a number of things
+
 
 class Memory(BaseModel):
     model_config = ConfigDict(
@@ -72,8 +74,8 @@ class Memory(BaseModel):
             "How fast retrievability fades per day; 0 for a confirmed memory (never fades)."
         ),
     )
-    hits: Annotated[int, Field(ge=0)] = absent()
-    mention_count: Annotated[int, Field(ge=0)] = absent()
+    hits: Count = absent()
+    mention_count: Count = absent()
     pinned: bool
     tags: Tags
     pii: list[str] = absent(description="PII kinds detected in the content (email, phone, …).")
@@ -121,7 +123,7 @@ class MemoryList(BaseModel):
         extra="allow", json_schema_extra={"examples": [{"memories": [], "count": 0}]}
     )
     memories: Annotated[list[Memory], Field(max_length=500)]
-    count: Annotated[int, Field(ge=0)] = absent(description="Number of items in `memories`.")
+    count: Count = absent(description="Number of items in `memories`.")
 
 
 class Deleted(BaseModel):

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lobug.memory.query.scalars import Id, absent
+from lobug.memory.shapes.memories import Count
 
 # Every event the history table accepts (its CHECK constraint: storage.migrations, m004).
 HistoryEventName = Literal[
@@ -75,7 +76,7 @@ class WhyResponse(BaseModel):
         )
     )
     weights: dict[str, float] = absent()
-    hits: Annotated[int, Field(ge=0)] = absent()
+    hits: Count = absent()
     age_days: Annotated[float, Field(ge=0)] = absent()
     matched_rules: list[str] = absent()
     decisions: list[Decision] = absent(
@@ -187,4 +188,4 @@ class ProposalList(BaseModel):
         extra="allow", json_schema_extra={"examples": [{"proposals": [], "count": 0}]}
     )
     proposals: Annotated[list[Proposal], Field(max_length=500)]
-    count: Annotated[int, Field(ge=0)]
+    count: Count
