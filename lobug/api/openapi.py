@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from lobug.api.openapi_paths import OPERATIONS, Operation
+from lobug.api.openapi_paths import OPERATIONS, ROUTES, Operation
 from lobug.memory.shapes.catalog import Error
 from lobug.memory.shapes.schema import REF, component_schemas
 
@@ -90,7 +90,7 @@ def build() -> dict[str, Any]:
         models += [m for m in (op.body, op.ok[2]) if m is not None]
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS:
-        method, path = op.route
+        method, path = ROUTES[op.operation_id]
         item = paths.setdefault(path, {})
         if "{id}" in path:
             name = PATH_IDS[path.split("/")[2]][0]

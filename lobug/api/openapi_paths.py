@@ -66,10 +66,6 @@ class Operation:
     headers: tuple[str, ...] = ()  # of the answer: ETag, Location
     if_match: bool = False  # takes an If-Match header
 
-    @property
-    def route(self) -> tuple[str, str]:
-        return ROUTES[self.operation_id]
-
 
 OPERATIONS = (
     Operation(

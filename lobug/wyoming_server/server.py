@@ -33,11 +33,7 @@ class WyomingServer:
         self.refused = 0
         self.error: str | None = None
 
-    @property
-    def listening(self) -> bool:
-        return self._server is not None
-
-    async def start(self) -> bool:
+    async def start(self) -> None:
         """Listen; a port that is taken (or an address this host lacks) is logged and reported
         on /health, and the rest of the daemon carries on without Wyoming."""
         parts = urlsplit(self.uri)  # tcp://host:port, checked by the config
@@ -51,9 +47,8 @@ class WyomingServer:
                 "Wyoming is off: %s; set wyoming.uri to a free port, or wyoming.enabled = false",
                 self.error,
             )
-            return False
+            return
         log.info("Wyoming (asr, handle) listening on %s", self.uri)
-        return True
 
     async def stop(self) -> None:
         server, self._server = self._server, None
@@ -73,7 +68,7 @@ class WyomingServer:
         """For /health: {"uri", "listening", "connections"} and "error" when not listening."""
         report: dict[str, Any] = {
             "uri": self.uri,
-            "listening": self.listening,
+            "listening": self._server is not None,
             "connections": len(self._handlers),
         }
         if self.error is not None:
