@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+
+WIDTH = 30  # characters of the bar
 
 
 class ProgressBar:
-    def __init__(self, label: str, *, stream: TextIO | None = None, width: int = 30) -> None:
+    def __init__(self, label: str) -> None:
         self.label = label
-        self.stream = stream or sys.stderr
-        self.width = width
+        self.stream = sys.stderr
         self.tty = self.stream.isatty()
         self.started = time.monotonic()
         self._last_draw = 0.0
@@ -25,8 +25,8 @@ class ProgressBar:
         pct = int(100 * done / self.total) if self.total else 100
         if self.tty:
             if now - self._last_draw >= 0.1 or done >= self.total:
-                filled = int(self.width * pct / 100)
-                bar = "#" * filled + "." * (self.width - filled)
+                filled = int(WIDTH * pct / 100)
+                bar = "#" * filled + "." * (WIDTH - filled)
                 self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total} {pct:3d}%")
                 self.stream.flush()
                 self._last_draw = now
