@@ -45,7 +45,6 @@ MEMORY_KEYS = ("id", "kind", "content", "category", "store", "layer", "status", 
                "confidence", "decay_rate", "pinned", "tags", "hits", "mention_count",
                "agent_id", "run_id", "actor_id", "created_at", "updated_at",
                "expires_at", "purge_at", "etag")  # fmt: skip
-# `--expires`: a duration from now (30m, 12h, 7d, 2w) or an ISO 8601 date or date-time.
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$", re.IGNORECASE)
 _UNIT_S = {"m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 
