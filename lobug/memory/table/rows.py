@@ -278,12 +278,17 @@ def extracted_from(conn: Any, turn_id: int) -> bool:
 
 
 # -- counters (in `meta`, so they survive restarts and the CLI can read them) -----------------
-def bump_counter(conn: Any, name: str, n: int = 1) -> None:
+def meta_add(conn: Any, key: str, n: int = 1) -> None:
+    """Add n to the integer kept in `meta` under `key` (0 when absent)."""
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET"
         " value = CAST(CAST(value AS INTEGER) + ? AS TEXT)",
-        (f"counter.{name}", str(n), n),
+        (key, str(n), n),
     )
+
+
+def bump_counter(conn: Any, name: str, n: int = 1) -> None:
+    meta_add(conn, f"counter.{name}", n)
 
 
 def counters(conn: Any) -> dict[str, int]:

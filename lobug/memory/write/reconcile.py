@@ -1,30 +1,13 @@
-"""Reconcile one candidate with what is stored: repeat, merge, supersede, or add ("newer wins").
+"""Reconcile one candidate with what is stored: repeat, merge, supersede, or add ("newer wins";
+docs/memory.md, "Writing a memory").
 
-Inside the caller's write transaction, `decide` then `apply`:
-
-1. **exact duplicate** — same `dedup.content_hash` as an active memory of the same kind: one
-   more mention and hit, history MERGE (reason exact_duplicate). Always checked first.
-2. otherwise the **verdict** (write/judge.py) — the LLM judge's labels when the extract job has
-   them, else the heuristic judge — says what the candidate is to the stored facts near it:
-   - `same` → merged into that row (reinforced: mention, hit, strength; history MERGE, reason
-     near_duplicate or same_fact);
-   - `update` / `contradiction` → a NEW row with the new wording, `supersedes` = the old id,
-     and every such old row retired: status archived, `valid_until` and `updated_at` now,
-     `attributes.superseded_by` the new id, history SUPERSEDE (meta: reason update |
-     contradiction, superseded_by, judge llm | heuristic), and a `supersedes` relation edge
-     from new to old. Pinned facts are the user's word: never retired, the new fact is added
-     beside them; so are confirmed facts, unless the writer is the owner (its store is the
-     private one: a writer below the owner writes its own store and never retires a fact the
-     owner confirmed). A candidate that is `same` as one row and replaces others is merged into the
-     first and retires the others (superseded_by = the row it was merged into);
-   - `unrelated` to all → **added**.
-
-One exchange is one mention: a merge into a memory already extracted from the same turns
-(the LLM pass after a heuristic one, two phrasings in one answer) links nothing new and does
-not reinforce it.
-
-A new row gets its PII tags, the heuristic rules that matched, entity links (regex NER) and,
-when it has a vector, relation edges to its neighbours. Every outcome bumps the delta log.
+Inside the caller's write transaction, `decide` then `apply`: an exact duplicate (same
+`dedup.content_hash`) is one more mention; otherwise the verdict (write/judge.py) says `same`
+(merge), `update` / `contradiction` (a new row retires the old ones: archived, `valid_until`,
+`superseded_by`, a `supersedes` edge) or `unrelated` (add). Pinned facts, and confirmed ones
+unless the owner writes, are never retired (issue 25). One exchange is one mention: a merge
+from turns the row was already extracted from reinforces nothing. Every outcome bumps the
+delta log.
 """
 
 from __future__ import annotations
@@ -125,10 +108,9 @@ def reconcile(
     origin: Origin,
     policy: WritePolicy,
     now: float,
-    verdict: Verdict | None = None,
 ) -> Outcome:
-    """`decide` and `apply`. verdict: the LLM judge's, if any; None → the heuristic judge."""
-    plan = decide(conn, cand, vector, origin=origin, policy=policy, verdict=verdict)
+    """`decide` (by the heuristic judge) and `apply`."""
+    plan = decide(conn, cand, vector, origin=origin, policy=policy)
     return apply(conn, cand, vector, plan, origin=origin, policy=policy, now=now)
 
 
