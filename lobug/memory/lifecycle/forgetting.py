@@ -29,20 +29,17 @@ TTL_IMPORTANCE_BELOW = 0.5
 def ttl_soft_delete(
     conn: Any,
     now: float,
-    idle_days: float = TTL_IDLE_DAYS,
-    importance_below: float = TTL_IMPORTANCE_BELOW,
     purge_after_days: float = 30.0,
     *,
     actor: str = "system",
 ) -> int:
-    """Seed 001 §7, narrowly: idle > idle_days AND importance < T AND not pinned AND never
-    retrieved nor said again AND not in the long layer AND not confirmed → soft_deleted
-    (purged purge_after_days later unless restored). Everything else stays."""
+    """Seed 001 §7, narrowly: the memories of the TTL (above) → soft_deleted (purged
+    purge_after_days later unless restored). Everything else stays."""
     rows = conn.execute(
         f"SELECT * FROM memories WHERE status IN ('active', 'archived') AND pinned = 0"
         f" AND decay_rate > 0 AND layer = 'mid' AND hits = 0 AND mention_count <= 1"
         f" AND {IN_KINDS} AND importance < ? AND ? - {SEEN} > ?",
-        (importance_below, now, idle_days * DAY),
+        (TTL_IMPORTANCE_BELOW, now, TTL_IDLE_DAYS * DAY),
     ).fetchall()
     for row in rows:
         _soft_delete(

@@ -1,23 +1,13 @@
-"""Consent for profile fields heard by voice (seed 001 §10): proposals, not silent writes.
+"""Consent for profile fields heard by voice (seed 001 §10): proposals, not silent writes
+(docs/memory.md, "Consent").
 
-A fact extracted from a spoken turn (`TurnRecord.voice`, /chat/audio) that sets a profile field
-is held in `proposals` instead of being written:
-
-- **sensitive** fields (`profile_fields.SENSITIVE`: preferred_name, pronouns, city, language)
-  wait up to `memory.consent_days` for an explicit yes — `POST /v1/proposals/{id}/accept`,
-  `lobug memory accept ID` (both through `proposals.Proposals`), or a "yes, remember that" in
-  the same conversation (`consent_chat`). While one is pending, the prompt asks the user to
-  confirm it (`to_confirm`); overdue ones expire in the GC pass (`expire_due`).
-- **benign** fields (the others: tone — how the user wants to be spoken to — and
-  goals) are applied by themselves once `SIGNALS` (2) separate turns said the same
-  value, or once a theory-of-mind insight of high confidence says it (`from_insight`).
-
-Typed words (/chat/text, /v1/turns) are deliberate and are written as before. A value the
-memory already holds is no change and is not held either. Every decision is in `history`:
-PROPOSE, ACCEPT (meta.decision `accepted` or `auto_applied`), REJECT, EXPIRE (`expired`, or
-`replaced` by a newer value for the same field), with the proposal id, field, value and actor
-in `meta`; ACCEPT carries the memory it wrote. An accepted proposal goes through `reconcile`
-like any fact (source `consent`), so a new name supersedes the old one.
+A spoken fact that sets a profile field is held in `proposals`: a sensitive field
+(`profile_fields.SENSITIVE`) waits up to `memory.consent_days` for an explicit yes (the API, the
+CLI, or "yes, remember that": `consent_chat`), asked about by the prompt (`to_confirm`) and
+expired by the GC (`expire_due`); a benign one is applied once `SIGNALS` separate turns said
+it, or a confident insight did (`from_insight`). Typed words and values already held are
+written as usual. Every decision is in `history` (PROPOSE, ACCEPT, REJECT, EXPIRE); an accepted
+proposal goes through `reconcile` (source `consent`), so a new name supersedes the old one.
 """
 
 from __future__ import annotations
