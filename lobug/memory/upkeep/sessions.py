@@ -28,7 +28,7 @@ from lobug.conversation import CONVERSATION_TURN, TurnRecord
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.memory import enqueue, instructions
-from lobug.memory.table.rows import bump_counter
+from lobug.memory.table.rows import bump_counter, extracted_from
 from lobug.memory.upkeep.budget import LlmBudget
 from lobug.storage.database import Database
 from lobug.workers import queue
@@ -115,17 +115,9 @@ def extraction_owed(conn: Any, session_id: str) -> tuple[list[tuple[int, int | N
         }
         if states & {"pending", "running"}:
             pending += 1
-        elif not states and not _extracted(conn, turn_id):
+        elif not states and not extracted_from(conn, turn_id):
             missing.append((int(turn_id), _reply_to(conn, session_id, int(turn_id))))
     return missing, pending
-
-
-def _extracted(conn: Any, turn_id: int) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM memory_sources WHERE turn_id = ? AND reason = 'extracted' LIMIT 1",
-        (turn_id,),
-    ).fetchone()
-    return row is not None
 
 
 def _reply_to(conn: Any, session_id: str, turn_id: int) -> int | None:
