@@ -55,9 +55,9 @@ class MemoryJobs:
         clock: Callable[[], float],
         cascades: Cascades,
         policy: WritePolicy,
-        recent: RecentVectors | None = None,
-        upkeep: UpkeepConfig | None = None,
-        reflection: ReflectionConfig | None = None,
+        recent: RecentVectors,
+        upkeep: UpkeepConfig,
+        reflection: ReflectionConfig,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -68,7 +68,7 @@ class MemoryJobs:
         self.clock = clock
         self.cascades = cascades
         self.policy = policy
-        self.recent = recent or RecentVectors()
+        self.recent = recent
         self.extract = ExtractJob(
             db=db,
             llm=llm,
@@ -82,7 +82,7 @@ class MemoryJobs:
         self.upkeep = UpkeepJobs(
             db=db,
             llm=llm,
-            cfg=upkeep or UpkeepConfig(),
+            cfg=upkeep,
             policy=policy,
             clock=clock,
             timeout_s=config.llm_timeout_s,
@@ -100,7 +100,7 @@ class MemoryJobs:
             db=db,
             llm=llm,
             memory=config,
-            config=reflection or ReflectionConfig(),
+            config=reflection,
             clock=clock,
             on_base_written=cascades.on_base_written,
             query_vector=cascades.query_vector,

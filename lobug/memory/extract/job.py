@@ -68,7 +68,6 @@ class ExtractJob:
         embed: Embed,
         vectors_on: Callable[[], bool],
         clock: Callable[[], float],
-        refine_after_s: float = REFINE_AFTER_S,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -77,7 +76,6 @@ class ExtractJob:
         self.embed = embed
         self.vectors_on = vectors_on
         self.clock = clock
-        self.refine_after_s = refine_after_s
 
     async def __call__(self, job: Job) -> None:
         vectors_on = self.vectors_on()  # raises NotReady while a reembed is needed
@@ -406,7 +404,7 @@ class ExtractJob:
                 enqueue.EXTRACT,
                 {**job.payload, "refine": True},
                 now=now,
-                run_after=now + self.refine_after_s,
+                run_after=now + REFINE_AFTER_S,
                 dedupe_key=f"{enqueue.EXTRACT}:{user.id}:refine",
             )
         # Done in the same transaction as the facts: a crash now cannot make them twice.

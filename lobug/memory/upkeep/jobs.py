@@ -55,10 +55,10 @@ class UpkeepJobs:
         clock: Callable[[], float],
         timeout_s: float,
         vectors_on: Callable[[], bool],
-        ner: Ner | None = None,
+        ner: Ner,
     ) -> None:
         self.db = db
-        self.ner = ner or Ner([])  # the regexes only: no accurate NER
+        self.ner = ner
         self.cfg = cfg
         self.clock = clock
         self.vectors_on = vectors_on  # raises NotReady while vectors are being rebuilt
