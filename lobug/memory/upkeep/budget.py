@@ -10,6 +10,7 @@ latency, for `/v1/stats`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import date
 from functools import partial
@@ -76,8 +77,10 @@ class LlmBudget:
                 max(60.0, next_day_in(now)),
             )
 
-    async def record(self, calls: int, *, ms: float = 0.0, ok: bool = True) -> None:
-        """The calls made (a reminder's retry is a second), for `/v1/stats`."""
+    async def record(self, calls: int, started: float, *, ok: bool = True) -> None:
+        """The calls made since `started` (`time.perf_counter`; a reminder's retry is a
+        second), for `/v1/stats`."""
+        ms = (time.perf_counter() - started) * 1000.0
         await self.db.write(
             partial(events.record, op=LLM_CALL, now=self.clock(), ms=ms, ok=ok, n=calls)
         )

@@ -76,19 +76,12 @@ class Consolidator:
         sure: list[Pair] = []
         unsure: list[Pair] = []
         for pair in found:
-            label, _ = judge.heuristic_label(
-                pair.newer.content,
-                pair.older.content,
-                distance=1.0 - pair.similarity,
-                policy=self.policy,
-            )
-            (sure if label == judge.SAME else unsure).append(pair)
+            (sure if self._heuristic(pair) == judge.SAME else unsure).append(pair)
         report.update(await self._apply([(p, judge.SAME, judge.HEURISTIC) for p in sure]))
         checked = await self.db.read(pairs.judged_by_llm_since, user_id, events.day_start(now))
         todo = unsure[: max(0, PAIRS_PER_DAY - checked)]
-        size = max(1, PAIRS_PER_PROMPT)
-        for start in range(0, len(todo), size):
-            batch = todo[start : start + size]
+        for start in range(0, len(todo), PAIRS_PER_PROMPT):
+            batch = todo[start : start + PAIRS_PER_PROMPT]
             await self.budget.take("consolidation", user_id)
             judged = await self._judge(batch, report)
             report.update(await self._apply(judged))
@@ -115,13 +108,13 @@ class Consolidator:
         try:
             answer = await judge.ask_llm(self.llm, cands, offers, timeout_s=self.timeout_s)
         except LLMUnavailable:
-            await self.budget.record(1, ok=False, ms=_ms(started))
+            await self.budget.record(1, started, ok=False)
             raise
         except InvalidOutput as exc:
             if not exc.raw.strip():
-                await self.budget.record(1, ok=False, ms=_ms(started))
+                await self.budget.record(1, started, ok=False)
                 raise LLMUnavailable(f"empty answer: {exc}", kind="empty") from None
-            await self.budget.record(2, ms=_ms(started))
+            await self.budget.record(2, started)
             await self.db.write(bump_counter, "consolidate_invalid_total")
             log.warning(
                 "consolidation: the model's answer was invalid twice (%s);"
@@ -130,7 +123,7 @@ class Consolidator:
             )
             report["invalid"] += 1
             return [(p, self._heuristic(p), judge.HEURISTIC) for p in batch]
-        await self.budget.record(1, ms=_ms(started))
+        await self.budget.record(1, started)
         report["llm_calls"] += 1
         judged = []
         for index, pair in enumerate(batch):
@@ -197,7 +190,3 @@ def _event(conn: Any, op: str, pair: Pair, memory_id: int | None, *, now: float)
         status=memory_events.SKIPPED if memory_id is None else memory_events.OK,
         sim=pair.similarity,
     )
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000.0

@@ -237,7 +237,7 @@ class UpkeepJobs:
 
     async def _record(self, calls: int, started: float, *, ok: bool = True) -> None:
         if "llm" in self.ner.providers:  # the model's calls, for /v1/stats
-            await self.budget.record(calls, ok=ok, ms=_ms(started))
+            await self.budget.record(calls, started, ok=ok)
 
     @staticmethod
     def _enrich(conn: Any, *, user_id: str, now: float, relinked: int | None) -> dict[str, int]:
@@ -254,10 +254,6 @@ def enrichment_pending(conn: Any, user_id: str) -> bool:
         (f"{ENRICH}:{user_id}",),
     ).fetchone()
     return row is not None
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000.0
 
 
 def _user(job: Job) -> str:

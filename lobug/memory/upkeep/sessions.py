@@ -393,23 +393,19 @@ class SessionSummarizer:
                 max_tokens=SUMMARY_MAX_TOKENS,
             )
         except LLMUnavailable as exc:
-            await self.budget.record(1, ok=False, ms=_ms(started))
+            await self.budget.record(1, started, ok=False)
             raise RetryLater(f"session summary: LLM unavailable: {exc}") from None
         except InvalidOutput as exc:
             if not exc.raw.strip():
-                await self.budget.record(1, ok=False, ms=_ms(started))
+                await self.budget.record(1, started, ok=False)
                 raise RetryLater(f"session summary: empty answer: {exc}") from None
-            await self.budget.record(2, ok=False, ms=_ms(started))
+            await self.budget.record(2, started, ok=False)
             await self.db.write(bump_counter, SUMMARY_INVALID)
             log.warning("session %s: no summary, the model's answer was invalid twice (%s)",
                         session_id, exc)  # fmt: skip
             return False
-        await self.budget.record(1, ms=_ms(started))
+        await self.budget.record(1, started)
         await self.db.write(
             partial(store_summary, now=self.clock()), session_id, user_id, summary, given
         )
         return True
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000.0
