@@ -113,8 +113,12 @@ class MemoryJobs:
             enqueue.EMBED_TURN: self.embed_turn,
             enqueue.EXTRACT: self.extract,
             enqueue.EMBED_MEMORY: self.embed_memory,
-            enqueue.CASCADE_SHORT: self.cascade_short,
-            enqueue.CASCADE_LONG: self.cascade_long,
+            enqueue.CASCADE_SHORT: partial(
+                self._cascade, run=self.cascades.run_short, counter="summary_invalid_total"
+            ),
+            enqueue.CASCADE_LONG: partial(
+                self._cascade, run=self.cascades.run_long, counter="distill_invalid_total"
+            ),
             **self.upkeep.handlers(),
             **self.thinking.handlers(),
         }
@@ -181,13 +185,7 @@ class MemoryJobs:
         )
 
     # -- cascades ---------------------------------------------------------------------------------
-    async def cascade_short(self, job: Job) -> None:
-        await self._cascade(job, self.cascades.run_short, "summary_invalid_total")
-
-    async def cascade_long(self, job: Job) -> None:
-        await self._cascade(job, self.cascades.run_long, "distill_invalid_total")
-
-    async def _cascade(self, job: Job, run: Callable[[str], Any], counter: str) -> None:
+    async def _cascade(self, job: Job, *, run: Callable[[str], Any], counter: str) -> None:
         user_id = str(job.payload.get("user_id") or "default")
         try:
             await run(user_id)
