@@ -22,8 +22,6 @@ from lobug.memory.write.fact_keys import subject_attribute
 from lobug.memory.write.judge import covers
 from lobug.memory.write.validator import RejectCounter, validate_fact
 
-__all__ = ["Candidate", "from_llm", "heuristic", "merge", "validated"]
-
 # The model's categories (seed 004) set the importance; the rules carry their own.
 LLM_IMPORTANCE = {
     "personal": 0.7,
