@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,14 +61,10 @@ def enrich(conn: Any, user_id: str, *, now: float, relinked: int | None = None) 
     """The nightly pass's work in the writer's transaction: what it did. `relinked`: the links
     the accurate re-extraction made (the job, before); None: it did not run, the regexes look
     again instead."""
-    report: Counter[str] = Counter()
     if relinked is None:
-        report["relinked"] = relink(conn, user_id, now=now)
-    else:
-        report["relinked"] = relinked
-    report["merged"] = merge_aliases(conn, user_id)
-    report["profiles"] = fill_profiles(conn, user_id)
-    return dict(report)
+        relinked = relink(conn, user_id, now=now)
+    merged = merge_aliases(conn, user_id)
+    return {"relinked": relinked, "merged": merged, "profiles": fill_profiles(conn, user_id)}
 
 
 def candidates(conn: Any, user_id: str, *, strategy: str, limit: int) -> list[Unlinked]:

@@ -16,11 +16,11 @@ from typing import Any
 
 from lobug.config import MemoryConfig
 from lobug.conversation import OWNER_TURN
-from lobug.llm.ask import InvalidOutput, strip_reasoning
+from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import OutputSchema
-from lobug.llm.replies import find_json, json_items
 from lobug.memory import enqueue
 from lobug.memory.graph.entities import link_entities
+from lobug.memory.instructions import answer_items
 from lobug.memory.reflect import marks
 from lobug.memory.settings import WritePolicy
 from lobug.memory.summaries.cascades import entities_of
@@ -112,15 +112,9 @@ def inputs(conn: Any, user_id: str) -> tuple[list[str], list[str], str]:
 def parse(raw: str) -> list[tuple[str, tuple[str, ...], float]]:
     """(text, tags, importance 0..1) of each valid insight; [] is a valid "nothing stands out".
     InvalidOutput when there is no such JSON, or none of the items passes the writing rules."""
-    try:
-        value = find_json(strip_reasoning(raw))
-    except ValueError:
-        raise InvalidOutput("no JSON in the answer", raw) from None
-    items = json_items(
-        value, is_item=lambda v: isinstance(v.get("summary"), str), list_keys=("insights",)
+    items = answer_items(
+        raw, is_item=lambda v: isinstance(v.get("summary"), str), list_keys=("insights",)
     )
-    if items is None:
-        raise InvalidOutput("JSON of an unexpected shape", raw)
     found: list[tuple[str, tuple[str, ...], float]] = []
     for item in items:
         text = item.get("summary") if isinstance(item, dict) else item

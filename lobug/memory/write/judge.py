@@ -21,9 +21,8 @@ from functools import partial
 from itertools import zip_longest
 from typing import Any
 
-from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
+from lobug.llm.ask import InvalidOutput, ask
 from lobug.llm.client import LLMClient, OutputSchema
-from lobug.llm.replies import find_json, json_items
 from lobug.memory import instructions
 from lobug.memory.query import Reach
 from lobug.memory.search.lexical import text_ranks
@@ -397,13 +396,9 @@ def parse_labels(raw: str, *, offered: set[tuple[int, int]]) -> Answer:
     objects (fenced, wrapped in an object, with prose around it). Items with an unknown label
     or a pair not in `offered` are dropped and counted; InvalidOutput when there is no JSON,
     JSON of another shape, or items of which none is usable. An empty array labels nothing."""
-    try:
-        value = find_json(strip_reasoning(raw))
-    except ValueError:
-        raise InvalidOutput("no JSON in the answer", raw) from None
-    items = _items(value)
-    if items is None:
-        raise InvalidOutput(f"JSON of an unexpected shape ({type(value).__name__})", raw)
+    items = instructions.answer_items(
+        raw, is_item=lambda v: any(k in v for k in _LABEL_KEYS), list_keys=_LIST_KEYS
+    )
     only_new = {n for n, _ in offered}
     default_new = next(iter(only_new)) if len(only_new) == 1 else None
     labels: dict[tuple[int, int], str] = {}
@@ -417,12 +412,6 @@ def parse_labels(raw: str, *, offered: set[tuple[int, int]]) -> Answer:
     if items and not labels:
         raise InvalidOutput(f"none of the {len(items)} item(s) labels an offered pair", raw)
     return Answer(labels, dropped)
-
-
-def _items(value: Any) -> list[Any] | None:
-    return json_items(
-        value, is_item=lambda v: any(k in v for k in _LABEL_KEYS), list_keys=_LIST_KEYS
-    )
 
 
 def _pair(item: Any, default_new: int | None) -> tuple[tuple[int, int], str] | None:
