@@ -140,9 +140,6 @@ class SearchEvents:
             }
         )
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
     def take(self) -> list[dict[str, Any]]:
         rows, self._rows = self._rows, []
         return rows
