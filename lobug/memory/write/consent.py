@@ -250,16 +250,6 @@ def expire_due(conn: Any, now: float) -> int:
     return len(rows)
 
 
-def pending(conn: Any, user_id: str = USER, *, now: float | None = None) -> list[dict[str, Any]]:
-    """The user's pending proposals, newest first (not yet expired at `now`, when given)."""
-    sql = "SELECT * FROM proposals WHERE user_id = ? AND status = 'pending'"
-    params: list[Any] = [user_id]
-    if now is not None:
-        sql += " AND expires_at > ?"
-        params.append(now)
-    return [proposal_dict(r) for r in conn.execute(sql + " ORDER BY id DESC", params)]
-
-
 def to_confirm(
     conn: Any, *, user_id: str, session_id: str, now: float, limit: int = CONFIRM_MAX
 ) -> list[tuple[int, str]]:
