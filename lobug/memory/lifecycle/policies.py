@@ -105,7 +105,6 @@ def capacity_cleanup(
     conn: Any,
     now: float,
     mid_capacity: int = MID_CAPACITY,
-    weights: ScoringWeights = WEIGHTS,
     *,
     actor: str = "system",
 ) -> int:
@@ -126,7 +125,7 @@ def capacity_cleanup(
         ranked = sorted(
             rows,
             key=lambda r: (
-                memory_score(r, weights, now).total,
+                memory_score(r, WEIGHTS, now).total,
                 r["last_accessed"] or r["created_at"],
                 r["id"],
             ),

@@ -82,11 +82,10 @@ def _clip(text: str) -> str:
     return text if len(text) <= TURN_CHARS else text[: TURN_CHARS - 1] + "…"
 
 
-def fit(
-    facts: list[str], episodes: list[str], *, chars: int = INPUT_CHARS, items: int = MAX_ITEMS
-) -> tuple[list[str], list[str]]:
+def fit(facts: list[str], episodes: list[str]) -> tuple[list[str], list[str]]:
     """The facts and episodes the prompt can hold: each list in its order, up to half of
-    `chars` each and `items` in all, then what one leaves to the other."""
+    INPUT_CHARS each and MAX_ITEMS in all, then what one leaves to the other."""
+    chars = INPUT_CHARS
     taken: list[list[str]] = [[], []]
     used = [0, 0]
     for share in (chars // 2, chars):  # first each its half, then the rest to either
@@ -95,7 +94,7 @@ def fit(
                 cost = len(text) + 3  # "- " and the line break
                 if sum(used) + cost > chars or used[side] + cost > share:
                     break
-                if len(taken[0]) + len(taken[1]) >= items:
+                if len(taken[0]) + len(taken[1]) >= MAX_ITEMS:
                     break
                 taken[side].append(text)
                 used[side] += cost

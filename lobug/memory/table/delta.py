@@ -212,23 +212,18 @@ def changes_since(
     rev: int | None = None,
     *,
     user_id: str = "default",
-    limit: int = MAX_FETCH,
     visible: Visible | None = None,
-    reader: str | None = None,
 ) -> list[Change]:
-    """The user's changes newer than `rev` (default: the session's seen revision, the
-    reader's when given), oldest first.
-
-    At most `limit` of the newest; `visible` filters them (e.g. by the caller's stores and
-    categories). Read-only: nothing is marked seen.
-    """
-    since = seen_rev(conn, session_id, user_id, reader=reader) if rev is None else rev
+    """The user's changes newer than `rev` (default: the session's seen revision), oldest
+    first: at most MAX_FETCH of the newest, those `visible` keeps (e.g. by the caller's stores
+    and categories). Read-only: nothing is marked seen."""
+    since = seen_rev(conn, session_id, user_id) if rev is None else rev
     if current_rev(conn, user_id) <= since:  # the common case costs one primary-key lookup
         return []
     rows = conn.execute(
         "SELECT rev, memory_id, event, session_id, meta, ts FROM change_log"
         " WHERE user_id = ? AND rev > ? ORDER BY id DESC LIMIT ?",
-        (user_id, since, max(1, min(limit, MAX_FETCH))),
+        (user_id, since, MAX_FETCH),
     ).fetchall()
     changes = [Change.from_row(row) for row in reversed(rows)]
     return [c for c in changes if visible is None or visible(c)]
@@ -239,7 +234,6 @@ def take(
     session_id: str,
     user_id: str = "default",
     *,
-    limit: int = MAX_FETCH,
     visible: Visible | None = None,
     reader: str | None = None,
 ) -> tuple[list[Change], int, int]:
@@ -247,7 +241,7 @@ def take(
     for `reader` only when given (see `reader_key`), else for the session itself."""
     since = seen_rev(conn, session_id, user_id, reader=reader)
     new = current_rev(conn, user_id)
-    changes = changes_since(conn, session_id, since, user_id=user_id, limit=limit, visible=visible)
+    changes = changes_since(conn, session_id, since, user_id=user_id, visible=visible)
     mark_seen(conn, session_id, new, reader=reader)
     return changes, since, new
 
