@@ -36,6 +36,7 @@ IMPORTANCE = {"preferred_name": 0.9, "pronouns": 0.8, "city": 0.8, "language": 0
 STORE = "private"  # profile facts are the owner's
 AUTO = "consent"  # the actor of an automatic decision (auto-apply, expiry)
 CONFIRM_MAX = 2  # pending proposals the prompt asks about at once
+ASKED_KEPT = 4096  # (session, proposal) pairs remembered as asked about
 SIGNALS = 2  # a benign profile field (tone, goals) heard this often is applied without a "yes"
 DAY_S = 86400.0
 USER = "default"
@@ -349,10 +350,9 @@ def proposal_dict(row: Any) -> dict[str, Any]:
 
 class AskedOnce:
     """Which consent proposals the prompt already asked about, per session: each once (the
-    newest `size` kept; a restarted daemon may ask once more)."""
+    newest ASKED_KEPT kept; a restarted daemon may ask once more)."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
+    def __init__(self) -> None:
         self._asked: OrderedDict[tuple[str, int], None] = OrderedDict()
 
     def first_time(self, session_id: str, items: Sequence[tuple[int, str]]) -> list[str]:
@@ -362,6 +362,6 @@ class AskedOnce:
             if (session_id, item_id) not in self._asked:
                 self._asked[(session_id, item_id)] = None
                 fresh.append(text)
-        while len(self._asked) > self.size:
+        while len(self._asked) > ASKED_KEPT:
             self._asked.popitem(last=False)
         return fresh
