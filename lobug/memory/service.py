@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 HIT_FLUSH_S = 5.0
 REFLECTION_CHECK_S = 3600.0
 
-__all__ = ["InvalidMemory", "MemoryService", "QueryRequest", "QueryResult"]
-
 
 class MemoryService:
     def __init__(
