@@ -1,19 +1,12 @@
-"""Daily consolidation (seed 001 §4): near-duplicate facts that slipped past the write-time
-checks are found (upkeep/pairs.py), judged and merged (upkeep/merge.py).
+"""Daily consolidation (seed 001 §4; docs/seeds.md, rows 130-138): near-duplicate facts that
+slipped past the write-time checks are found (upkeep/pairs.py), judged and merged or retired.
 
-A pair the write-time heuristic judge already calls `same` (word overlap ≥ near_jaccard or
-cosine distance < duplicate_distance: written while vectors were off, imported, or in one
-exchange) is merged without asking. The others go to the LLM judge of "newer wins" (the same
-prompt and parser, write/judge.py), `PAIRS_PER_PROMPT` pairs a call, at most `PAIRS_PER_DAY`
-pairs per user a day, each call taken from the daily upkeep budget. The labels apply as at
-write time: `same` merges the two; `update` and `contradiction` retire the older for the newer
-("newer wins": the later statement stands, the older is archived with a SUPERSEDE event and a
-`supersedes` edge; a pinned fact is never retired), so two facts that missed each other when
-written (vectors off, an import) do not both stay current.
-
-An answer that is nonsense twice falls back to the heuristic labels for its batch (counted in
-`consolidate_invalid_total`); an empty answer or an outage raises LLMUnavailable / RetryLater:
-the batches already judged are committed and fingerprinted, so the retry goes on from there.
+A pair the write-time heuristic judge already calls `same` is merged without asking; the others
+go to the LLM judge of "newer wins" (write/judge.py), `PAIRS_PER_PROMPT` a call, at most
+`PAIRS_PER_DAY` per user a day, each call from the daily upkeep budget. The labels apply as at
+write time, so two facts that missed each other when written (vectors off, an import) do not
+both stay current. Nonsense twice falls back to the heuristic labels for its batch; an empty
+answer or an outage raises, after the batches already judged were committed and fingerprinted.
 """
 
 from __future__ import annotations

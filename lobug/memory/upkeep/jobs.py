@@ -166,14 +166,8 @@ class UpkeepJobs:
 
     async def _reextract(self, user_id: str) -> int | None:
         """New links from the accurate NER over tonight's candidates, committed a call at a
-        time (a preempted job goes on from there). None when it could not run at all.
-
-        It never makes the job wait or retry, since consolidation waits for this job: with its
-        share of today's budget spent (ENRICH_BUDGET_SHARE) or the model down it stops, and
-        the candidates it did not reach are the next night's; an answer that is nonsense twice
-        stamps its notes with the regexes' entities (asking again tomorrow would cost the same
-        and likely fail alike).
-        """
+        time (a preempted job goes on from there); None when it could not run at all. It never
+        waits or retries, since consolidation waits for it (docs/seeds.md, row 239)."""
         found = await self.db.read(
             partial(
                 enrich.candidates,
