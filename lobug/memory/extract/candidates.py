@@ -1,12 +1,9 @@
-"""The facts one exchange proposes: LLM and heuristic candidates merged, validated, de-duplicated.
+"""The facts one exchange proposes: LLM and heuristic candidates merged, validated, de-duplicated
+(extraction modes: docs/memory.md, "Jobs").
 
-Modes (`memory.extraction_mode`, seed 000): `heuristic` uses the regex rules only, `llm` the
-model only, `hybrid` both — the model's facts lead, and a heuristic fact joins only when no
-model fact already covers it (most of its words, or the same subject and attribute), so the
-rules fill gaps instead of restating what the model said in other words. When the model fails
-(unreachable after retries, or nonsense twice) the heuristic facts stand in for that exchange.
-
-Every candidate passes the writing validator (seed 001 §9); rejections are counted per reason.
+In `hybrid` mode the model's facts lead, and a heuristic fact joins only when no model fact
+already covers it (most of its words, or the same subject and attribute), so the rules fill
+gaps instead of restating what the model said in other words.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""Forgetting and its reversal (seeds 001 §7, 003): the narrow TTL, a user's forget, restore,
-confirm.
+"""Forgetting and its reversal (seeds 001 §7, 003; docs/memory.md, "Memory that lasts"): the
+narrow TTL, a user's forget, an end date the writer gave, restore, confirm.
 
-What the user told us is kept (seed 004; issue 10): Ebbinghaus decay only lowers a memory's
-rank (`store.strength`, `search.scoring.rescore`) and never deletes. The one automatic soft
-delete is seed 001 §7 taken literally and narrowly (`ttl_soft_delete`): low-value items nobody
-ever used. Shares the conventions of `lifecycle`: the caller's transaction, an explicit `now`,
-one history row per status change (`status.change_status`). A soft-deleted memory loses its
-vector, so a restore of one needs a re-embed.
+Decay only lowers a memory's rank and never deletes; the one automatic soft delete is the narrow
+TTL (`ttl_soft_delete`). The conventions of `policies`: the caller's transaction, an explicit
+`now`, one history row per status change. A soft-deleted memory loses its vector.
 """
 
 from __future__ import annotations

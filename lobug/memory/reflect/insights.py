@@ -1,13 +1,11 @@
-"""Theory-of-mind insights (seed 001 §3): 1-3 third-person notes on how the user communicates.
+"""Theory-of-mind insights (seed 001 §3; docs/seeds.md, rows 119-128): 1-3 third-person notes
+on how the user communicates.
 
-At most one run per user in `insights_every_hours` (24 h), counted from the last run whether or
-not it found anything, and only when the user said something since. Input: the newest activity
-(summaries, ≤ 5), the newest facts (≤ 3) and the last words of the conversation (≤ 1000 chars).
-Stored as kind `insight`, category `relationship_dynamic`, importance 2 of 5 by default; a
-scoring multiplier keeps them low in retrieval (`search.scoring`), so one reaches the prompt only
-when it ranks for the turn's words (`search.prompt_context.context_plan`). One of importance ≥ 4
-that sets a benign profile field is also written as that fact (seed 001 §10,
-`consent.from_insight`).
+At most one run per user in `insights_every_hours`, counted from the last run whether or not it
+found anything, and only when the user said something since. Stored as kind `insight`, category
+`relationship_dynamic`; retrieval weighs them low, so one reaches the prompt only when it ranks
+for the turn's words. One of importance ≥ 4 that sets a benign profile field is also written as
+that fact (seed 001 §10, `consent.from_insight`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""The weekly reflection (seed 003): a paragraph looking back over the week's facts.
+"""The weekly reflection (seed 003; docs/seeds.md, rows 244-246): a paragraph looking back over
+the week's facts.
 
 Due when the user's last reflection is at least `reflection_every_days` old (or there is none)
-and at least `MIN_FACTS` facts were learned in the last 7 days. Stored as a memory of
-kind `reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the
-latest one (`notes`).
-
-It reads the last 7 days (seed 003): up to `MAX_ITEMS` facts and episodes — the week's
-conversation summaries and what the user said in their own sessions — within `INPUT_CHARS`.
-The seed's 200 items would be ~16k characters, ~4k tokens: more than the whole context of the
-small model a Pi runs (the reply lane's ~4k tokens), whose server would cut the prompt's start,
-instructions included. So the items are fitted to `INPUT_CHARS` (~2k tokens at ~4 characters a
-token), which leaves the instructions and the answer's bound (`lobug.llm.ask.MAX_TOKENS`, 1024)
-room in 4k; facts (most important first) and episodes (summaries, then the user's newest
-words) share it half and half, either one taking what the other leaves.
+and at least `MIN_FACTS` facts were learned in the last 7 days. Stored as a memory of kind
+`reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the latest
+one (`notes`). Its input, the week's facts and episodes, is fitted to `INPUT_CHARS`: the seed's
+200 items would overflow the whole context of the small model a Pi runs.
 """
 
 from __future__ import annotations
