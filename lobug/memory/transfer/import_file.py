@@ -1,12 +1,8 @@
-"""Import an export file (`records_export`) losslessly, in one write transaction.
-
-Ids: a table's rows keep their ids when none of them is taken in the target (a fresh database),
-so export → import → export gives the same lines except `meta.exported_at`. When any id is
-taken (merging into a database in use) that table's rows get new ids and every reference
-(sources, links, relations, history, `supersedes`) is rewritten. Rows already present are
-matched and skipped — a turn by session, role, time and text; a memory by content and
-creation time; an entity by name and type — so importing the same file twice adds nothing.
-Columns the target does not have are dropped (an older schema); `user_id` is the target's.
+"""Import an export file (`export_file`) losslessly, in one write transaction (docs/memory-api.md,
+"Export and import"): a table's rows keep their ids when none is taken in the target, else they
+get new ids and every reference is rewritten; rows already present are matched and skipped, so
+importing the same file twice adds nothing. Columns the target does not have are dropped (an
+older schema); `user_id` is the target's.
 """
 
 from __future__ import annotations
