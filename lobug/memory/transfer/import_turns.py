@@ -1,7 +1,7 @@
 """Bulk import of conversation turns from JSONL: validate each line, store, enqueue the work.
 
-The line format is docs/memory.md, "Import"; a bad line is reported by number and skipped, the
-good ones still stored.
+The line format is docs/memory-api.md, "Export and import" (turn lines); a bad line is reported
+by number and skipped, the good ones still stored.
 
 Re-running an import — the same file twice, or again after the process was killed — stores
 nothing twice: a line whose (session_id, ref) is already stored is skipped, and a line without
