@@ -41,7 +41,7 @@ from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.proposals import Proposals
-from lobug.memory.write.reconcile import Origin, Writer
+from lobug.memory.write.reconcile import Origin
 from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
 from lobug.storage.vector_index import prune_changes
@@ -415,7 +415,9 @@ class MemoryService:
             pinned=pinned,
             tags=tuple(tags),
             source="user",
-            writer=Writer(agent_id, run_id, actor_id),
+            agent_id=agent_id,
+            run_id=run_id,
+            actor_id=actor_id,
         )
         row = await self.db.write(
             partial(

@@ -37,10 +37,10 @@ def remember(
 ) -> dict[str, Any]:
     """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action.
 
-    A new row records its writer (`origin.writer`); a merge keeps the writer of the memory it
-    merges into (the history event of the merge names who said it again). `expires_at` (seed
-    002): a new row is kept until then; a memory merged into keeps its own expiry unless it
-    had one (said again: it lasts as long as this write asks)."""
+    A new row records its writer (`origin.agent_id`, `run_id`, `actor_id`); a merge keeps the
+    writer of the memory it merges into (the history event of the merge names who said it
+    again). `expires_at` (seed 002): a new row is kept until then; a memory merged into keeps
+    its own expiry unless it had one (said again: it lasts as long as this write asks)."""
     outcome = reconcile(conn, cand, None, origin=origin, policy=policy, now=now)
     only_dated = "" if outcome.action in ("added", "superseded") else " AND expires_at IS NOT NULL"
     conn.execute(

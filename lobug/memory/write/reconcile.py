@@ -13,7 +13,7 @@ delta log.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from lobug.access import OWNER_STORE
@@ -45,18 +45,6 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Writer:
-    """Who wrote a memory (seed 001 §6.1): the agent, its run, the person speaking."""
-
-    agent_id: str | None = None
-    run_id: str | None = None
-    actor_id: str | None = None
-
-    def given(self) -> dict[str, str]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-@dataclass(frozen=True)
 class Origin:
     """Who and what a candidate comes from, and where a new row goes."""
 
@@ -73,13 +61,17 @@ class Origin:
     # The user's words the candidate was extracted from: the heuristic judge reads their
     # state-change markers ("I now drive …") when the fact itself lost them.
     said: str | None = None
-    writer: Writer = field(default_factory=Writer)  # recorded on a new row
+    # Who wrote it (seed 001 §6.1), recorded on a new row: the agent, its run, the person speaking.
+    agent_id: str | None = None
+    run_id: str | None = None
+    actor_id: str | None = None
 
     def history_meta(self) -> dict[str, Any]:
+        writer = {"agent_id": self.agent_id, "run_id": self.run_id, "actor_id": self.actor_id}
         return {
             "turns": list(self.turn_ids),
             "job": self.job_id,
-            **self.writer.given(),
+            **{key: value for key, value in writer.items() if value is not None},
             **self.meta,
         }
 
@@ -385,9 +377,9 @@ def _add(
         rules=cand.rules,
         fact_key=key,
         decay_rate=policy.decay_rate_for(cand.importance),
-        agent_id=origin.writer.agent_id,
-        run_id=origin.writer.run_id,
-        actor_id=origin.writer.actor_id,
+        agent_id=origin.agent_id,
+        run_id=origin.run_id,
+        actor_id=origin.actor_id,
     )
     store.link_sources(conn, memory_id, origin.turn_ids)
     if supersedes is not None:  # seed 000: the turns that overturned a memory, marked so
