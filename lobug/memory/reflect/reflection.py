@@ -40,32 +40,24 @@ def latest(conn: Any, user_id: str) -> store.MemoryRow | None:
     return None if row is None else store.MemoryRow.from_row(row)
 
 
-def new_facts(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
+def week_memories(conn: Any, user_id: str, now: float, kind: str) -> list[str]:
+    """The week's memories of `kind`: facts most important first, summaries newest first."""
+    order = "importance DESC, created_at DESC" if kind == "fact" else "id DESC"
     rows = conn.execute(
-        "SELECT content FROM memories WHERE user_id = ? AND kind = 'fact' AND status = 'active'"
-        " AND created_at >= ? ORDER BY importance DESC, created_at DESC LIMIT ?",
-        (user_id, now - WEEK_S, limit),
+        "SELECT content FROM memories WHERE user_id = ? AND kind = ? AND status = 'active'"
+        f" AND created_at >= ? ORDER BY {order} LIMIT ?",
+        (user_id, kind, now - WEEK_S, MAX_ITEMS),
     )
     return [str(r[0]) for r in rows]
 
 
-def week_summaries(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
-    """The week's conversation summaries, newest first."""
-    rows = conn.execute(
-        "SELECT content FROM memories WHERE user_id = ? AND kind = 'summary'"
-        " AND status = 'active' AND created_at >= ? ORDER BY id DESC LIMIT ?",
-        (user_id, now - WEEK_S, limit),
-    )
-    return [str(r[0]) for r in rows]
-
-
-def week_said(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
+def week_said(conn: Any, user_id: str, now: float) -> list[str]:
     """What the user said this week in their own sessions, newest first (a lower-trust
     caller's words never reach a reflection)."""
     rows = conn.execute(
         f"SELECT text FROM turns WHERE user_id = ? AND role = 'user' AND ts >= ?"
         f" AND {CONVERSATION_TURN} AND {OWNER_TURN} ORDER BY id DESC LIMIT ?",
-        (user_id, now - WEEK_S, limit),
+        (user_id, now - WEEK_S, MAX_ITEMS),
     )
     return [f'The user said: "{_clip(str(r[0]))}"' for r in rows]
 
@@ -111,8 +103,9 @@ def due(conn: Any, user_id: str, *, now: float, every_days: float) -> bool:
 def inputs(conn: Any, user_id: str, now: float) -> tuple[list[str], list[str]]:
     """The week's facts and episodes (summaries, then the user's words) for the reflection
     prompt, fitted to INPUT_CHARS; the episodes oldest first, as a week is told."""
-    summaries = week_summaries(conn, user_id, now)
-    facts, episodes = fit(new_facts(conn, user_id, now), summaries + week_said(conn, user_id, now))
+    summaries = week_memories(conn, user_id, now, "summary")
+    facts = week_memories(conn, user_id, now, "fact")
+    facts, episodes = fit(facts, summaries + week_said(conn, user_id, now))
     kept = min(len(episodes), len(summaries))  # `episodes` is a prefix of both lists joined
     return facts, episodes[:kept][::-1] + episodes[kept:][::-1]
 
