@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, NoReturn
+from typing import Any
 
 from lobug.config import MemoryConfig, ReflectionConfig, UpkeepConfig
 from lobug.conversation import CONVERSATION_TURN
@@ -196,20 +196,17 @@ class MemoryJobs:
                 # No answer at all (Ollama loading or unloading the model, a runner that
                 # died mid-call) is an outage, not nonsense: wait for it like one.
                 raise RetryLater(f"LLM gave an empty answer: {exc}") from None
-            await self._invalid(counter, job, exc)
-
-    async def _invalid(self, counter: str, job: Job, exc: InvalidOutput) -> NoReturn:
-        """Give up on a model that keeps answering nonsense — loudly: log, count, fail the job."""
-        await self.db.write(store.bump_counter, counter)
-        log.warning(
-            "%s #%d: the model's output was invalid twice; giving up (%s). "
-            "`lobug jobs retry %d` runs it again.",
-            job.kind,
-            job.id,
-            exc,
-            job.id,
-        )
-        raise PermanentFailure(f"invalid model output after a reminder: {exc}")
+            # A model that keeps answering nonsense is given up on loudly: count, log, fail.
+            await self.db.write(store.bump_counter, counter)
+            log.warning(
+                "%s #%d: the model's output was invalid twice; giving up (%s). "
+                "`lobug jobs retry %d` runs it again.",
+                job.kind,
+                job.id,
+                exc,
+                job.id,
+            )
+            raise PermanentFailure(f"invalid model output after a reminder: {exc}") from exc
 
 
 # -- DB side -------------------------------------------------------------------------------------
