@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from lobug.config import MemoryConfig, ReflectionConfig, UpkeepConfig
+from lobug.config import Config
 from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import LLMClient, LLMUnavailable
@@ -50,21 +50,18 @@ class MemoryJobs:
         llm: LLMClient,
         embedder: Embedder,
         gate: VectorGate,
-        config: MemoryConfig,
-        batch_size: int,
+        config: Config,
         clock: Callable[[], float],
         cascades: Cascades,
         policy: WritePolicy,
         recent: RecentVectors,
-        upkeep: UpkeepConfig,
-        reflection: ReflectionConfig,
     ) -> None:
         self.db = db
         self.llm = llm
         self.embedder = embedder
         self.gate = gate
-        self.config = config
-        self.batch_size = batch_size
+        memory = config.memory
+        self.batch_size = config.embedding.batch_size
         self.clock = clock
         self.cascades = cascades
         self.policy = policy
@@ -72,7 +69,7 @@ class MemoryJobs:
         self.extract = ExtractJob(
             db=db,
             llm=llm,
-            config=config,
+            config=memory,
             policy=policy,
             embed=self.embed,
             vectors_on=self._vectors_for_extraction,
@@ -82,25 +79,25 @@ class MemoryJobs:
         self.upkeep = UpkeepJobs(
             db=db,
             llm=llm,
-            cfg=upkeep,
+            cfg=config.upkeep,
             policy=policy,
             clock=clock,
-            timeout_s=config.llm_timeout_s,
+            timeout_s=memory.llm_timeout_s,
             vectors_on=self._vectors_for_extraction,
             # Seed 003's accurate NER for the nightly enrichment only: the memory model,
             # unless extraction keeps it out of memory work (`heuristic`).
             ner=ner_llm.load(
                 llm,
-                timeout_s=config.llm_timeout_s,
-                use_llm=config.extraction_mode != "heuristic",
+                timeout_s=memory.llm_timeout_s,
+                use_llm=memory.extraction_mode != "heuristic",
             ),
         )
         # Weekly reflection, theory-of-mind insights, the early base memory (issue 12).
         self.thinking = Thinking(
             db=db,
             llm=llm,
-            memory=config,
-            config=reflection,
+            memory=memory,
+            config=config.reflection,
             clock=clock,
             on_base_written=cascades.on_base_written,
             query_vector=cascades.query_vector,

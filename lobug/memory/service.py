@@ -106,14 +106,11 @@ class MemoryService:
             llm=llm,
             embedder=embedder,
             gate=self.gate,
-            config=config.memory,
-            batch_size=config.embedding.batch_size,
+            config=config,
             clock=clock,
             cascades=self.cascades,
             policy=self.policy,
             recent=recent,
-            upkeep=config.upkeep,
-            reflection=config.reflection,
         )
         # The upkeep jobs' schedule (issue 12) next to the GC's: persisted, caught up once.
         self.periodic.tasks.extend(t for t in self.jobs.upkeep.tasks() if t.interval_s > 0)
