@@ -6,7 +6,8 @@ go to the LLM judge of "newer wins" (write/judge.py), `PAIRS_PER_PROMPT` a call,
 `PAIRS_PER_DAY` per user a day, each call from the daily upkeep budget. The labels apply as at
 write time, so two facts that missed each other when written (vectors off, an import) do not
 both stay current. Nonsense twice falls back to the heuristic labels for its batch; an empty
-answer or an outage raises, after the batches already judged were committed and fingerprinted.
+answer or an outage is RetryLater, after the batches already judged were committed and
+fingerprinted.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from lobug.memory.upkeep.pairs import Pair
 from lobug.memory.write import judge
 from lobug.memory.write.candidate import Candidate
 from lobug.storage.database import Database
+from lobug.workers.runner import RetryLater
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +102,13 @@ class Consolidator:
         started = time.perf_counter()
         try:
             answer = await judge.ask_llm(self.llm, cands, offers, timeout_s=self.timeout_s)
-        except LLMUnavailable:
+        except LLMUnavailable as exc:
             await self.budget.record(1, started, ok=False)
-            raise
+            raise RetryLater(f"LLM unavailable: {exc}") from None
         except InvalidOutput as exc:
             if not exc.raw.strip():
                 await self.budget.record(1, started, ok=False)
-                raise LLMUnavailable(f"empty answer: {exc}", kind="empty") from None
+                raise RetryLater(f"LLM unavailable: empty answer: {exc}") from None
             await self.budget.record(2, started)
             await self.db.write(bump_counter, "consolidate_invalid_total")
             log.warning(

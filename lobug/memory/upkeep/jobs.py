@@ -32,7 +32,7 @@ from lobug.memory.upkeep.events import DAY_S
 from lobug.storage.database import Database
 from lobug.workers.periodic import Task
 from lobug.workers.queue import Job
-from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
+from lobug.workers.runner import Handler, NotReady, PermanentFailure
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +117,7 @@ class UpkeepJobs:
         if await self.db.read(enrichment_pending, user_id):
             raise NotReady(f"entity enrichment of {user_id} runs first", ENRICH_WAIT_S)
         vectors = self.vectors_on()
-        try:
-            await self.consolidator.run(user_id, vectors=vectors)
-        except LLMUnavailable as exc:
-            raise RetryLater(f"LLM unavailable: {exc}") from None
+        await self.consolidator.run(user_id, vectors=vectors)
 
     async def consolidate_session(self, job: Job) -> None:
         """Seed 003: every exchange extracted, the session's facts consolidated, marked."""
@@ -144,10 +141,7 @@ class UpkeepJobs:
         vectors = self.vectors_on()
         facts = await self.db.read(sessions.session_facts, session_id, user_id)
         if facts:
-            try:
-                await self.consolidator.run(user_id, vectors=vectors, only=facts)
-            except LLMUnavailable as exc:
-                raise RetryLater(f"LLM unavailable: {exc}") from None
+            await self.consolidator.run(user_id, vectors=vectors, only=facts)
         await self.db.write(lambda c: sessions.mark_consolidated(c, session_id, now=self.clock()))
 
     async def enrich_entities(self, job: Job) -> None:
