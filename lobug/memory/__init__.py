@@ -5,17 +5,8 @@
 subpackages are the concepts behind them (docs/memory.md has the map).
 """
 
-from lobug.memory.query import InvalidMemory, QueryFilters, QueryRequest, QueryResult
 from lobug.memory.records.recall import Recall
 from lobug.memory.records.service import Records
 from lobug.memory.service import MemoryService
 
-__all__ = [
-    "InvalidMemory",
-    "MemoryService",
-    "QueryFilters",
-    "QueryRequest",
-    "QueryResult",
-    "Recall",
-    "Records",
-]
+__all__ = ["MemoryService", "Recall", "Records"]

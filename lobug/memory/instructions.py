@@ -1,14 +1,35 @@
 """The memory prompts: fact extraction, summarisation, distillation (seed 004 §4.2), and the
-judgement of new facts against stored ones ("newer wins").
+judgement of new facts against stored ones ("newer wins"); and how their JSON answers are read.
 
 Each builder returns chat messages ready for `LLMClient.chat`; no state, no side effects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lobug.llm.ask import InvalidOutput, strip_reasoning
+from lobug.llm.replies import find_json, json_items
 
 Message = dict[str, str]
+
+
+def answer_items(
+    raw: str, *, is_item: Callable[[dict[str, Any]], bool], list_keys: Sequence[str]
+) -> list[Any]:
+    """The items of a model's JSON list answer however it wrapped them (`json_items`), fences,
+    reasoning and prose around it tolerated; InvalidOutput when there is no JSON or it is of
+    another shape."""
+    try:
+        value = find_json(strip_reasoning(raw))
+    except ValueError:
+        raise InvalidOutput("no JSON in the answer", raw) from None
+    items = json_items(value, is_item=is_item, list_keys=list_keys)
+    if items is None:
+        raise InvalidOutput(f"JSON of an unexpected shape ({type(value).__name__})", raw)
+    return items
+
 
 # Extraction and judging, the two calls memory makes for every exchange, and the summary that
 # follows a conversation share one system message and differ only in the user message (issue

@@ -10,9 +10,9 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, NoReturn
+from typing import Any
 
-from lobug.config import MemoryConfig, ReflectionConfig, UpkeepConfig
+from lobug.config import Config
 from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import LLMClient, LLMUnavailable
@@ -50,29 +50,26 @@ class MemoryJobs:
         llm: LLMClient,
         embedder: Embedder,
         gate: VectorGate,
-        config: MemoryConfig,
-        batch_size: int,
+        config: Config,
         clock: Callable[[], float],
         cascades: Cascades,
         policy: WritePolicy,
-        recent: RecentVectors | None = None,
-        upkeep: UpkeepConfig | None = None,
-        reflection: ReflectionConfig | None = None,
+        recent: RecentVectors,
     ) -> None:
         self.db = db
         self.llm = llm
         self.embedder = embedder
         self.gate = gate
-        self.config = config
-        self.batch_size = batch_size
+        memory = config.memory
+        self.batch_size = config.embedding.batch_size
         self.clock = clock
         self.cascades = cascades
         self.policy = policy
-        self.recent = recent or RecentVectors()
+        self.recent = recent
         self.extract = ExtractJob(
             db=db,
             llm=llm,
-            config=config,
+            config=memory,
             policy=policy,
             embed=self.embed,
             vectors_on=self._vectors_for_extraction,
@@ -82,25 +79,25 @@ class MemoryJobs:
         self.upkeep = UpkeepJobs(
             db=db,
             llm=llm,
-            cfg=upkeep or UpkeepConfig(),
+            cfg=config.upkeep,
             policy=policy,
             clock=clock,
-            timeout_s=config.llm_timeout_s,
+            timeout_s=memory.llm_timeout_s,
             vectors_on=self._vectors_for_extraction,
             # Seed 003's accurate NER for the nightly enrichment only: the memory model,
             # unless extraction keeps it out of memory work (`heuristic`).
             ner=ner_llm.load(
                 llm,
-                timeout_s=config.llm_timeout_s,
-                use_llm=config.extraction_mode != "heuristic",
+                timeout_s=memory.llm_timeout_s,
+                use_llm=memory.extraction_mode != "heuristic",
             ),
         )
         # Weekly reflection, theory-of-mind insights, the early base memory (issue 12).
         self.thinking = Thinking(
             db=db,
             llm=llm,
-            memory=config,
-            config=reflection or ReflectionConfig(),
+            memory=memory,
+            config=config.reflection,
             clock=clock,
             on_base_written=cascades.on_base_written,
             query_vector=cascades.query_vector,
@@ -113,8 +110,12 @@ class MemoryJobs:
             enqueue.EMBED_TURN: self.embed_turn,
             enqueue.EXTRACT: self.extract,
             enqueue.EMBED_MEMORY: self.embed_memory,
-            enqueue.CASCADE_SHORT: self.cascade_short,
-            enqueue.CASCADE_LONG: self.cascade_long,
+            enqueue.CASCADE_SHORT: partial(
+                self._cascade, run=self.cascades.run_short, counter="summary_invalid_total"
+            ),
+            enqueue.CASCADE_LONG: partial(
+                self._cascade, run=self.cascades.run_long, counter="distill_invalid_total"
+            ),
             **self.upkeep.handlers(),
             **self.thinking.handlers(),
         }
@@ -181,13 +182,7 @@ class MemoryJobs:
         )
 
     # -- cascades ---------------------------------------------------------------------------------
-    async def cascade_short(self, job: Job) -> None:
-        await self._cascade(job, self.cascades.run_short, "summary_invalid_total")
-
-    async def cascade_long(self, job: Job) -> None:
-        await self._cascade(job, self.cascades.run_long, "distill_invalid_total")
-
-    async def _cascade(self, job: Job, run: Callable[[str], Any], counter: str) -> None:
+    async def _cascade(self, job: Job, *, run: Callable[[str], Any], counter: str) -> None:
         user_id = str(job.payload.get("user_id") or "default")
         try:
             await run(user_id)
@@ -198,20 +193,17 @@ class MemoryJobs:
                 # No answer at all (Ollama loading or unloading the model, a runner that
                 # died mid-call) is an outage, not nonsense: wait for it like one.
                 raise RetryLater(f"LLM gave an empty answer: {exc}") from None
-            await self._invalid(counter, job, exc)
-
-    async def _invalid(self, counter: str, job: Job, exc: InvalidOutput) -> NoReturn:
-        """Give up on a model that keeps answering nonsense — loudly: log, count, fail the job."""
-        await self.db.write(store.bump_counter, counter)
-        log.warning(
-            "%s #%d: the model's output was invalid twice; giving up (%s). "
-            "`lobug jobs retry %d` runs it again.",
-            job.kind,
-            job.id,
-            exc,
-            job.id,
-        )
-        raise PermanentFailure(f"invalid model output after a reminder: {exc}")
+            # A model that keeps answering nonsense is given up on loudly: count, log, fail.
+            await self.db.write(store.bump_counter, counter)
+            log.warning(
+                "%s #%d: the model's output was invalid twice; giving up (%s). "
+                "`lobug jobs retry %d` runs it again.",
+                job.kind,
+                job.id,
+                exc,
+                job.id,
+            )
+            raise PermanentFailure(f"invalid model output after a reminder: {exc}") from exc
 
 
 # -- DB side -------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.proposals import Proposals
-from lobug.memory.write.reconcile import Origin, Writer
+from lobug.memory.write.reconcile import Origin
 from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
 from lobug.storage.vector_index import prune_changes
@@ -53,8 +53,6 @@ log = logging.getLogger(__name__)
 # transaction, not one per query); the persisted reflection schedule is looked at this often.
 HIT_FLUSH_S = 5.0
 REFLECTION_CHECK_S = 3600.0
-
-__all__ = ["InvalidMemory", "MemoryService", "QueryRequest", "QueryResult"]
 
 
 class MemoryService:
@@ -108,14 +106,11 @@ class MemoryService:
             llm=llm,
             embedder=embedder,
             gate=self.gate,
-            config=config.memory,
-            batch_size=config.embedding.batch_size,
+            config=config,
             clock=clock,
             cascades=self.cascades,
             policy=self.policy,
             recent=recent,
-            upkeep=config.upkeep,
-            reflection=config.reflection,
         )
         # The upkeep jobs' schedule (issue 12) next to the GC's: persisted, caught up once.
         self.periodic.tasks.extend(t for t in self.jobs.upkeep.tasks() if t.interval_s > 0)
@@ -417,7 +412,9 @@ class MemoryService:
             pinned=pinned,
             tags=tuple(tags),
             source="user",
-            writer=Writer(agent_id, run_id, actor_id),
+            agent_id=agent_id,
+            run_id=run_id,
+            actor_id=actor_id,
         )
         row = await self.db.write(
             partial(

@@ -111,8 +111,10 @@ def hand_out(conn: Any, facts: dict[int, list[extraction.Extracted]]) -> None:
     running job asked for itself, and the facts are left unread)."""
     _set(
         conn,
-        {job_id: [{"fact": c.content, "type": c.category} for c in found]
-         for job_id, found in facts.items()},  # fmt: skip
+        {
+            job_id: [{"fact": c.content, "type": c.category} for c in found]
+            for job_id, found in facts.items()
+        },  # fmt: skip
         "$.facts",
     )
 

@@ -1,12 +1,9 @@
-"""The facts one exchange proposes: LLM and heuristic candidates merged, validated, de-duplicated.
+"""The facts one exchange proposes: LLM and heuristic candidates merged, validated, de-duplicated
+(extraction modes: docs/memory.md, "Jobs").
 
-Modes (`memory.extraction_mode`, seed 000): `heuristic` uses the regex rules only, `llm` the
-model only, `hybrid` both — the model's facts lead, and a heuristic fact joins only when no
-model fact already covers it (most of its words, or the same subject and attribute), so the
-rules fill gaps instead of restating what the model said in other words. When the model fails
-(unreachable after retries, or nonsense twice) the heuristic facts stand in for that exchange.
-
-Every candidate passes the writing validator (seed 001 §9); rejections are counted per reason.
+In `hybrid` mode the model's facts lead, and a heuristic fact joins only when no model fact
+already covers it (most of its words, or the same subject and attribute), so the rules fill
+gaps instead of restating what the model said in other words.
 """
 
 from __future__ import annotations
@@ -21,8 +18,6 @@ from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import subject_attribute
 from lobug.memory.write.judge import covers
 from lobug.memory.write.validator import RejectCounter, validate_fact
-
-__all__ = ["Candidate", "from_llm", "heuristic", "merge", "validated"]
 
 # The model's categories (seed 004) set the importance; the rules carry their own.
 LLM_IMPORTANCE = {

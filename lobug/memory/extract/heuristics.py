@@ -53,11 +53,8 @@ _LEAD_IN = re.compile(
 )
 
 
-def extract_candidates(text: str, role: str = "user") -> list[Candidate]:
-    """Third-person fact candidates from one turn; only the user's own words are about the user."""
-    if role != "user":
-        # "I" in an assistant turn is the assistant; its statements are not facts about the user.
-        return []
+def extract_candidates(text: str) -> list[Candidate]:
+    """Third-person fact candidates from the user's words in one turn."""
     text = _ABBREVIATION.sub(lambda m: m[1] + _HIDDEN_DOT, text.replace("’", "'"))
     found: list[Candidate] = []
     seen: set[str] = set()

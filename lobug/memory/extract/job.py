@@ -1,41 +1,19 @@
 """The `extract` job: facts from one exchange, by the configured mode, judged against the stored
-ones and reconciled in one commit.
+ones and reconciled in one commit (docs/memory.md, "Jobs").
 
-**One model call for several exchanges** (issue 22, extract/batch.py): in the background, the
-job asks once the LLM lane is open, and takes along its session's other pending exchanges; they
-get their facts handed out in their payloads and judge, cap and store them themselves.
-
-**Judging** ("newer wins", write/judge.py): in `llm` and `hybrid` mode every new candidate is
-compared with its `memory.judge_k` nearest stored facts in ONE batched LLM call per exchange
-(`same` | `update` | `contradiction` | `unrelated` per pair); a pair the model left unlabelled
-or labelled with nonsense goes to the heuristic judge, and so does the whole exchange when the
-LLM is unreachable or its answer is invalid twice. Mode `heuristic` (and `judge_k` 0) never
-calls the LLM: the heuristic judge decides.
-
-**Memory works without the LLM**: when the LLM is unreachable in `llm`/`hybrid` mode, the
-heuristic facts are stored at once (attributes.source 'heuristic') and, in the same
-transaction, a follow-up `extract` job with payload `"refine": true` is enqueued
-(`REFINE_AFTER_S` later; an outage keeps it pending — RetryLater never runs out of attempts —
-so the exchange stays owed its LLM pass across restarts). The refine pass extracts with the
-model only and reconciles its facts against what is stored: a fact the heuristic pass already
-wrote (exact, near or judged `same`) is neither duplicated nor counted as a second mention
-(same turns: reconcile's one-exchange-one-mention rule); an `update` still supersedes.
-
-**Trust** (issue 25): the facts go to the store the turn's trust writes (`access.turn_store`,
-the trust its session was opened at): the owner's to `private`, an `inner` caller's to
-`shared`, a `familiar` one's to `social`, a stranger's (public) nowhere. Reconciliation stays
-inside that store, and profile fields said below the owner become proposals, never applied
-without the owner's yes.
-
-**Idempotent**: the facts, the job's completion and any refine job are one transaction; an
-exchange already extracted from is skipped by a re-run of its first job.
-
-**Caps** (seed 001 §13): at most `memory.max_writes_per_turn` new rows (added or superseding)
-per exchange — the refine pass counts what the heuristic pass added — and at most
-`memory.max_writes_per_day` per user and store in a rolling 24 h (ADD history rows by the
-extractor): each trust writes its own store and spends its own budget.
-Candidates over the cap are dropped, the most important kept, counted
-(`extraction_capped_total`) and logged; repeats and merges are never capped.
+- One model call reads several exchanges in the background (issue 22, extract/batch.py): the
+  others' jobs get their facts handed out in their payloads.
+- Judging (write/judge.py): one batched LLM call per exchange, the heuristic judge for what it
+  leaves out, and for everything in mode `heuristic` or when the LLM fails.
+- Without the LLM the heuristic facts are stored at once and a `refine` job (`REFINE_AFTER_S`
+  later, waiting out the outage) owes the exchange its LLM pass; its facts replace the
+  heuristic ones they cover, and a repeat from the same turns is not a second mention.
+- Trust (issue 25): the facts go to the store the turn's trust writes (`access.turn_store`);
+  below the owner, profile fields become proposals.
+- Idempotent: the facts, the job's completion and any refine job are one transaction.
+- Caps (seed 001 §13): `memory.max_writes_per_turn` new rows per exchange and
+  `memory.max_writes_per_day` per user and store; the least important candidates over them are
+  dropped and counted (`extraction_capped_total`); repeats and merges are never capped.
 """
 
 from __future__ import annotations
@@ -90,7 +68,6 @@ class ExtractJob:
         embed: Embed,
         vectors_on: Callable[[], bool],
         clock: Callable[[], float],
-        refine_after_s: float = REFINE_AFTER_S,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -99,7 +76,6 @@ class ExtractJob:
         self.embed = embed
         self.vectors_on = vectors_on
         self.clock = clock
-        self.refine_after_s = refine_after_s
 
     async def __call__(self, job: Job) -> None:
         vectors_on = self.vectors_on()  # raises NotReady while a reembed is needed
@@ -428,7 +404,7 @@ class ExtractJob:
                 enqueue.EXTRACT,
                 {**job.payload, "refine": True},
                 now=now,
-                run_after=now + self.refine_after_s,
+                run_after=now + REFINE_AFTER_S,
                 dedupe_key=f"{enqueue.EXTRACT}:{user.id}:refine",
             )
         # Done in the same transaction as the facts: a crash now cannot make them twice.

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
+from lobug.llm.ask import InvalidOutput, ask
 from lobug.llm.client import LLMClient, OutputSchema
-from lobug.llm.replies import find_json, json_items
 from lobug.memory import instructions
 from lobug.memory.table.rows import FACT_TYPES
 from lobug.memory.write.validator import MAX_CHARS
@@ -73,14 +72,11 @@ def parse_facts(raw: str) -> list[Extracted]:
 
     Raises InvalidOutput when there is no usable JSON (an empty array is a valid "nothing").
     """
-    text = strip_reasoning(raw)
-    try:
-        value = find_json(text)
-    except ValueError:
-        raise InvalidOutput("no JSON in the answer", raw) from None
-    items = _items(value)
-    if items is None:
-        raise InvalidOutput(f"JSON of an unexpected shape ({type(value).__name__})", raw)
+    items = instructions.answer_items(
+        raw,
+        is_item=lambda v: any(isinstance(v.get(k), str) for k in _TEXT_KEYS),
+        list_keys=_LIST_KEYS,
+    )
     candidates: list[Extracted] = []
     seen: set[str] = set()
     for item in items:
@@ -92,14 +88,6 @@ def parse_facts(raw: str) -> list[Extracted]:
     if items and not candidates and not all(_is_blank(i) for i in items):
         raise InvalidOutput(f"none of the {len(items)} item(s) is a fact", raw)
     return candidates[:MAX_FACTS]
-
-
-def _items(value: Any) -> list[Any] | None:
-    return json_items(
-        value,
-        is_item=lambda v: any(isinstance(v.get(k), str) for k in _TEXT_KEYS),
-        list_keys=_LIST_KEYS,
-    )
 
 
 def _candidate(item: Any) -> Extracted | None:

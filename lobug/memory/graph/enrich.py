@@ -1,29 +1,20 @@
-"""Entity enrichment (seed 003, nightly): re-linked memories and turns, merged aliases, profiles.
+"""Entity enrichment (seed 003, nightly; docs/seeds.md, rows 239-242): re-linked memories and
+turns, merged aliases, profiles.
 
-- **Re-extract** (`candidates`, `link_found`): active facts and the user's own turns (episodes)
-  with at most `MAX_LINKS` entity links that the strategy has not looked at yet, newest first,
-  `ACCURATE_LIMIT` a night, go through the `accurate` NER (graph/ner.py: the regexes plus the
-  LLM provider and spaCy when loaded). The job (upkeep/jobs.py `enrich_entities`) asks the
-  model outside the writer's transaction, a few notes a call, each call from the daily upkeep
-  budget, then links what it found and stamps each row (a fact's `attributes.enriched_at` and
-  `enriched_by`; a turn's `turn_ner` row). Without an accurate provider (extraction
-  `heuristic`, no spaCy) the regexes look again instead (`relink`, `BATCH` rows, no model):
-  it links facts and turns that were written by a path, or before an NER version, that
-  missed a name.
-- **Merge aliases**: two entities of one type that are the same name (a canonical name equal
-  to the other's, any case, or to one of its aliases), and a one-word person ("Jen") when
-  exactly one person of several words starts with it ("Jen Park"), become one: links (of
-  memories and turns), mentions and aliases move to the kept entity (the longer name, then the
-  more mentioned).
+- **Re-extract** (`candidates`, `link_found`): facts and the user's own turns with at most
+  `MAX_LINKS` entity links that the strategy has not looked at, newest first, through the
+  `accurate` NER (asked by the job, upkeep/jobs.py, outside the writer's transaction), or the
+  regexes again without an accurate provider (`relink`); each row is stamped as looked at.
+- **Merge aliases**: two entities of one type that are the same name (any case, or an alias),
+  and a one-word person ("Jen") when exactly one longer person name starts with it ("Jen
+  Park"), become one: links, mentions and aliases move to the kept entity.
 - **Profiles**: `entities.summary` of every entity with live facts: its other names and up to
-  `PROFILE_FACTS` of its facts (pinned, important, recent first), at most `PROFILE_CHARS`;
-  `entity_profile` and the people index show it.
+  `PROFILE_FACTS` of its facts, at most `PROFILE_CHARS`.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,14 +53,10 @@ def enrich(conn: Any, user_id: str, *, now: float, relinked: int | None = None) 
     """The nightly pass's work in the writer's transaction: what it did. `relinked`: the links
     the accurate re-extraction made (the job, before); None: it did not run, the regexes look
     again instead."""
-    report: Counter[str] = Counter()
     if relinked is None:
-        report["relinked"] = relink(conn, user_id, now=now)
-    else:
-        report["relinked"] = relinked
-    report["merged"] = merge_aliases(conn, user_id)
-    report["profiles"] = fill_profiles(conn, user_id)
-    return dict(report)
+        relinked = relink(conn, user_id, now=now)
+    merged = merge_aliases(conn, user_id)
+    return {"relinked": relinked, "merged": merged, "profiles": fill_profiles(conn, user_id)}
 
 
 def candidates(conn: Any, user_id: str, *, strategy: str, limit: int) -> list[Unlinked]:

@@ -101,7 +101,7 @@ def extract_entities(text: str) -> list[Mention]:
         entity = _name_entity(text, m)
         if entity is not None:
             found.append(entity)
-    return _resolve_overlaps(found)
+    return merge([(0, entity) for entity in found])
 
 
 def _pattern_entity(kind: str, m: re.Match[str]) -> Mention:
@@ -183,14 +183,6 @@ def _name_type(name: str, before: str) -> str:
     if name.isupper() and len(name) <= 6:
         return "organization"  # NASA, IBM, the NHS
     return "person"
-
-
-def _resolve_overlaps(entities: list[Mention]) -> list[Mention]:
-    kept: list[Mention] = []
-    for entity in sorted(entities, key=lambda e: (-(e.span[1] - e.span[0]), e.span[0])):
-        if all(entity.span[1] <= k.span[0] or entity.span[0] >= k.span[1] for k in kept):
-            kept.append(entity)
-    return sorted(kept, key=lambda e: e.span)
 
 
 def _title(name: str) -> str:

@@ -1,12 +1,9 @@
-"""Forgetting and its reversal (seeds 001 §7, 003): the narrow TTL, a user's forget, restore,
-confirm.
+"""Forgetting and its reversal (seeds 001 §7, 003; docs/memory.md, "Memory that lasts"): the
+narrow TTL, a user's forget, an end date the writer gave, restore, confirm.
 
-What the user told us is kept (seed 004; issue 10): Ebbinghaus decay only lowers a memory's
-rank (`store.strength`, `search.scoring.rescore`) and never deletes. The one automatic soft
-delete is seed 001 §7 taken literally and narrowly (`ttl_soft_delete`): low-value items nobody
-ever used. Shares the conventions of `lifecycle`: the caller's transaction, an explicit `now`,
-one history row per status change (`status.change_status`). A soft-deleted memory loses its
-vector, so a restore of one needs a re-embed.
+Decay only lowers a memory's rank and never deletes; the one automatic soft delete is the narrow
+TTL (`ttl_soft_delete`). The conventions of `policies`: the caller's transaction, an explicit
+`now`, one history row per status change. A soft-deleted memory loses its vector.
 """
 
 from __future__ import annotations
@@ -29,20 +26,17 @@ TTL_IMPORTANCE_BELOW = 0.5
 def ttl_soft_delete(
     conn: Any,
     now: float,
-    idle_days: float = TTL_IDLE_DAYS,
-    importance_below: float = TTL_IMPORTANCE_BELOW,
     purge_after_days: float = 30.0,
     *,
     actor: str = "system",
 ) -> int:
-    """Seed 001 §7, narrowly: idle > idle_days AND importance < T AND not pinned AND never
-    retrieved nor said again AND not in the long layer AND not confirmed → soft_deleted
-    (purged purge_after_days later unless restored). Everything else stays."""
+    """Seed 001 §7, narrowly: the memories of the TTL (above) → soft_deleted (purged
+    purge_after_days later unless restored). Everything else stays."""
     rows = conn.execute(
         f"SELECT * FROM memories WHERE status IN ('active', 'archived') AND pinned = 0"
         f" AND decay_rate > 0 AND layer = 'mid' AND hits = 0 AND mention_count <= 1"
         f" AND {IN_KINDS} AND importance < ? AND ? - {SEEN} > ?",
-        (importance_below, now, idle_days * DAY),
+        (TTL_IMPORTANCE_BELOW, now, TTL_IDLE_DAYS * DAY),
     ).fetchall()
     for row in rows:
         _soft_delete(

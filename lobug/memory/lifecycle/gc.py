@@ -1,15 +1,10 @@
-"""The GC pass as the daemon runs it: lifecycle.run_gc, plus delta bullets for what vanished.
+"""The GC pass as the daemon runs it: lifecycle.run_gc, plus delta bullets for what vanished
+(docs/memory.md, "Lifecycle").
 
-Rescoring, promotion and demotion change no memory's visibility and are not news. An archive
-takes a memory out of the prompt's default set and a TTL soft delete out of retrieval, so the
-delta header says so once (seed 001 §7): one bullet per user and kind of change per pass
-("deleted" for archived, "soft_deleted" for soft-deleted), with counts and reasons but no
-text — a pass that archives hundreds must not fill the header. A purge of an already
-soft-deleted memory is not news again. The pass and its bumps are one transaction.
-
-The pass also queues a vector for every live fact that has none (facts archived before
-archived facts kept their vectors, or written while the embedder was down), a bounded number
-per pass, so an archived fact can still be found by meaning.
+Only an archive or a soft delete is news (seed 001 §7): one bullet per user and kind of change
+per pass, with counts and reasons but no text, so a pass that archives hundreds cannot fill the
+header. The pass also queues a vector, a bounded number per pass, for every live fact without
+one, so an archived fact can still be found by meaning.
 """
 
 from __future__ import annotations

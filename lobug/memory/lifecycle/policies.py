@@ -1,20 +1,13 @@
-"""Memory lifecycle policies (seeds 000, 001 §7, 003): scores, promotion, archive, TTL, purge.
+"""Memory lifecycle policies (seeds 000, 001 §7, 003; docs/memory.md, "Lifecycle"): scores,
+promotion, archive, demotion, capacity, and `run_gc`, the pass that runs every policy
+(forgetting is in `forgetting`, hard deletion in `purge`).
 
-This module holds the layer moves (promote, archive, demote, capacity) and the GC pass that
-runs every policy; forgetting (TTL, restore, confirm) is in `forgetting`, hard deletion in
-`purge`, the one status change in `status`; the first two are re-exported here.
-
-Every function works in the caller's write transaction, takes an explicit `now` (epoch seconds)
-and returns counts. Status changes write one `history` row per memory (old/new = the status or
-layer, `meta` = the reason and the numbers behind it); rescoring changes no status and writes
-no history, so history does not grow by the size of the store every night.
-
-Nothing the user told us and uses is lost (issue 10): decay is a ranking term (retrievability,
-`store.strength`), archiving only takes a memory out of the prompt's default set (it stays
-findable, with its vector), and the only automatic soft delete is the narrow TTL.
-Protection: pinned memories are never archived, demoted, TTL'd or capacity-evicted; confirmed
-memories (decay_rate 0) never fade and are never archived for idleness, demoted or TTL'd.
-Summaries belong to the cascades and are left alone here.
+Every function works in the caller's write transaction, takes an explicit `now` and returns
+counts. Status changes write one `history` row per memory; rescoring writes none, so history
+does not grow by the size of the store every night. Nothing the user told us and uses is lost
+(issue 10): archiving only takes a memory out of the prompt's default set. Pinned memories are
+never archived, demoted or evicted; confirmed ones (decay_rate 0) never archived or demoted;
+summaries belong to the cascades.
 """
 
 from __future__ import annotations
@@ -22,36 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from lobug.config import LifecycleConfig
-from lobug.memory.lifecycle.forgetting import (
-    IN_KINDS,
-    SEEN,
-    confirm,
-    expire,
-    restore,
-    soft_delete,
-    ttl_soft_delete,
-)
-from lobug.memory.lifecycle.purge import purge_due, purge_memory
+from lobug.memory.lifecycle.forgetting import IN_KINDS, SEEN, expire, ttl_soft_delete
+from lobug.memory.lifecycle.purge import purge_due
 from lobug.memory.lifecycle.status import change_status
 from lobug.memory.search.scoring import DAY, WEIGHTS, ScoringWeights, memory_score
 from lobug.memory.table.rows import add_history
 from lobug.memory.table.strength import retrievability, seen_at
-
-__all__ = [
-    "capacity_cleanup",
-    "confirm",
-    "demote_or_archive",
-    "expire",
-    "promote",
-    "purge_due",
-    "purge_memory",
-    "restore",
-    "run_gc",
-    "soft_delete",
-    "store_scores",
-    "ttl_soft_delete",
-]
-
 
 # The GC's thresholds (constants, issue 24; what an owner sets is in LifecycleConfig).
 PROMOTE_HITS = 3  # seed 000: mid → long once used this often...
@@ -77,19 +46,12 @@ def store_scores(conn: Any, now: float, weights: ScoringWeights) -> int:
     return count
 
 
-def promote(
-    conn: Any,
-    now: float,
-    hits_min: int = PROMOTE_HITS,
-    seen_within_days: float = PROMOTE_SEEN_WITHIN_DAYS,
-    *,
-    actor: str = "system",
-) -> int:
-    """mid → long for memories used often (hits ≥ hits_min) and seen within the window."""
+def promote(conn: Any, now: float, *, actor: str = "system") -> int:
+    """mid → long for memories used often (PROMOTE_HITS) and seen within the window."""
     rows = conn.execute(
         f"SELECT id, user_id, hits, layer FROM memories WHERE status = 'active' AND layer = 'mid'"
         f" AND {IN_KINDS} AND hits >= ? AND ? - {SEEN} <= ?",
-        (hits_min, now, seen_within_days * DAY),
+        (PROMOTE_HITS, now, PROMOTE_SEEN_WITHIN_DAYS * DAY),
     ).fetchall()
     for row in rows:
         _change_layer(conn, row, "long", "PROMOTE", {"hits": row["hits"]}, now=now, actor=actor)
@@ -100,7 +62,6 @@ def demote_or_archive(
     conn: Any,
     now: float,
     weights: ScoringWeights,
-    score_below: float = ARCHIVE_SCORE_BELOW,
     max_age_days: float = 30.0,
     *,
     actor: str = "system",
@@ -115,8 +76,10 @@ def demote_or_archive(
     for row in rows:
         score = memory_score(row, weights, now)
         # Idle age (since last use), not creation age: a memory still in use is not stale.
-        if row["layer"] == "mid" and (score.total < score_below or score.age_days > max_age_days):
-            reason = "low_score" if score.total < score_below else "idle"
+        if row["layer"] == "mid" and (
+            score.total < ARCHIVE_SCORE_BELOW or score.age_days > max_age_days
+        ):
+            reason = "low_score" if score.total < ARCHIVE_SCORE_BELOW else "idle"
             change_status(
                 conn,
                 row,
@@ -131,7 +94,7 @@ def demote_or_archive(
                 },
             )
             archived += 1
-        elif row["layer"] == "long" and score.total < score_below:
+        elif row["layer"] == "long" and score.total < ARCHIVE_SCORE_BELOW:
             meta = {"score": round(score.total, 6)}
             _change_layer(conn, row, "mid", "DEMOTE", meta, now=now, actor=actor)
             demoted += 1
@@ -142,7 +105,6 @@ def capacity_cleanup(
     conn: Any,
     now: float,
     mid_capacity: int = MID_CAPACITY,
-    weights: ScoringWeights = WEIGHTS,
     *,
     actor: str = "system",
 ) -> int:
@@ -163,7 +125,7 @@ def capacity_cleanup(
         ranked = sorted(
             rows,
             key=lambda r: (
-                memory_score(r, weights, now).total,
+                memory_score(r, WEIGHTS, now).total,
                 r["last_accessed"] or r["created_at"],
                 r["id"],
             ),

@@ -71,11 +71,7 @@ def update(
         check_write_store(scope.principal, changes["store"])
     if "category" in changes:
         check_category(scope, changes["category"])
-    old = {key: row[key] for key in changes}
-    if "tags" in old:
-        old["tags"] = store.loads(row["tags"], [])
-    if "pinned" in old:
-        old["pinned"] = bool(row["pinned"])
+    old = store.row_dict({key: row[key] for key in changes})  # tags decoded, pinned a bool
     columns = dict(changes)
     if "tags" in columns:
         columns["tags"] = json.dumps(columns["tags"])

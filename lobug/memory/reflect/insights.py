@@ -1,13 +1,11 @@
-"""Theory-of-mind insights (seed 001 §3): 1-3 third-person notes on how the user communicates.
+"""Theory-of-mind insights (seed 001 §3; docs/seeds.md, rows 119-128): 1-3 third-person notes
+on how the user communicates.
 
-At most one run per user in `insights_every_hours` (24 h), counted from the last run whether or
-not it found anything, and only when the user said something since. Input: the newest activity
-(summaries, ≤ 5), the newest facts (≤ 3) and the last words of the conversation (≤ 1000 chars).
-Stored as kind `insight`, category `relationship_dynamic`, importance 2 of 5 by default; a
-scoring multiplier keeps them low in retrieval (`search.scoring`), so one reaches the prompt only
-when it ranks for the turn's words (`search.prompt_context.context_plan`). One of importance ≥ 4
-that sets a benign profile field is also written as that fact (seed 001 §10,
-`consent.from_insight`).
+At most one run per user in `insights_every_hours`, counted from the last run whether or not it
+found anything, and only when the user said something since. Stored as kind `insight`, category
+`relationship_dynamic`; retrieval weighs them low, so one reaches the prompt only when it ranks
+for the turn's words. One of importance ≥ 4 that sets a benign profile field is also written as
+that fact (seed 001 §10, `consent.from_insight`).
 """
 
 from __future__ import annotations
@@ -16,11 +14,11 @@ from typing import Any
 
 from lobug.config import MemoryConfig
 from lobug.conversation import OWNER_TURN
-from lobug.llm.ask import InvalidOutput, strip_reasoning
+from lobug.llm.ask import InvalidOutput
 from lobug.llm.client import OutputSchema
-from lobug.llm.replies import find_json, json_items
 from lobug.memory import enqueue
 from lobug.memory.graph.entities import link_entities
+from lobug.memory.instructions import answer_items
 from lobug.memory.reflect import marks
 from lobug.memory.settings import WritePolicy
 from lobug.memory.summaries.cascades import entities_of
@@ -112,15 +110,9 @@ def inputs(conn: Any, user_id: str) -> tuple[list[str], list[str], str]:
 def parse(raw: str) -> list[tuple[str, tuple[str, ...], float]]:
     """(text, tags, importance 0..1) of each valid insight; [] is a valid "nothing stands out".
     InvalidOutput when there is no such JSON, or none of the items passes the writing rules."""
-    try:
-        value = find_json(strip_reasoning(raw))
-    except ValueError:
-        raise InvalidOutput("no JSON in the answer", raw) from None
-    items = json_items(
-        value, is_item=lambda v: isinstance(v.get("summary"), str), list_keys=("insights",)
+    items = answer_items(
+        raw, is_item=lambda v: isinstance(v.get("summary"), str), list_keys=("insights",)
     )
-    if items is None:
-        raise InvalidOutput("JSON of an unexpected shape", raw)
     found: list[tuple[str, tuple[str, ...], float]] = []
     for item in items:
         text = item.get("summary") if isinstance(item, dict) else item

@@ -47,9 +47,9 @@ class Thinking:
         memory: MemoryConfig,
         config: ReflectionConfig,
         clock: Callable[[], float],
-        on_base_written: Callable[[str], None] = lambda _: None,
-        query_vector: Callable[[str], Awaitable[list[float] | None]] | None = None,
-        policy: WritePolicy | None = None,
+        on_base_written: Callable[[str], None],
+        query_vector: Callable[[str], Awaitable[list[float] | None]],
+        policy: WritePolicy,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -57,9 +57,8 @@ class Thinking:
         self.config = config
         self.clock = clock
         self.on_base_written = on_base_written
-        # The early base memory's broad KNN query (`Cascades.query_vector`); None: top facts.
-        self.query_vector = query_vector or _no_vector
-        self.policy = policy or WritePolicy()  # how an insight's profile field is written
+        self.query_vector = query_vector  # the early base memory's broad KNN query
+        self.policy = policy  # how an insight's profile field is written
 
     def handlers(self) -> dict[str, Handler]:
         return {REFLECT: self.reflect, INSIGHTS: self.insights, BASE_FROM_FACTS: self.base}
@@ -226,10 +225,6 @@ class Thinking:
             exc,
         )
         raise PermanentFailure(f"invalid model output after a reminder: {exc}")
-
-
-async def _no_vector(_: str) -> None:
-    return None
 
 
 def _user(job: Job) -> str:

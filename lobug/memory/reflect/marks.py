@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from lobug.storage.vectors import read_meta, write_meta
+
 
 def last(conn: Any, task: str, user_id: str) -> float | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_key(task, user_id),)).fetchone()
-    return float(row[0]) if row else None
+    value = read_meta(conn, _key(task, user_id))
+    return None if value is None else float(value)
 
 
 def put(conn: Any, task: str, user_id: str, when: float) -> None:
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
-        " SET value = excluded.value",
-        (_key(task, user_id), repr(when)),
-    )
+    write_meta(conn, _key(task, user_id), repr(when))
 
 
 def quiet(conn: Any, task: str, user_id: str, now: float, within_s: float) -> bool:

@@ -8,7 +8,6 @@ indexed rows, never an LLM call, so it cannot block a turn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +28,8 @@ class Notes:
 
     def for_turn(self) -> list[str]:
         """What this turn's words chose: the procedures for the task at hand."""
-        found = _bullets(PROCEDURES_TITLE, self.procedures)
-        return [found] if found else []
+        bullets = "".join(f"\n- {text}" for text in self.procedures)
+        return [PROCEDURES_TITLE + bullets] if bullets else []
 
 
 def read(conn: Any, *, user_id: str, text: str) -> Notes:
@@ -39,7 +38,3 @@ def read(conn: Any, *, user_id: str, text: str) -> Notes:
         reflection=latest.content if latest is not None else None,
         procedures=procedures.for_task(conn, user_id, text),
     )
-
-
-def _bullets(title: str, texts: Sequence[str]) -> str | None:
-    return title + "\n" + "\n".join(f"- {t}" for t in texts) if texts else None

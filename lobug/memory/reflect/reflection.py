@@ -1,18 +1,11 @@
-"""The weekly reflection (seed 003): a paragraph looking back over the week's facts.
+"""The weekly reflection (seed 003; docs/seeds.md, rows 244-246): a paragraph looking back over
+the week's facts.
 
 Due when the user's last reflection is at least `reflection_every_days` old (or there is none)
-and at least `MIN_FACTS` facts were learned in the last 7 days. Stored as a memory of
-kind `reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the
-latest one (`notes`).
-
-It reads the last 7 days (seed 003): up to `MAX_ITEMS` facts and episodes — the week's
-conversation summaries and what the user said in their own sessions — within `INPUT_CHARS`.
-The seed's 200 items would be ~16k characters, ~4k tokens: more than the whole context of the
-small model a Pi runs (the reply lane's ~4k tokens), whose server would cut the prompt's start,
-instructions included. So the items are fitted to `INPUT_CHARS` (~2k tokens at ~4 characters a
-token), which leaves the instructions and the answer's bound (`lobug.llm.ask.MAX_TOKENS`, 1024)
-room in 4k; facts (most important first) and episodes (summaries, then the user's newest
-words) share it half and half, either one taking what the other leaves.
+and at least `MIN_FACTS` facts were learned in the last 7 days. Stored as a memory of kind
+`reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the latest
+one (`notes`). Its input, the week's facts and episodes, is fitted to `INPUT_CHARS`: the seed's
+200 items would overflow the whole context of the small model a Pi runs.
 """
 
 from __future__ import annotations
@@ -47,32 +40,24 @@ def latest(conn: Any, user_id: str) -> store.MemoryRow | None:
     return None if row is None else store.MemoryRow.from_row(row)
 
 
-def new_facts(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
+def week_memories(conn: Any, user_id: str, now: float, kind: str) -> list[str]:
+    """The week's memories of `kind`: facts most important first, summaries newest first."""
+    order = "importance DESC, created_at DESC" if kind == "fact" else "id DESC"
     rows = conn.execute(
-        "SELECT content FROM memories WHERE user_id = ? AND kind = 'fact' AND status = 'active'"
-        " AND created_at >= ? ORDER BY importance DESC, created_at DESC LIMIT ?",
-        (user_id, now - WEEK_S, limit),
+        "SELECT content FROM memories WHERE user_id = ? AND kind = ? AND status = 'active'"
+        f" AND created_at >= ? ORDER BY {order} LIMIT ?",
+        (user_id, kind, now - WEEK_S, MAX_ITEMS),
     )
     return [str(r[0]) for r in rows]
 
 
-def week_summaries(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
-    """The week's conversation summaries, newest first."""
-    rows = conn.execute(
-        "SELECT content FROM memories WHERE user_id = ? AND kind = 'summary'"
-        " AND status = 'active' AND created_at >= ? ORDER BY id DESC LIMIT ?",
-        (user_id, now - WEEK_S, limit),
-    )
-    return [str(r[0]) for r in rows]
-
-
-def week_said(conn: Any, user_id: str, now: float, limit: int = MAX_ITEMS) -> list[str]:
+def week_said(conn: Any, user_id: str, now: float) -> list[str]:
     """What the user said this week in their own sessions, newest first (a lower-trust
     caller's words never reach a reflection)."""
     rows = conn.execute(
         f"SELECT text FROM turns WHERE user_id = ? AND role = 'user' AND ts >= ?"
         f" AND {CONVERSATION_TURN} AND {OWNER_TURN} ORDER BY id DESC LIMIT ?",
-        (user_id, now - WEEK_S, limit),
+        (user_id, now - WEEK_S, MAX_ITEMS),
     )
     return [f'The user said: "{_clip(str(r[0]))}"' for r in rows]
 
@@ -82,11 +67,10 @@ def _clip(text: str) -> str:
     return text if len(text) <= TURN_CHARS else text[: TURN_CHARS - 1] + "…"
 
 
-def fit(
-    facts: list[str], episodes: list[str], *, chars: int = INPUT_CHARS, items: int = MAX_ITEMS
-) -> tuple[list[str], list[str]]:
+def fit(facts: list[str], episodes: list[str]) -> tuple[list[str], list[str]]:
     """The facts and episodes the prompt can hold: each list in its order, up to half of
-    `chars` each and `items` in all, then what one leaves to the other."""
+    INPUT_CHARS each and MAX_ITEMS in all, then what one leaves to the other."""
+    chars = INPUT_CHARS
     taken: list[list[str]] = [[], []]
     used = [0, 0]
     for share in (chars // 2, chars):  # first each its half, then the rest to either
@@ -95,7 +79,7 @@ def fit(
                 cost = len(text) + 3  # "- " and the line break
                 if sum(used) + cost > chars or used[side] + cost > share:
                     break
-                if len(taken[0]) + len(taken[1]) >= items:
+                if len(taken[0]) + len(taken[1]) >= MAX_ITEMS:
                     break
                 taken[side].append(text)
                 used[side] += cost
@@ -119,8 +103,9 @@ def due(conn: Any, user_id: str, *, now: float, every_days: float) -> bool:
 def inputs(conn: Any, user_id: str, now: float) -> tuple[list[str], list[str]]:
     """The week's facts and episodes (summaries, then the user's words) for the reflection
     prompt, fitted to INPUT_CHARS; the episodes oldest first, as a week is told."""
-    summaries = week_summaries(conn, user_id, now)
-    facts, episodes = fit(new_facts(conn, user_id, now), summaries + week_said(conn, user_id, now))
+    summaries = week_memories(conn, user_id, now, "summary")
+    facts = week_memories(conn, user_id, now, "fact")
+    facts, episodes = fit(facts, summaries + week_said(conn, user_id, now))
     kept = min(len(episodes), len(summaries))  # `episodes` is a prefix of both lists joined
     return facts, episodes[:kept][::-1] + episodes[kept:][::-1]
 

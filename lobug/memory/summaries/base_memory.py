@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from lobug.memory.table import delta
@@ -52,9 +51,7 @@ class BaseMemoryCache:
     that read the old base while a cascade rewrote it would otherwise cache the old one.
     """
 
-    def __init__(self, ttl_s: float = BASE_TTL_S, monotonic: Callable[[], float] = time.monotonic):
-        self.ttl_s = ttl_s
-        self.monotonic = monotonic
+    def __init__(self) -> None:
         self._entries: dict[str, tuple[str, float]] = {}
         self._generation = 0
 
@@ -65,17 +62,14 @@ class BaseMemoryCache:
 
     def get(self, user_id: str) -> str | None:
         entry = self._entries.get(user_id)
-        if entry is None or self.monotonic() - entry[1] > self.ttl_s:
+        if entry is None or time.monotonic() - entry[1] > BASE_TTL_S:
             return None
         return entry[0]
 
     def put(self, user_id: str, content: str, generation: int) -> None:
         if generation == self._generation:  # else the base was rewritten after it was read
-            self._entries[user_id] = (content, self.monotonic())
+            self._entries[user_id] = (content, time.monotonic())
 
-    def invalidate(self, user_id: str | None = None) -> None:
+    def invalidate(self, user_id: str) -> None:
         self._generation += 1
-        if user_id is None:
-            self._entries.clear()
-        else:
-            self._entries.pop(user_id, None)
+        self._entries.pop(user_id, None)

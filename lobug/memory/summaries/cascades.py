@@ -81,14 +81,14 @@ def short_cascade_due(conn: Any, user_id: str) -> bool:
     return count >= SHORT_THRESHOLD
 
 
-def short_batch(conn: Any, user_id: str, threshold: int, keep: int) -> list[TurnLine]:
+def short_batch(conn: Any, user_id: str) -> list[TurnLine]:
     count = count_unsummarized(conn, user_id)
-    if count < threshold:
+    if count < SHORT_THRESHOLD:
         return []
     rows = conn.execute(
         f"SELECT id, session_id, role, text FROM turns WHERE user_id = ? AND summarized = 0"
         f" AND {_ELIGIBLE} ORDER BY id LIMIT ?",
-        (user_id, min(count - keep, MAX_BATCH_TURNS)),
+        (user_id, min(count - SHORT_KEEP, MAX_BATCH_TURNS)),
     ).fetchall()
     return [TurnLine(r["id"], r["session_id"], r["role"], r["text"]) for r in rows]
 
@@ -162,14 +162,14 @@ def count_unincorporated(conn: Any, user_id: str) -> int:
     )
 
 
-def long_batch(conn: Any, user_id: str, threshold: int, keep: int) -> list[store.MemoryRow]:
+def long_batch(conn: Any, user_id: str) -> list[store.MemoryRow]:
     count = count_unincorporated(conn, user_id)
-    if count < threshold:
+    if count < LONG_THRESHOLD:
         return []
     rows = conn.execute(
         "SELECT * FROM memories WHERE user_id = ? AND kind = 'summary' AND status = 'active'"
         " AND incorporated = 0 ORDER BY id LIMIT ?",
-        (user_id, min(count - keep, MAX_BATCH_SUMMARIES)),
+        (user_id, min(count - LONG_KEEP, MAX_BATCH_SUMMARIES)),
     ).fetchall()
     return [store.MemoryRow.from_row(r) for r in rows]
 
@@ -236,8 +236,8 @@ class Cascades:
         *,
         clock: Callable[[], float],
         on_base_written: Callable[[str], None],
-        embedder: Embedder | None = None,
-        gate: VectorGate | None = None,
+        embedder: Embedder,
+        gate: VectorGate,
     ) -> None:
         self.db = db
         self.llm = llm
@@ -251,11 +251,10 @@ class Cascades:
         """A distillation's broad query, embedded in the LLM lane like the jobs' other
         embeddings; None while vectors are off or the embedder fails: the top facts stand in
         (a base memory is worth more than the better choice of facts)."""
-        embedder, gate = self.embedder, self.gate
-        if embedder is None or gate is None or not gate.enabled or not text.strip():
+        if not self.gate.enabled or not text.strip():
             return None
         try:
-            (vector,) = await self.llm.lane.call(lambda: embedder.embed([text[:QUERY_CHARS]]))
+            (vector,) = await self.llm.lane.call(lambda: self.embedder.embed([text[:QUERY_CHARS]]))
         except EmbeddingUnavailable as exc:
             log.info("distillation without the facts' KNN: embedder unavailable (%s)", exc)
             return None
@@ -265,7 +264,7 @@ class Cascades:
         """Summarise while the threshold is met; returns how many summaries were written."""
         cfg, written = self.config, 0
         while True:
-            lines = await self.db.read(short_batch, user_id, SHORT_THRESHOLD, SHORT_KEEP)
+            lines = await self.db.read(short_batch, user_id)
             if not lines:
                 return written
             summary = await ask(
@@ -294,7 +293,7 @@ class Cascades:
     async def run_long(self, user_id: str) -> int:
         cfg, written = self.config, 0
         while True:
-            batch = await self.db.read(long_batch, user_id, LONG_THRESHOLD, LONG_KEEP)
+            batch = await self.db.read(long_batch, user_id)
             if not batch:
                 return written
             summaries = [s.content for s in batch]

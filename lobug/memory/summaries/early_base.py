@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lobug.memory.summaries import base_memory, cascades
+from lobug.storage.vectors import read_meta, write_meta
 
 ACTOR = "base_from_facts"
 MAX_FACTS = 30
@@ -35,8 +36,7 @@ def cascade_took_over(conn: Any, user_id: str) -> bool:
 
 
 def distilled_at(conn: Any, user_id: str) -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_MARK + user_id,)).fetchone()
-    return int(row[0]) if row else 0
+    return int(read_meta(conn, _MARK + user_id) or 0)
 
 
 MIN_FACTS = 8  # a new user's base memory is distilled from facts once this many exist
@@ -77,9 +77,5 @@ def store_base(conn: Any, user_id: str, content: str, *, count: int, now: float)
         actor=ACTOR,
         meta={"facts": count, "words": len(content.split())},
     )
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE"
-        " SET value = excluded.value",
-        (_MARK + user_id, str(count)),
-    )
+    write_meta(conn, _MARK + user_id, str(count))
     return True

@@ -1,31 +1,15 @@
-"""Memory delta: what changed in a user's memory since a session last looked (seed 001 §1).
+"""Memory delta: what changed in a user's memory since a session last looked (seed 001 §1;
+docs/memory-api.md, "The delta").
 
-Memory belongs to a user; revisions in the seed belong to a thread (session). A session must
-also learn about changes it did not cause: extraction and upkeep jobs, other sessions, the CLI.
-So there are two counters, both advanced only inside the caller's write transaction:
-
-- the **user's revision**: a counter in `meta` (key `delta.rev.<user_id>`; `meta` already holds
-  the daemon's counters, and no client-supplied id can collide with it). Every `bump` adds one
-  and appends a `change_log` row carrying that number (`rev`), the memory, the event, a small
-  `meta` (content, category, importance, store, …) and the session that caused it (`""` for
-  background upkeep that no session caused).
-- each **session's seen revision**: `revisions.rev` keyed by session id. A session first seen
-  starts at the user's current revision (history from before it existed is not news to it);
-  a session that causes a change is registered just below that change, so it sees its own
-  writes too (the extraction of "my name is Alex" shows up in the next turn's header).
-
-`take()` returns what is newer than the session's seen revision and then advances it, so each
-change is shown once per session (`render()` makes it the header). `changes_since()` only reads.
-
-A **reader** (an API principal, e.g. `token:supervisor:familiar`) keeps its own seen revision
-for a session, under `reader_key(session, reader)`: reading a session's delta marks it seen for
-that reader only, so a caller who may see less cannot empty the owner's (or the chat's) delta by
-reading it first. A reader new to a session starts where the session itself is (its own writes
-included), else at the current revision. The chat path reads with no reader: the plain key.
-Client ids cannot contain the separator (control characters are refused), so keys never collide.
-
-`change_log` is bounded (the newest `KEEP_ROWS` rows); it copies memory text, so a purge
-removes those copies as well (`lifecycle.purge`).
+Two counters, both advanced only inside the caller's write transaction: the user's revision
+(`meta` key `delta.rev.<user_id>`; each `bump` adds one and appends a `change_log` row with that
+`rev`, the memory, the event, a small `meta` and the session that caused it, `""` for upkeep)
+and each session's seen revision (`revisions.rev`). A new session starts at the current revision;
+one that causes a change is registered just below it, so it sees its own writes. `take()` returns
+what is newer and advances the mark (each change shown once per session); `changes_since()` only
+reads. A reader (an API principal) keeps its own mark per session under `reader_key`, so a caller
+who may see less cannot empty the owner's delta; client ids cannot contain the separator.
+`change_log` keeps the newest `KEEP_ROWS` rows and copies memory text (a purge removes it).
 """
 
 from __future__ import annotations
@@ -35,6 +19,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from lobug.memory.table.rows import meta_add
+from lobug.storage.vectors import read_meta
 
 EVENTS = ("created", "updated", "merged", "deleted", "soft_deleted", "restored")
 SYMBOLS = {
@@ -159,11 +146,8 @@ def bump(
     if event not in EVENTS:
         raise ValueError(f"unknown delta event {event!r} (known: {', '.join(EVENTS)})")
     session = _session_key(session_id)
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE"
-        " SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
-        (_user_key(user_id),),
-    )  # no RETURNING: the stdlib fallback driver may carry an SQLite older than 3.35
+    # No RETURNING: the stdlib fallback driver may carry an SQLite older than 3.35.
+    meta_add(conn, _user_key(user_id))
     rev = current_rev(conn, user_id)
     cur = conn.execute(
         "INSERT INTO change_log (user_id, session_id, rev, memory_id, event, meta, ts)"
@@ -206,8 +190,7 @@ def mark_seen(conn: Any, session_id: str, rev: int, *, reader: str | None = None
 
 # -- reads -------------------------------------------------------------------------------------
 def current_rev(conn: Any, user_id: str = "default") -> int:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_user_key(user_id),)).fetchone()
-    return int(row[0]) if row else 0
+    return int(read_meta(conn, _user_key(user_id)) or 0)
 
 
 def seen_rev(
@@ -229,23 +212,18 @@ def changes_since(
     rev: int | None = None,
     *,
     user_id: str = "default",
-    limit: int = MAX_FETCH,
     visible: Visible | None = None,
-    reader: str | None = None,
 ) -> list[Change]:
-    """The user's changes newer than `rev` (default: the session's seen revision, the
-    reader's when given), oldest first.
-
-    At most `limit` of the newest; `visible` filters them (e.g. by the caller's stores and
-    categories). Read-only: nothing is marked seen.
-    """
-    since = seen_rev(conn, session_id, user_id, reader=reader) if rev is None else rev
+    """The user's changes newer than `rev` (default: the session's seen revision), oldest
+    first: at most MAX_FETCH of the newest, those `visible` keeps (e.g. by the caller's stores
+    and categories). Read-only: nothing is marked seen."""
+    since = seen_rev(conn, session_id, user_id) if rev is None else rev
     if current_rev(conn, user_id) <= since:  # the common case costs one primary-key lookup
         return []
     rows = conn.execute(
         "SELECT rev, memory_id, event, session_id, meta, ts FROM change_log"
         " WHERE user_id = ? AND rev > ? ORDER BY id DESC LIMIT ?",
-        (user_id, since, max(1, min(limit, MAX_FETCH))),
+        (user_id, since, MAX_FETCH),
     ).fetchall()
     changes = [Change.from_row(row) for row in reversed(rows)]
     return [c for c in changes if visible is None or visible(c)]
@@ -256,7 +234,6 @@ def take(
     session_id: str,
     user_id: str = "default",
     *,
-    limit: int = MAX_FETCH,
     visible: Visible | None = None,
     reader: str | None = None,
 ) -> tuple[list[Change], int, int]:
@@ -264,7 +241,7 @@ def take(
     for `reader` only when given (see `reader_key`), else for the session itself."""
     since = seen_rev(conn, session_id, user_id, reader=reader)
     new = current_rev(conn, user_id)
-    changes = changes_since(conn, session_id, since, user_id=user_id, limit=limit, visible=visible)
+    changes = changes_since(conn, session_id, since, user_id=user_id, visible=visible)
     mark_seen(conn, session_id, new, reader=reader)
     return changes, since, new
 

@@ -1,24 +1,11 @@
 """Seed 001 §14's per-event operational rows (`memory_events`), beside `op_events`' hourly
-aggregates (`upkeep/events.py`).
+aggregates (`upkeep/events.py`); which path writes which node is docs/seeds.md, row 181.
 
 One row per memory event: who (user, thread), where (`node`), what (`op`, `status`), which
 memory and category, and the best neighbour's similarity when one was measured; no content.
-Each row is written inside a transaction that already happens, never in one of its own:
-
-- `hotpath`: the conversation's memory writes, `write.reconcile.apply` (extraction of a turn,
-  a typed or API "remember", a consent yes): create, update (a new fact superseding), merge,
-  and one `supersede` per retired fact; a merge or supersede that changed nothing is
-  `skipped`;
-- `context`: the prompt's memory search, noted in memory (`SearchEvents.searched`), written with
-  the retrieval hits (`MemoryService.flush_hits`), so the turn itself writes nothing;
-- `episodic`: a conversation summary stored by the short cascade;
-- `worker`: the GC's status and layer changes (`lifecycle.gc.gc_pass` → `from_history`) and the
-  daily consolidation's merges and supersedes (`upkeep.consolidate`).
-
-The GC prunes rows older than `RETENTION_DAYS` (`prune`); `/v1/stats` shows the counts by node,
-operation, status and day (`by_node`, in `operations.events`).
-
-In the store layer so that every writer, the cascades included, may call it.
+Each row is written inside a transaction that already happens, never in one of its own (the
+prompt's searches are noted in memory and written with the retrieval hits). In the store layer
+so that every writer, the cascades included, may call it.
 """
 
 from __future__ import annotations
@@ -139,9 +126,6 @@ class SearchEvents:
                 "category": None if top is None else top.category,
             }
         )
-
-    def __len__(self) -> int:
-        return len(self._rows)
 
     def take(self) -> list[dict[str, Any]]:
         rows, self._rows = self._rows, []

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from lobug.memory.table.dedup import content_hash
 from lobug.memory.table.strength import DEFAULT as DEFAULT_STRENGTH
 from lobug.memory.table.strength import Strength, reinforce_row
-
-# One hash for "the same memory" everywhere: dedup.content_hash (store.content_hash is it).
 
 FACT_TYPES = ("personal", "preference", "knowledge", "event")
 # The JSON columns of `memories` and what each holds when empty or unreadable.
@@ -44,24 +42,8 @@ class MemoryRow:
 
     @classmethod
     def from_row(cls, row: Any) -> MemoryRow:
-        return cls(
-            id=row["id"],
-            user_id=row["user_id"],
-            kind=row["kind"],
-            content=row["content"],
-            category=row["category"],
-            status=row["status"],
-            importance=row["importance"],
-            mention_count=row["mention_count"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            valid_until=row["valid_until"],
-            supersedes=row["supersedes"],
-            pinned=bool(row["pinned"]),
-            source_from=row["source_from"],
-            source_to=row["source_to"],
-            store=row["store"],
-        )
+        values = {f.name: row[f.name] for f in fields(cls)}
+        return cls(**{**values, "pinned": bool(values["pinned"])})
 
 
 def loads(text: str | None, default: Any) -> Any:
@@ -278,12 +260,17 @@ def extracted_from(conn: Any, turn_id: int) -> bool:
 
 
 # -- counters (in `meta`, so they survive restarts and the CLI can read them) -----------------
-def bump_counter(conn: Any, name: str, n: int = 1) -> None:
+def meta_add(conn: Any, key: str, n: int = 1) -> None:
+    """Add n to the integer kept in `meta` under `key` (0 when absent)."""
     conn.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET"
         " value = CAST(CAST(value AS INTEGER) + ? AS TEXT)",
-        (f"counter.{name}", str(n), n),
+        (key, str(n), n),
     )
+
+
+def bump_counter(conn: Any, name: str, n: int = 1) -> None:
+    meta_add(conn, f"counter.{name}", n)
 
 
 def counters(conn: Any) -> dict[str, int]:

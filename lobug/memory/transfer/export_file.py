@@ -1,13 +1,7 @@
-"""Export everything a user owns as JSON lines (GET /v1/export, `lobug memory export`).
-
-One line per row: `{"type": T, "data": {...}}`, the row's columns as stored (JSON columns stay
-JSON text, so nothing is re-encoded) without `user_id`. The first line is the `meta` record.
-Order: session, turn, memory, memory_source, base_memory, entity, memory_entity, relation,
-history — parents before children, so an import can map ids in one pass. Read in one read
-transaction: the file is a consistent snapshot even while the daemon writes.
-
-Not exported (derived or transient, rebuilt on import): vectors, FTS, delta `change_log` and
-revisions, jobs, counters. The import side is `records_import`.
+"""Export everything a user owns as JSON lines (GET /v1/export, `lobug memory export`; the format
+is docs/memory-api.md, "Export and import"): the rows as stored, parents before children, read
+in one read transaction. Not exported (derived or transient, rebuilt on import): vectors, FTS,
+delta `change_log` and revisions, jobs, counters. The import side is `import_file`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Import an export file (`records_export`) losslessly, in one write transaction.
-
-Ids: a table's rows keep their ids when none of them is taken in the target (a fresh database),
-so export → import → export gives the same lines except `meta.exported_at`. When any id is
-taken (merging into a database in use) that table's rows get new ids and every reference
-(sources, links, relations, history, `supersedes`) is rewritten. Rows already present are
-matched and skipped — a turn by session, role, time and text; a memory by content and
-creation time; an entity by name and type — so importing the same file twice adds nothing.
-Columns the target does not have are dropped (an older schema); `user_id` is the target's.
+"""Import an export file (`export_file`) losslessly, in one write transaction (docs/memory-api.md,
+"Export and import"): a table's rows keep their ids when none is taken in the target, else they
+get new ids and every reference is rewritten; rows already present are matched and skipped, so
+importing the same file twice adds nothing. Columns the target does not have are dropped (an
+older schema); `user_id` is the target's.
 """
 
 from __future__ import annotations
@@ -118,6 +114,18 @@ def import_records(
             report.skipped[kind] += 1
         return int(cur.lastrowid or 0) if cur.rowcount else 0
 
+    def add_unless_found(kind: str, lineno: int, data: dict[str, Any], found: Any) -> int:
+        """The new row's id; 0 when `found` (already here: mapped to it) or on an error."""
+        if found is not None:
+            maps[kind][data["id"]] = found[0]
+            report.skipped[kind] += 1
+            return 0
+        fixed = {"supersedes": None} if kind == "memory" else {}
+        new = _guard(report, lineno, lambda: insert(kind, ID_TABLES[kind], data, **fixed))
+        if new:
+            maps[kind][data["id"]] = new
+        return new
+
     for _, data in groups["session"]:
         insert("session", "sessions", data)
     for lineno, data in groups["turn"]:
@@ -126,13 +134,7 @@ def import_records(
             " AND text IS ?",
             (user_id, data.get("session_id"), data.get("role"), data.get("ts"), data.get("text")),
         ).fetchone()
-        if found is not None:
-            maps["turn"][data["id"]] = found[0]
-            report.skipped["turn"] += 1
-            continue
-        new = _guard(report, lineno, lambda d=data: insert("turn", "turns", d))
-        if new:
-            maps["turn"][data["id"]] = new
+        if new := add_unless_found("turn", lineno, data, found):
             report.turn_ids.append(new)
     superseding: list[tuple[int, int]] = []
     for lineno, data in groups["memory"]:
@@ -140,15 +142,7 @@ def import_records(
             "SELECT id FROM memories WHERE user_id = ? AND created_at IS ? AND content IS ?",
             (user_id, data.get("created_at"), data.get("content")),
         ).fetchone()
-        if found is not None:
-            maps["memory"][data["id"]] = found[0]
-            report.skipped["memory"] += 1
-            continue
-        new = _guard(
-            report, lineno, lambda d=data: insert("memory", "memories", d, supersedes=None)
-        )
-        if new:
-            maps["memory"][data["id"]] = new
+        if new := add_unless_found("memory", lineno, data, found):
             report.memory_ids.append(new)
             if data.get("supersedes") is not None:
                 superseding.append((new, data["supersedes"]))
@@ -177,13 +171,7 @@ def import_records(
             "SELECT id FROM entities WHERE user_id = ? AND canonical_name = ? AND type = ?",
             (user_id, data.get("canonical_name"), data.get("type")),
         ).fetchone()
-        if found is not None:
-            maps["entity"][data["id"]] = found[0]
-            report.skipped["entity"] += 1
-            continue
-        new = _guard(report, lineno, lambda d=data: insert("entity", "entities", d))
-        if new:
-            maps["entity"][data["id"]] = new
+        add_unless_found("entity", lineno, data, found)
     for _, data in groups["memory_entity"]:
         memory = maps["memory"].get(data.get("memory_id"))  # type: ignore[arg-type]
         entity = maps["entity"].get(data.get("entity_id"))  # type: ignore[arg-type]

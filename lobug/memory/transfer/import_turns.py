@@ -1,10 +1,7 @@
 """Bulk import of conversation turns from JSONL: validate each line, store, enqueue the work.
 
-A line is `{"session_id": "...", "role": "user"|"assistant", "text": "...", "ts"?: number or
-ISO 8601, "ref"?: "...", "speaker"?: "..."}` (speaker: who said it by name, e.g. in an imported
-conversation between two people; questions that name them prefer their turns). Bad lines are
-reported by number and skipped (broken JSON, a number too big to read, a lone surrogate, a
-time out of range…), the good ones still stored.
+The line format is docs/memory-api.md, "Export and import" (turn lines); a bad line is reported
+by number and skipped, the good ones still stored.
 
 Re-running an import — the same file twice, or again after the process was killed — stores
 nothing twice: a line whose (session_id, ref) is already stored is skipped, and a line without

@@ -10,14 +10,17 @@ latency, for `/v1/stats`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import date
 from functools import partial
 from typing import Any
 
 from lobug.memory.search.when import day_start, next_day_start
+from lobug.memory.table.rows import meta_add
 from lobug.memory.upkeep import events
 from lobug.storage.database import Database
+from lobug.storage.vectors import read_meta
 from lobug.workers.runner import NotReady
 
 LLM_CALL = "upkeep_llm_call"
@@ -33,19 +36,12 @@ def take(conn: Any, name: str, user_id: str, now: float, limit: int) -> bool:
         return False
     prefix, key = _prefix(name, user_id), _key(_prefix(name, user_id), now)
     conn.execute("DELETE FROM meta WHERE key LIKE ? AND key != ?", (prefix + "%", key))
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE"
-        " SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
-        (key,),
-    )
+    meta_add(conn, key)
     return True
 
 
 def spent(conn: Any, name: str, user_id: str, now: float) -> int:
-    row = conn.execute(
-        "SELECT value FROM meta WHERE key = ?", (_key(_prefix(name, user_id), now),)
-    ).fetchone()
-    return int(row[0]) if row else 0
+    return int(read_meta(conn, _key(_prefix(name, user_id), now)) or 0)
 
 
 def next_day_in(now: float) -> float:
@@ -81,8 +77,10 @@ class LlmBudget:
                 max(60.0, next_day_in(now)),
             )
 
-    async def record(self, calls: int, *, ms: float = 0.0, ok: bool = True) -> None:
-        """The calls made (a reminder's retry is a second), for `/v1/stats`."""
+    async def record(self, calls: int, started: float, *, ok: bool = True) -> None:
+        """The calls made since `started` (`time.perf_counter`; a reminder's retry is a
+        second), for `/v1/stats`."""
+        ms = (time.perf_counter() - started) * 1000.0
         await self.db.write(
             partial(events.record, op=LLM_CALL, now=self.clock(), ms=ms, ok=ok, n=calls)
         )

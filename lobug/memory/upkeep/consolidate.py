@@ -1,19 +1,13 @@
-"""Daily consolidation (seed 001 §4): near-duplicate facts that slipped past the write-time
-checks are found (upkeep/pairs.py), judged and merged (upkeep/merge.py).
+"""Daily consolidation (seed 001 §4; docs/seeds.md, rows 130-138): near-duplicate facts that
+slipped past the write-time checks are found (upkeep/pairs.py), judged and merged or retired.
 
-A pair the write-time heuristic judge already calls `same` (word overlap ≥ near_jaccard or
-cosine distance < duplicate_distance: written while vectors were off, imported, or in one
-exchange) is merged without asking. The others go to the LLM judge of "newer wins" (the same
-prompt and parser, write/judge.py), `PAIRS_PER_PROMPT` pairs a call, at most `PAIRS_PER_DAY`
-pairs per user a day, each call taken from the daily upkeep budget. The labels apply as at
-write time: `same` merges the two; `update` and `contradiction` retire the older for the newer
-("newer wins": the later statement stands, the older is archived with a SUPERSEDE event and a
-`supersedes` edge; a pinned fact is never retired), so two facts that missed each other when
-written (vectors off, an import) do not both stay current.
-
-An answer that is nonsense twice falls back to the heuristic labels for its batch (counted in
-`consolidate_invalid_total`); an empty answer or an outage raises LLMUnavailable / RetryLater:
-the batches already judged are committed and fingerprinted, so the retry goes on from there.
+A pair the write-time heuristic judge already calls `same` is merged without asking; the others
+go to the LLM judge of "newer wins" (write/judge.py), `PAIRS_PER_PROMPT` a call, at most
+`PAIRS_PER_DAY` per user a day, each call from the daily upkeep budget. The labels apply as at
+write time, so two facts that missed each other when written (vectors off, an import) do not
+both stay current. Nonsense twice falls back to the heuristic labels for its batch; an empty
+answer or an outage is RetryLater, after the batches already judged were committed and
+fingerprinted.
 """
 
 from __future__ import annotations
@@ -37,6 +31,7 @@ from lobug.memory.upkeep.pairs import Pair
 from lobug.memory.write import judge
 from lobug.memory.write.candidate import Candidate
 from lobug.storage.database import Database
+from lobug.workers.runner import RetryLater
 
 log = logging.getLogger(__name__)
 
@@ -76,19 +71,12 @@ class Consolidator:
         sure: list[Pair] = []
         unsure: list[Pair] = []
         for pair in found:
-            label, _ = judge.heuristic_label(
-                pair.newer.content,
-                pair.older.content,
-                distance=1.0 - pair.similarity,
-                policy=self.policy,
-            )
-            (sure if label == judge.SAME else unsure).append(pair)
+            (sure if self._heuristic(pair) == judge.SAME else unsure).append(pair)
         report.update(await self._apply([(p, judge.SAME, judge.HEURISTIC) for p in sure]))
         checked = await self.db.read(pairs.judged_by_llm_since, user_id, events.day_start(now))
         todo = unsure[: max(0, PAIRS_PER_DAY - checked)]
-        size = max(1, PAIRS_PER_PROMPT)
-        for start in range(0, len(todo), size):
-            batch = todo[start : start + size]
+        for start in range(0, len(todo), PAIRS_PER_PROMPT):
+            batch = todo[start : start + PAIRS_PER_PROMPT]
             await self.budget.take("consolidation", user_id)
             judged = await self._judge(batch, report)
             report.update(await self._apply(judged))
@@ -114,14 +102,14 @@ class Consolidator:
         started = time.perf_counter()
         try:
             answer = await judge.ask_llm(self.llm, cands, offers, timeout_s=self.timeout_s)
-        except LLMUnavailable:
-            await self.budget.record(1, ok=False, ms=_ms(started))
-            raise
+        except LLMUnavailable as exc:
+            await self.budget.record(1, started, ok=False)
+            raise RetryLater(f"LLM unavailable: {exc}") from None
         except InvalidOutput as exc:
             if not exc.raw.strip():
-                await self.budget.record(1, ok=False, ms=_ms(started))
-                raise LLMUnavailable(f"empty answer: {exc}", kind="empty") from None
-            await self.budget.record(2, ms=_ms(started))
+                await self.budget.record(1, started, ok=False)
+                raise RetryLater(f"LLM unavailable: empty answer: {exc}") from None
+            await self.budget.record(2, started)
             await self.db.write(bump_counter, "consolidate_invalid_total")
             log.warning(
                 "consolidation: the model's answer was invalid twice (%s);"
@@ -130,7 +118,7 @@ class Consolidator:
             )
             report["invalid"] += 1
             return [(p, self._heuristic(p), judge.HEURISTIC) for p in batch]
-        await self.budget.record(1, ms=_ms(started))
+        await self.budget.record(1, started)
         report["llm_calls"] += 1
         judged = []
         for index, pair in enumerate(batch):
@@ -197,7 +185,3 @@ def _event(conn: Any, op: str, pair: Pair, memory_id: int | None, *, now: float)
         status=memory_events.SKIPPED if memory_id is None else memory_events.OK,
         sim=pair.similarity,
     )
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000.0

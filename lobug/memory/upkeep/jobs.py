@@ -32,7 +32,7 @@ from lobug.memory.upkeep.events import DAY_S
 from lobug.storage.database import Database
 from lobug.workers.periodic import Task
 from lobug.workers.queue import Job
-from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
+from lobug.workers.runner import Handler, NotReady, PermanentFailure
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +55,10 @@ class UpkeepJobs:
         clock: Callable[[], float],
         timeout_s: float,
         vectors_on: Callable[[], bool],
-        ner: Ner | None = None,
+        ner: Ner,
     ) -> None:
         self.db = db
-        self.ner = ner or Ner([])  # the regexes only: no accurate NER
+        self.ner = ner
         self.cfg = cfg
         self.clock = clock
         self.vectors_on = vectors_on  # raises NotReady while vectors are being rebuilt
@@ -117,10 +117,7 @@ class UpkeepJobs:
         if await self.db.read(enrichment_pending, user_id):
             raise NotReady(f"entity enrichment of {user_id} runs first", ENRICH_WAIT_S)
         vectors = self.vectors_on()
-        try:
-            await self.consolidator.run(user_id, vectors=vectors)
-        except LLMUnavailable as exc:
-            raise RetryLater(f"LLM unavailable: {exc}") from None
+        await self.consolidator.run(user_id, vectors=vectors)
 
     async def consolidate_session(self, job: Job) -> None:
         """Seed 003: every exchange extracted, the session's facts consolidated, marked."""
@@ -144,10 +141,7 @@ class UpkeepJobs:
         vectors = self.vectors_on()
         facts = await self.db.read(sessions.session_facts, session_id, user_id)
         if facts:
-            try:
-                await self.consolidator.run(user_id, vectors=vectors, only=facts)
-            except LLMUnavailable as exc:
-                raise RetryLater(f"LLM unavailable: {exc}") from None
+            await self.consolidator.run(user_id, vectors=vectors, only=facts)
         await self.db.write(lambda c: sessions.mark_consolidated(c, session_id, now=self.clock()))
 
     async def enrich_entities(self, job: Job) -> None:
@@ -166,14 +160,8 @@ class UpkeepJobs:
 
     async def _reextract(self, user_id: str) -> int | None:
         """New links from the accurate NER over tonight's candidates, committed a call at a
-        time (a preempted job goes on from there). None when it could not run at all.
-
-        It never makes the job wait or retry, since consolidation waits for this job: with its
-        share of today's budget spent (ENRICH_BUDGET_SHARE) or the model down it stops, and
-        the candidates it did not reach are the next night's; an answer that is nonsense twice
-        stamps its notes with the regexes' entities (asking again tomorrow would cost the same
-        and likely fail alike).
-        """
+        time (a preempted job goes on from there); None when it could not run at all. It never
+        waits or retries, since consolidation waits for it (docs/seeds.md, row 239)."""
         found = await self.db.read(
             partial(
                 enrich.candidates,
@@ -237,7 +225,7 @@ class UpkeepJobs:
 
     async def _record(self, calls: int, started: float, *, ok: bool = True) -> None:
         if "llm" in self.ner.providers:  # the model's calls, for /v1/stats
-            await self.budget.record(calls, ok=ok, ms=_ms(started))
+            await self.budget.record(calls, started, ok=ok)
 
     @staticmethod
     def _enrich(conn: Any, *, user_id: str, now: float, relinked: int | None) -> dict[str, int]:
@@ -254,10 +242,6 @@ def enrichment_pending(conn: Any, user_id: str) -> bool:
         (f"{ENRICH}:{user_id}",),
     ).fetchone()
     return row is not None
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000.0
 
 
 def _user(job: Job) -> str:

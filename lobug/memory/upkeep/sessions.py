@@ -1,27 +1,16 @@
 """Session consolidation (seed 003): a session the user left is consolidated once.
 
-On a session switch (the device's user turn lands in another session: a new session id, or
-the old one idle past `chat.session_idle_minutes`) the memory hook enqueues one
-`consolidate_session` job per ended, unconsolidated session of that device (`enqueue_ended`,
-in the turn's transaction: one indexed read, no wait); the daily consolidation's schedule
-enqueues the ones left behind (`enqueue_idle`).
+A session switch enqueues one `consolidate_session` job per ended, unconsolidated session of
+the device (`enqueue_ended`, in the turn's transaction); the daily schedule enqueues the ones
+left behind (`enqueue_idle`). The job waits until every exchange went through extraction,
+writes seed 002's record of the session (`SessionSummarizer`: request, outcome, decisions,
+open items), consolidates the session's facts only and sets `sessions.consolidated_at`
+(idempotent: a consolidated session is skipped).
 
-The job makes sure every exchange of the session went through extraction (a missing `extract`
-job is enqueued, a pending one waited for: NotReady), runs the consolidation on the session's
-facts only (`Consolidator.run(only=...)`: duplicates among them and against what was stored
-before, merged; updates and contradictions fingerprinted) and sets `sessions.consolidated_at`.
-Idempotent: a consolidated session is skipped, a re-run merges nothing twice.
-
-Before the consolidation the job writes seed 002's record of the session (`SessionSummarizer`,
-table `session_summaries`): what the user asked for (`request`), what came of it (`outcome`),
-the `decisions` and the `open_items`, with how many turns and facts it had. One LLM call per
-ended session (the upkeep budget's, in the LLM lane behind the user's turns), on the owner's
-sessions only (OWNER_TURN: a lower-trust caller's words reach no summary) with at least
-`SUMMARY_MIN_USER_TURNS` user turns (a one-question session, a timer or the weather, is its
-own summary: its facts carry it, and the model's time on a Pi is the scarce resource). A
-session summarised up to its last turn is not asked about again, so a job retried after the
-consolidation's outage makes no second call. The record is shown by `GET /v1/sessions/{id}/summary`
-(`Records.session_summary`) and `lobug memory session-summary`.
+The record costs one LLM call per ended session, from the upkeep budget, for the owner's
+sessions only (a lower-trust caller's words reach no summary) with at least
+`SUMMARY_MIN_USER_TURNS` user turns (a one-question session is its own summary, and the model's
+time on a Pi is scarce); a session summarised up to its last turn is not asked about again.
 """
 
 from __future__ import annotations
@@ -39,7 +28,7 @@ from lobug.conversation import CONVERSATION_TURN, TurnRecord
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
 from lobug.memory import enqueue, instructions
-from lobug.memory.table.rows import bump_counter
+from lobug.memory.table.rows import bump_counter, extracted_from
 from lobug.memory.upkeep.budget import LlmBudget
 from lobug.storage.database import Database
 from lobug.workers import queue
@@ -70,11 +59,7 @@ def enqueue_ended(conn: Any, turn: TurnRecord, *, now: float) -> list[int]:
         " AND consolidated_at IS NULL ORDER BY last_active DESC LIMIT ?",
         (turn.device_id, turn.session_id, RECENT_SESSIONS),
     ).fetchall()
-    return [
-        enqueue_session(conn, r["id"], r["user_id"], now=now)
-        for r in rows
-        if not _given_up(conn, r["id"])
-    ]
+    return _enqueue_sessions(conn, rows, now=now)
 
 
 def enqueue_idle(conn: Any, *, now: float, idle_s: float) -> list[int]:
@@ -84,30 +69,23 @@ def enqueue_idle(conn: Any, *, now: float, idle_s: float) -> list[int]:
         " ORDER BY last_active DESC LIMIT ?",
         (now - idle_s, IDLE_BATCH),
     ).fetchall()
-    return [
-        enqueue_session(conn, r["id"], r["user_id"], now=now)
-        for r in rows
-        if not _given_up(conn, r["id"])
-    ]
+    return _enqueue_sessions(conn, rows, now=now)
 
 
-def enqueue_session(conn: Any, session_id: str, user_id: str, *, now: float) -> int:
-    return queue.enqueue(
-        conn,
-        CONSOLIDATE_SESSION,
-        {"user_id": user_id, "session_id": session_id},
-        now=now,
-        dedupe_key=_key(session_id),
-    )
-
-
-def _given_up(conn: Any, session_id: str) -> bool:
-    """A job for it failed for good: `lobug jobs retry` runs it again, not every turn."""
-    row = conn.execute(
-        "SELECT 1 FROM jobs WHERE kind = ? AND state = 'failed' AND dedupe_key = ? LIMIT 1",
-        (CONSOLIDATE_SESSION, _key(session_id)),
-    ).fetchone()
-    return row is not None
+def _enqueue_sessions(conn: Any, rows: list[Any], *, now: float) -> list[int]:
+    """A job per session, except one whose job failed for good (`lobug jobs retry` runs it
+    again, not every turn)."""
+    jobs = []
+    for row in rows:
+        key = _key(row["id"])
+        if conn.execute(
+            "SELECT 1 FROM jobs WHERE kind = ? AND state = 'failed' AND dedupe_key = ? LIMIT 1",
+            (CONSOLIDATE_SESSION, key),
+        ).fetchone():
+            continue
+        payload = {"user_id": row["user_id"], "session_id": row["id"]}
+        jobs.append(queue.enqueue(conn, CONSOLIDATE_SESSION, payload, now=now, dedupe_key=key))
+    return jobs
 
 
 def is_consolidated(conn: Any, session_id: str) -> bool:
@@ -137,17 +115,9 @@ def extraction_owed(conn: Any, session_id: str) -> tuple[list[tuple[int, int | N
         }
         if states & {"pending", "running"}:
             pending += 1
-        elif not states and not _extracted(conn, turn_id):
+        elif not states and not extracted_from(conn, turn_id):
             missing.append((int(turn_id), _reply_to(conn, session_id, int(turn_id))))
     return missing, pending
-
-
-def _extracted(conn: Any, turn_id: int) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM memory_sources WHERE turn_id = ? AND reason = 'extracted' LIMIT 1",
-        (turn_id,),
-    ).fetchone()
-    return row is not None
 
 
 def _reply_to(conn: Any, session_id: str, turn_id: int) -> int | None:
@@ -372,23 +342,15 @@ def store_summary(
 def read_summary(conn: Any, session_id: str, user_id: str) -> dict[str, Any] | None:
     """The session's record as the API shows it, or None."""
     row = conn.execute(
-        "SELECT * FROM session_summaries WHERE session_id = ? AND user_id = ?",
+        "SELECT session_id, request, outcome, decisions, open_items, observation_count,"
+        " turn_count, last_turn_id, created_at, updated_at FROM session_summaries"
+        " WHERE session_id = ? AND user_id = ?",
         (session_id, user_id),
     ).fetchone()
     if row is None:
         return None
-    return {
-        "session_id": row["session_id"],
-        "request": row["request"],
-        "outcome": row["outcome"],
-        "decisions": json.loads(row["decisions"]),
-        "open_items": json.loads(row["open_items"]),
-        "observation_count": row["observation_count"],
-        "turn_count": row["turn_count"],
-        "last_turn_id": row["last_turn_id"],
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
-    }
+    lists = {key: json.loads(row[key]) for key in ("decisions", "open_items")}
+    return {**dict(row), **lists}
 
 
 class SessionSummarizer:
@@ -431,23 +393,19 @@ class SessionSummarizer:
                 max_tokens=SUMMARY_MAX_TOKENS,
             )
         except LLMUnavailable as exc:
-            await self.budget.record(1, ok=False, ms=_ms(started))
+            await self.budget.record(1, started, ok=False)
             raise RetryLater(f"session summary: LLM unavailable: {exc}") from None
         except InvalidOutput as exc:
             if not exc.raw.strip():
-                await self.budget.record(1, ok=False, ms=_ms(started))
+                await self.budget.record(1, started, ok=False)
                 raise RetryLater(f"session summary: empty answer: {exc}") from None
-            await self.budget.record(2, ok=False, ms=_ms(started))
+            await self.budget.record(2, started, ok=False)
             await self.db.write(bump_counter, SUMMARY_INVALID)
             log.warning("session %s: no summary, the model's answer was invalid twice (%s)",
                         session_id, exc)  # fmt: skip
             return False
-        await self.budget.record(1, ms=_ms(started))
+        await self.budget.record(1, started)
         await self.db.write(
             partial(store_summary, now=self.clock()), session_id, user_id, summary, given
         )
         return True
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000.0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from lobug.storage.sqlite import Error as SQLiteError
@@ -28,12 +27,10 @@ class VectorGate:
         backend: str,
         model: str,
         dim: int,
-        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.backend = backend
         self.model = model
         self.dim = dim
-        self.monotonic = monotonic
         self.state: EmbeddingState | None = None
         self.vec_loaded = False
         self.enabled = False
@@ -79,7 +76,7 @@ class VectorGate:
     def setup_failed(self, exc: BaseException) -> None:
         self.setup_error = f"{type(exc).__name__}: {exc}"
         self.enabled = False
-        self._checked_at = self.monotonic()
+        self._checked_at = time.monotonic()
         log.warning("vector memory off for now: %s", self.setup_error)
 
     def recheck(self, conn: Any) -> None:
@@ -93,7 +90,7 @@ class VectorGate:
         """A waiting gate looks at the DB again now and then; a working one never needs to."""
         if not self.waiting:
             return False
-        now = self.monotonic()
+        now = time.monotonic()
         if now - self._checked_at < RECHECK_S:
             return False
         self._checked_at = now
@@ -103,7 +100,7 @@ class VectorGate:
         was, first = self.enabled, not self._decided
         self.enabled = self.vec_loaded and not self.mismatch
         self._decided = True
-        self._checked_at = self.monotonic()
+        self._checked_at = time.monotonic()
         if self.state is None or (self.enabled == was and not first):
             return  # say it once per change, not at every recheck
         if self.enabled:

@@ -14,6 +14,7 @@ from lobug.memory.vectors.gate import VectorGate
 from lobug.storage.database import Database
 
 log = logging.getLogger(__name__)
+RECENT_VECTORS = 64  # query vectors kept for the turns' embed jobs
 
 
 class RecentVectors:
@@ -21,14 +22,13 @@ class RecentVectors:
     already, so the turn's embed job need not ask the embedder again (an Ollama round trip, or
     CPU time on a Pi)."""
 
-    def __init__(self, size: int = 64) -> None:
-        self.size = size
+    def __init__(self) -> None:
         self._vectors: OrderedDict[str, list[float]] = OrderedDict()
 
     def put(self, text: str, vector: list[float]) -> None:
         self._vectors[text] = vector
         self._vectors.move_to_end(text)
-        while len(self._vectors) > self.size:
+        while len(self._vectors) > RECENT_VECTORS:
             self._vectors.popitem(last=False)
 
     def get(self, text: str) -> list[float] | None:

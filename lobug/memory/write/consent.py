@@ -1,23 +1,13 @@
-"""Consent for profile fields heard by voice (seed 001 §10): proposals, not silent writes.
+"""Consent for profile fields heard by voice (seed 001 §10): proposals, not silent writes
+(docs/memory.md, "Consent").
 
-A fact extracted from a spoken turn (`TurnRecord.voice`, /chat/audio) that sets a profile field
-is held in `proposals` instead of being written:
-
-- **sensitive** fields (`profile_fields.SENSITIVE`: preferred_name, pronouns, city, language)
-  wait up to `memory.consent_days` for an explicit yes — `POST /v1/proposals/{id}/accept`,
-  `lobug memory accept ID` (both through `proposals.Proposals`), or a "yes, remember that" in
-  the same conversation (`consent_chat`). While one is pending, the prompt asks the user to
-  confirm it (`to_confirm`); overdue ones expire in the GC pass (`expire_due`).
-- **benign** fields (the others: tone — how the user wants to be spoken to — and
-  goals) are applied by themselves once `SIGNALS` (2) separate turns said the same
-  value, or once a theory-of-mind insight of high confidence says it (`from_insight`).
-
-Typed words (/chat/text, /v1/turns) are deliberate and are written as before. A value the
-memory already holds is no change and is not held either. Every decision is in `history`:
-PROPOSE, ACCEPT (meta.decision `accepted` or `auto_applied`), REJECT, EXPIRE (`expired`, or
-`replaced` by a newer value for the same field), with the proposal id, field, value and actor
-in `meta`; ACCEPT carries the memory it wrote. An accepted proposal goes through `reconcile`
-like any fact (source `consent`), so a new name supersedes the old one.
+A spoken fact that sets a profile field is held in `proposals`: a sensitive field
+(`profile_fields.SENSITIVE`) waits up to `memory.consent_days` for an explicit yes (the API, the
+CLI, or "yes, remember that": `consent_chat`), asked about by the prompt (`to_confirm`) and
+expired by the GC (`expire_due`); a benign one is applied once `SIGNALS` separate turns said
+it, or a confident insight did (`from_insight`). Typed words and values already held are
+written as usual. Every decision is in `history` (PROPOSE, ACCEPT, REJECT, EXPIRE); an accepted
+proposal goes through `reconcile` (source `consent`), so a new name supersedes the old one.
 """
 
 from __future__ import annotations
@@ -46,6 +36,7 @@ IMPORTANCE = {"preferred_name": 0.9, "pronouns": 0.8, "city": 0.8, "language": 0
 STORE = "private"  # profile facts are the owner's
 AUTO = "consent"  # the actor of an automatic decision (auto-apply, expiry)
 CONFIRM_MAX = 2  # pending proposals the prompt asks about at once
+ASKED_KEPT = 4096  # (session, proposal) pairs remembered as asked about
 SIGNALS = 2  # a benign profile field (tone, goals) heard this often is applied without a "yes"
 DAY_S = 86400.0
 USER = "default"
@@ -260,16 +251,6 @@ def expire_due(conn: Any, now: float) -> int:
     return len(rows)
 
 
-def pending(conn: Any, user_id: str = USER, *, now: float | None = None) -> list[dict[str, Any]]:
-    """The user's pending proposals, newest first (not yet expired at `now`, when given)."""
-    sql = "SELECT * FROM proposals WHERE user_id = ? AND status = 'pending'"
-    params: list[Any] = [user_id]
-    if now is not None:
-        sql += " AND expires_at > ?"
-        params.append(now)
-    return [proposal_dict(r) for r in conn.execute(sql + " ORDER BY id DESC", params)]
-
-
 def to_confirm(
     conn: Any, *, user_id: str, session_id: str, now: float, limit: int = CONFIRM_MAX
 ) -> list[tuple[int, str]]:
@@ -369,10 +350,9 @@ def proposal_dict(row: Any) -> dict[str, Any]:
 
 class AskedOnce:
     """Which consent proposals the prompt already asked about, per session: each once (the
-    newest `size` kept; a restarted daemon may ask once more)."""
+    newest ASKED_KEPT kept; a restarted daemon may ask once more)."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
+    def __init__(self) -> None:
         self._asked: OrderedDict[tuple[str, int], None] = OrderedDict()
 
     def first_time(self, session_id: str, items: Sequence[tuple[int, str]]) -> list[str]:
@@ -382,6 +362,6 @@ class AskedOnce:
             if (session_id, item_id) not in self._asked:
                 self._asked[(session_id, item_id)] = None
                 fresh.append(text)
-        while len(self._asked) > self.size:
+        while len(self._asked) > ASKED_KEPT:
             self._asked.popitem(last=False)
         return fresh

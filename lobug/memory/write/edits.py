@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from lobug.memory import enqueue
-from lobug.memory.lifecycle import policies as lifecycle
+from lobug.memory.lifecycle import forgetting
+from lobug.memory.lifecycle.purge import purge_memory
 from lobug.memory.settings import WritePolicy
 from lobug.memory.table import delta
 from lobug.memory.table import rows as store
@@ -36,10 +37,10 @@ def remember(
 ) -> dict[str, Any]:
     """Reconcile a memory the user (or an agent) asks to keep; returns its row and the action.
 
-    A new row records its writer (`origin.writer`); a merge keeps the writer of the memory it
-    merges into (the history event of the merge names who said it again). `expires_at` (seed
-    002): a new row is kept until then; a memory merged into keeps its own expiry unless it
-    had one (said again: it lasts as long as this write asks)."""
+    A new row records its writer (`origin.agent_id`, `run_id`, `actor_id`); a merge keeps the
+    writer of the memory it merges into (the history event of the merge names who said it
+    again). `expires_at` (seed 002): a new row is kept until then; a memory merged into keeps
+    its own expiry unless it had one (said again: it lasts as long as this write asks)."""
     outcome = reconcile(conn, cand, None, origin=origin, policy=policy, now=now)
     only_dated = "" if outcome.action in ("added", "superseded") else " AND expires_at IS NOT NULL"
     conn.execute(
@@ -67,11 +68,11 @@ def forget(
     if row is None:
         return False
     if purge:
-        lifecycle.purge_memory(conn, memory_id, actor, now=now, reason="forget")
+        purge_memory(conn, memory_id, actor, now=now, reason="forget")
         meta = {"summary": ERASED, "category": row.category, "store": row.store}
         delta.bump(conn, None, None, "deleted", meta, now, row.user_id)
         return True
-    if lifecycle.soft_delete(conn, memory_id, now, purge_after_days, actor=actor):
+    if forgetting.soft_delete(conn, memory_id, now, purge_after_days, actor=actor):
         # No text: a forgotten memory must not come back into the prompt through the header.
         meta = {"summary": FORGOTTEN, "category": row.category, "store": row.store}
         delta.bump(conn, None, memory_id, "soft_deleted", meta, now, row.user_id)
@@ -84,7 +85,7 @@ def restore(conn: Any, memory_id: int, *, actor: str, now: float) -> bool:
     row = store.get_memory(conn, memory_id)
     if row is None:
         return False
-    if not lifecycle.restore(conn, memory_id, now, actor):
+    if not forgetting.restore(conn, memory_id, now, actor):
         return True
     conn.execute(
         "UPDATE memories SET valid_until = NULL, updated_at = ? WHERE id = ?", (now, memory_id)
@@ -99,7 +100,7 @@ def confirm(conn: Any, memory_id: int, *, actor: str, now: float) -> bool:
     """Protect a memory for good (seed 003 confirm_fact): confidence 1, decay_rate 0; False
     when there is no such memory. History UPDATE (by lifecycle), delta `updated`."""
     row = store.get_memory(conn, memory_id)
-    if row is None or not lifecycle.confirm(conn, memory_id, now, actor):
+    if row is None or not forgetting.confirm(conn, memory_id, now, actor):
         return False
     conn.execute("UPDATE memories SET updated_at = ? WHERE id = ?", (now, memory_id))
     delta.bump(conn, None, memory_id, "updated", _meta(row), now, row.user_id)

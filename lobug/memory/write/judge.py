@@ -1,40 +1,15 @@
-"""Newer wins: what a new fact is to the stored facts nearest it.
+"""Newer wins: what a new fact is to the stored facts nearest it (docs/memory.md, "Writing a
+memory").
 
-Each (new fact, stored fact) pair gets one label:
+Each (new fact, stored fact) pair gets one label: `same` (reinforce the stored row), `update`
+(the situation changed), `contradiction` (the new statement is believed) or `unrelated`.
+`update` and `contradiction` retire the stored fact; `same` merges into an active fact only.
 
-- `same` — the same thing said again (the stored row is reinforced);
-- `update` — the user's situation changed ("now drives a Tesla" after "drives a Honda");
-- `contradiction` — both cannot be true; the new statement is believed;
-- `unrelated` — about something else, or both can be true.
-
-`update` and `contradiction` retire the stored fact (reconcile supersedes it). The stored facts
-compared are the active ones and the archived ones no newer statement replaced yet (the GC
-archives idle facts, which stay findable; an update must still mark them superseded); `same`
-merges into an active fact only.
-
-**The LLM judge** labels the pairs of one exchange in one call: for each new fact its
-`memory.judge_k` nearest stored facts of the same user and store — the ones with its fact key
-first (the likeliest contradictions), then its vector (KNN) and BM25 neighbours, interleaved.
-It is asked to leave the unrelated pairs out (issue 22: on a Pi every label written costs
-seconds, and most pairs offered are unrelated); a pair it leaves out goes to the heuristic
-judge, which finds most unrelated too, so "[]" costs two tokens instead of a label per pair.
-Its answer is parsed defensively (`parse_labels`): a label outside the four, or a pair that was
-not offered, is dropped and that pair goes to the heuristic judge; an answer with no usable
-label at all is invalid (one reminder, then the heuristic judge for the whole exchange).
-
-**The heuristic judge** (the LLM down or talking nonsense, mode `heuristic`, explicit
-remember): a fact-key contradiction (`fact_keys.contradicts`) is `contradiction`; a near
-duplicate (word overlap ≥ `near_jaccard`, or cosine distance < `duplicate_distance`; stricter
-for a fact that sets a profile field, PROFILE_NEAR_JACCARD and PROFILE_DUPLICATE_DISTANCE) is
-`same`
-— unless the new statement carries a state-change marker (seed 000: "no longer", "not …
-anymore", "changed to", "now", "moved to", "switched to", "these days", "instead", "new …") and
-says something the old one does not, which makes it an `update`. With such a marker a looser
-band is enough — a content word shared and, marker words left out, an overlap ≥
-`update_jaccard` or the same predicate: "The user now drives a Tesla." updates "The user
-drives a Honda.". The marker may also be in the user's words the fact was extracted from
-(`said`), in a clause sharing a content word with it: models drop the "now". Two facts with the
-same fact key are left to the keys.
+The LLM judge labels one exchange's pairs in one call and leaves the unrelated ones out (issue
+22: each label costs a Pi seconds); a pair it leaves out or labels with nonsense goes to the
+heuristic judge, which also stands in when the LLM is down: fact-key contradictions, near
+duplicates, and seed 000's state-change markers ("now", "no longer", …) turning a near or
+same-predicate pair into an `update`, read in the fact or in the user's words it came from.
 """
 
 from __future__ import annotations
@@ -46,9 +21,8 @@ from functools import partial
 from itertools import zip_longest
 from typing import Any
 
-from lobug.llm.ask import InvalidOutput, ask, strip_reasoning
+from lobug.llm.ask import InvalidOutput, ask
 from lobug.llm.client import LLMClient, OutputSchema
-from lobug.llm.replies import find_json, json_items
 from lobug.memory import instructions
 from lobug.memory.query import Reach
 from lobug.memory.search.lexical import text_ranks
@@ -422,13 +396,9 @@ def parse_labels(raw: str, *, offered: set[tuple[int, int]]) -> Answer:
     objects (fenced, wrapped in an object, with prose around it). Items with an unknown label
     or a pair not in `offered` are dropped and counted; InvalidOutput when there is no JSON,
     JSON of another shape, or items of which none is usable. An empty array labels nothing."""
-    try:
-        value = find_json(strip_reasoning(raw))
-    except ValueError:
-        raise InvalidOutput("no JSON in the answer", raw) from None
-    items = _items(value)
-    if items is None:
-        raise InvalidOutput(f"JSON of an unexpected shape ({type(value).__name__})", raw)
+    items = instructions.answer_items(
+        raw, is_item=lambda v: any(k in v for k in _LABEL_KEYS), list_keys=_LIST_KEYS
+    )
     only_new = {n for n, _ in offered}
     default_new = next(iter(only_new)) if len(only_new) == 1 else None
     labels: dict[tuple[int, int], str] = {}
@@ -442,12 +412,6 @@ def parse_labels(raw: str, *, offered: set[tuple[int, int]]) -> Answer:
     if items and not labels:
         raise InvalidOutput(f"none of the {len(items)} item(s) labels an offered pair", raw)
     return Answer(labels, dropped)
-
-
-def _items(value: Any) -> list[Any] | None:
-    return json_items(
-        value, is_item=lambda v: any(k in v for k in _LABEL_KEYS), list_keys=_LIST_KEYS
-    )
 
 
 def _pair(item: Any, default_new: int | None) -> tuple[tuple[int, int], str] | None:
@@ -507,37 +471,6 @@ def refined(conn: Any, cand: Candidate, verdict: Verdict | None, turn_id: int) -
     return Verdict(kept + tuple(Judgement(row, UPDATE, REFINED, None, 1.0) for row in covered))
 
 
-def llm_verdict(
-    conn: Any,
-    cand: Candidate,
-    pool: Pool,
-    labels: Mapping[int, str],
-    *,
-    policy: WritePolicy,
-    said: str | None = None,
-) -> Verdict | None:
-    """The candidate's verdict from the LLM's labels (in the write transaction, on fresh rows):
-    a pair the LLM left unlabelled — or whose stored text changed since — is judged by the
-    heuristics; a stored fact no longer active is left out. None when the LLM labelled none of
-    the candidate's pairs: the caller's heuristic judge decides the whole candidate."""
-    if not labels:
-        return None
-    judgements = []
-    for asked, distance in pool:
-        row = store.get_memory(conn, asked.id)
-        if row is None or not _comparable(row, cand, asked.store):
-            continue
-        label, overlap = heuristic_label(
-            cand.content, row.content, distance=distance, policy=policy, said=said
-        )
-        judge = HEURISTIC
-        if asked.id in labels and row.content == asked.content:
-            label, judge = labels[asked.id], LLM
-        if _applies(label, row):
-            judgements.append(Judgement(row, label, judge, _round(distance), overlap))
-    return Verdict(tuple(judgements))
-
-
 @dataclass(frozen=True)
 class Judged:
     """The LLM judge's work for one exchange: what each candidate was compared with, and the
@@ -555,6 +488,24 @@ class Judged:
         policy: WritePolicy,
         said: str | None = None,
     ) -> Verdict | None:
-        pool = self.offers[index] if index < len(self.offers) else ()
+        """The candidate's verdict (in the write transaction, on fresh rows): a pair the LLM
+        left unlabelled, or whose stored text changed since, is judged by the heuristics; a
+        stored fact no longer active is left out. None when the LLM labelled none of its
+        pairs: the caller's heuristic judge decides the whole candidate."""
         labels = self.answer.for_candidate(index)
-        return llm_verdict(conn, cand, pool, labels, policy=policy, said=said)
+        if not labels:
+            return None
+        judgements = []
+        for asked, distance in self.offers[index] if index < len(self.offers) else ():
+            row = store.get_memory(conn, asked.id)
+            if row is None or not _comparable(row, cand, asked.store):
+                continue
+            label, overlap = heuristic_label(
+                cand.content, row.content, distance=distance, policy=policy, said=said
+            )
+            judge = HEURISTIC
+            if asked.id in labels and row.content == asked.content:
+                label, judge = labels[asked.id], LLM
+            if _applies(label, row):
+                judgements.append(Judgement(row, label, judge, _round(distance), overlap))
+        return Verdict(tuple(judgements))

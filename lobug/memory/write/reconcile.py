@@ -1,36 +1,19 @@
-"""Reconcile one candidate with what is stored: repeat, merge, supersede, or add ("newer wins").
+"""Reconcile one candidate with what is stored: repeat, merge, supersede, or add ("newer wins";
+docs/memory.md, "Writing a memory").
 
-Inside the caller's write transaction, `decide` then `apply`:
-
-1. **exact duplicate** — same `dedup.content_hash` as an active memory of the same kind: one
-   more mention and hit, history MERGE (reason exact_duplicate). Always checked first.
-2. otherwise the **verdict** (write/judge.py) — the LLM judge's labels when the extract job has
-   them, else the heuristic judge — says what the candidate is to the stored facts near it:
-   - `same` → merged into that row (reinforced: mention, hit, strength; history MERGE, reason
-     near_duplicate or same_fact);
-   - `update` / `contradiction` → a NEW row with the new wording, `supersedes` = the old id,
-     and every such old row retired: status archived, `valid_until` and `updated_at` now,
-     `attributes.superseded_by` the new id, history SUPERSEDE (meta: reason update |
-     contradiction, superseded_by, judge llm | heuristic), and a `supersedes` relation edge
-     from new to old. Pinned facts are the user's word: never retired, the new fact is added
-     beside them; so are confirmed facts, unless the writer is the owner (its store is the
-     private one: a writer below the owner writes its own store and never retires a fact the
-     owner confirmed). A candidate that is `same` as one row and replaces others is merged into the
-     first and retires the others (superseded_by = the row it was merged into);
-   - `unrelated` to all → **added**.
-
-One exchange is one mention: a merge into a memory already extracted from the same turns
-(the LLM pass after a heuristic one, two phrasings in one answer) links nothing new and does
-not reinforce it.
-
-A new row gets its PII tags, the heuristic rules that matched, entity links (regex NER) and,
-when it has a vector, relation edges to its neighbours. Every outcome bumps the delta log.
+Inside the caller's write transaction, `decide` then `apply`: an exact duplicate (same
+`dedup.content_hash`) is one more mention; otherwise the verdict (write/judge.py) says `same`
+(merge), `update` / `contradiction` (a new row retires the old ones: archived, `valid_until`,
+`superseded_by`, a `supersedes` edge) or `unrelated` (add). Pinned facts, and confirmed ones
+unless the owner writes, are never retired (issue 25). One exchange is one mention: a merge
+from turns the row was already extracted from reinforces nothing. Every outcome bumps the
+delta log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from lobug.access import OWNER_STORE
@@ -62,18 +45,6 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Writer:
-    """Who wrote a memory (seed 001 §6.1): the agent, its run, the person speaking."""
-
-    agent_id: str | None = None
-    run_id: str | None = None
-    actor_id: str | None = None
-
-    def given(self) -> dict[str, str]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-@dataclass(frozen=True)
 class Origin:
     """Who and what a candidate comes from, and where a new row goes."""
 
@@ -90,13 +61,17 @@ class Origin:
     # The user's words the candidate was extracted from: the heuristic judge reads their
     # state-change markers ("I now drive …") when the fact itself lost them.
     said: str | None = None
-    writer: Writer = field(default_factory=Writer)  # recorded on a new row
+    # Who wrote it (seed 001 §6.1), recorded on a new row: the agent, its run, the person speaking.
+    agent_id: str | None = None
+    run_id: str | None = None
+    actor_id: str | None = None
 
     def history_meta(self) -> dict[str, Any]:
+        writer = {"agent_id": self.agent_id, "run_id": self.run_id, "actor_id": self.actor_id}
         return {
             "turns": list(self.turn_ids),
             "job": self.job_id,
-            **self.writer.given(),
+            **{key: value for key, value in writer.items() if value is not None},
             **self.meta,
         }
 
@@ -125,10 +100,9 @@ def reconcile(
     origin: Origin,
     policy: WritePolicy,
     now: float,
-    verdict: Verdict | None = None,
 ) -> Outcome:
-    """`decide` and `apply`. verdict: the LLM judge's, if any; None → the heuristic judge."""
-    plan = decide(conn, cand, vector, origin=origin, policy=policy, verdict=verdict)
+    """`decide` (by the heuristic judge) and `apply`."""
+    plan = decide(conn, cand, vector, origin=origin, policy=policy)
     return apply(conn, cand, vector, plan, origin=origin, policy=policy, now=now)
 
 
@@ -403,9 +377,9 @@ def _add(
         rules=cand.rules,
         fact_key=key,
         decay_rate=policy.decay_rate_for(cand.importance),
-        agent_id=origin.writer.agent_id,
-        run_id=origin.writer.run_id,
-        actor_id=origin.writer.actor_id,
+        agent_id=origin.agent_id,
+        run_id=origin.run_id,
+        actor_id=origin.actor_id,
     )
     store.link_sources(conn, memory_id, origin.turn_ids)
     if supersedes is not None:  # seed 000: the turns that overturned a memory, marked so

@@ -126,10 +126,6 @@ class RejectCounter:
             self.rejected[result.reason or "unknown"] += 1
         return result
 
-    @property
-    def total(self) -> int:
-        return self.accepted + sum(self.rejected.values())
-
     def as_dict(self) -> dict[str, int]:
         return {"accepted": self.accepted, **dict(sorted(self.rejected.items()))}
 

@@ -164,10 +164,6 @@ def test_lead_ins_and_abbreviations() -> None:
     ]
 
 
-def test_assistant_turns_yield_nothing() -> None:
-    assert extract_candidates("I live in the cloud and I love helping.", role="assistant") == []
-
-
 def test_pronouns_for_the_assistant_become_the_assistant() -> None:
     assert facts("I like your voice") == ["The user likes the assistant's voice."]
 

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from lobug.memory.graph.entities import Mention, link_entities
+from lobug.memory.lifecycle import forgetting
 from lobug.memory.lifecycle import policies as lifecycle
+from lobug.memory.lifecycle.purge import purge_due, purge_memory
 from lobug.memory.search.scoring import DAY, ScoringWeights
 from lobug.memory.table.rows import add_history
 from lobug.storage.migrations import migrate
@@ -89,7 +91,7 @@ NO_RECENCY = ScoringWeights(w_recency=0.0)
 def test_archive_below_score_half_strictly(conn: Any) -> None:
     at = add(conn, importance=0.25)  # 2.0 · 0.25 = 0.5 exactly
     below = add(conn, importance=0.2499)
-    result = lifecycle.demote_or_archive(conn, NOW, NO_RECENCY, score_below=0.5)
+    result = lifecycle.demote_or_archive(conn, NOW, NO_RECENCY)
     assert result == {"archived": 1, "demoted": 0}
     assert (get(conn, at)["status"], get(conn, below)["status"]) == ("active", "archived")
     (meta,) = conn.execute("SELECT meta FROM history WHERE memory_id = ?", (below,)).fetchall()
@@ -170,7 +172,7 @@ def test_ttl_only_takes_what_nobody_ever_used(conn: Any) -> None:
     retrieved = add(conn, "The user saw a blue car.", importance=0.2, created_at=idle, hits=1)
     repeated = add(conn, "The user saw a van.", importance=0.2, created_at=idle, mention_count=2)
     kept_long = add(conn, "The user saw a bus.", importance=0.2, created_at=idle, layer="long")
-    assert lifecycle.ttl_soft_delete(conn, NOW, idle_days=60, importance_below=0.5) == 1
+    assert forgetting.ttl_soft_delete(conn, NOW) == 1
     assert get(conn, trivia)["status"] == "soft_deleted"
     assert {get(conn, m)["status"] for m in (retrieved, repeated, kept_long)} == {"active"}
 
@@ -179,7 +181,7 @@ def test_ttl_after_sixty_idle_days_strictly(conn: Any) -> None:
     edge = add(conn, importance=0.1, last_accessed=NOW - 60 * DAY)
     idle = add(conn, importance=0.1, last_accessed=NOW - 60.01 * DAY)
     archived = add(conn, importance=0.1, last_accessed=NOW - 61 * DAY, status="archived")
-    assert lifecycle.ttl_soft_delete(conn, NOW, idle_days=60, importance_below=0.5) == 2
+    assert forgetting.ttl_soft_delete(conn, NOW) == 2
     assert get(conn, edge)["status"] == "active"
     for m in (idle, archived):
         row = get(conn, m)
@@ -192,16 +194,16 @@ def test_ttl_spares_important_pinned_and_confirmed(conn: Any) -> None:
     at_t = add(conn, importance=0.5, last_accessed=old)
     pinned = add(conn, importance=0.1, last_accessed=old, pinned=1)
     confirmed = add(conn, importance=0.1, last_accessed=old)
-    lifecycle.confirm(conn, confirmed, NOW)
-    assert lifecycle.ttl_soft_delete(conn, NOW, importance_below=0.5) == 0
+    forgetting.confirm(conn, confirmed, NOW)
+    assert forgetting.ttl_soft_delete(conn, NOW) == 0
     assert {get(conn, i)["status"] for i in (at_t, pinned, confirmed)} == {"active"}
 
 
 # -- restore / confirm -------------------------------------------------------------------------
 def test_restore(conn: Any) -> None:
     m = add(conn, importance=0.1, confidence=0.2, last_accessed=NOW - 90 * DAY)
-    lifecycle.ttl_soft_delete(conn, NOW)
-    assert lifecycle.restore(conn, m, NOW + DAY, actor="cli")
+    forgetting.ttl_soft_delete(conn, NOW)
+    assert forgetting.restore(conn, m, NOW + DAY, actor="cli")
     row = get(conn, m)
     assert (row["status"], row["purge_at"], row["last_accessed"], row["confidence"]) == (
         "active",
@@ -210,20 +212,20 @@ def test_restore(conn: Any) -> None:
         1.0,
     )
     assert events(conn, m) == ["TTL", "RESTORE"]
-    assert not lifecycle.restore(conn, m, NOW)  # already active
-    assert not lifecycle.restore(conn, 999, NOW)
+    assert not forgetting.restore(conn, m, NOW)  # already active
+    assert not forgetting.restore(conn, 999, NOW)
     # Restored means seen: the next GC does not take it straight back.
     assert lifecycle.run_gc(conn, NOW + DAY)["soft_deleted"] == 0
 
 
 def test_confirm_protects(conn: Any) -> None:
     m = add(conn, confidence=0.3, decay_rate=0.2, created_at=NOW - 100 * DAY)
-    assert lifecycle.confirm(conn, m, NOW)
+    assert forgetting.confirm(conn, m, NOW)
     row = get(conn, m)
     assert (row["confidence"], row["decay_rate"]) == (1.0, 0.0)
     lifecycle.run_gc(conn, NOW + 1000 * DAY)
     assert (get(conn, m)["confidence"], get(conn, m)["status"]) == (1.0, "active")
-    assert not lifecycle.confirm(conn, 999, NOW)
+    assert not forgetting.confirm(conn, 999, NOW)
 
 
 # -- purge -------------------------------------------------------------------------------------
@@ -298,7 +300,7 @@ def all_text(conn: Any) -> str:
 def test_purge_leaves_no_trace(conn: Any) -> None:
     secret, other, newer = full_memory(conn)
     assert SECRET in all_text(conn)
-    assert lifecycle.purge_memory(conn, secret, "user", now=NOW + 1)
+    assert purge_memory(conn, secret, "user", now=NOW + 1)
     assert get(conn, secret) is None
     for sql in (
         "SELECT COUNT(*) FROM memory_entities WHERE memory_id = ?",
@@ -340,14 +342,14 @@ def test_purge_leaves_no_trace(conn: Any) -> None:
     )
     assert conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 1  # the log stays
     assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 0  # restored
-    assert not lifecycle.purge_memory(conn, secret, now=NOW)
+    assert not purge_memory(conn, secret, now=NOW)
 
 
 def test_purge_due_at_purge_at_inclusive(conn: Any) -> None:
     due = add(conn, status="soft_deleted", purge_at=NOW)
     later = add(conn, status="soft_deleted", purge_at=NOW + 1)
     archived = add(conn, status="archived", purge_at=NOW - 1)
-    assert lifecycle.purge_due(conn, NOW) == 1
+    assert purge_due(conn, NOW) == 1
     assert get(conn, due) is None
     assert get(conn, later) is not None and get(conn, archived) is not None
 
@@ -359,7 +361,7 @@ def test_purge_refuses_without_sqlite_vec(conn: Any, tmp_path: Path) -> None:
     bare = sqlite3.connect(str(tmp_path / "life.db"), isolation_level=None)
     bare.row_factory = sqlite3.Row
     with pytest.raises(sqlite3.OperationalError):
-        lifecycle.purge_memory(bare, m, now=NOW)
+        purge_memory(bare, m, now=NOW)
     bare.close()
     assert get(conn, m) is not None
 
@@ -419,7 +421,7 @@ def test_expired_memories_are_soft_deleted_with_history_and_restored_for_good(co
     ended = add(conn, "The user's parking spot is 14B today.", expires_at=NOW - 60)
     archived = add(conn, "old", status="archived", expires_at=NOW)
     live = add(conn, "The user is at a conference.", expires_at=NOW + 60)
-    assert lifecycle.expire(conn, NOW, purge_after_days=30) == 2
+    assert forgetting.expire(conn, NOW, purge_after_days=30) == 2
     row = get(conn, ended)
     assert row["status"] == "soft_deleted" and row["purge_at"] == NOW + 30 * DAY
     assert not has_vector(conn, ended) and get(conn, archived)["status"] == "soft_deleted"
@@ -431,9 +433,9 @@ def test_expired_memories_are_soft_deleted_with_history_and_restored_for_good(co
         "reason": "expired", "expires_at": NOW - 60, "purge_at": NOW + 30 * DAY,
     }  # fmt: skip
     assert get(conn, live)["status"] == "active" and get(conn, live)["expires_at"] == NOW + 60
-    assert lifecycle.expire(conn, NOW) == 0  # nothing twice
+    assert forgetting.expire(conn, NOW) == 0  # nothing twice
 
-    assert lifecycle.restore(conn, ended, NOW + 10)
+    assert forgetting.restore(conn, ended, NOW + 10)
     row = get(conn, ended)
     assert row["status"] == "active" and row["expires_at"] is None
 

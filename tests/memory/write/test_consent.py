@@ -12,6 +12,7 @@ import pytest
 from memory_kit import MemoryEnv
 
 from lobug import errors
+from lobug.access import cli_principal
 from lobug.conversation import TurnRecord
 from lobug.memory.write import consent, consent_chat
 from lobug.memory.write.candidate import Candidate
@@ -125,7 +126,7 @@ async def test_a_spoken_name_waits_for_a_yes_then_supersedes_the_old_one(mem: Me
         ("PROPOSE", None, {"proposal": prop["id"], "field": "preferred_name", "value": "Sam",
                            "decision": "proposed", "actor": "extractor", "sensitive": True}),
     ]  # fmt: skip
-    assert await mem.db.read(partial(consent.pending, now=mem.clock())) == [
+    assert (await mem.service.proposals().listing(cli_principal()))["proposals"] == [
         consent.proposal_dict(mem.rows("SELECT * FROM proposals")[0])
     ]
 
@@ -194,7 +195,7 @@ async def test_overdue_proposals_expire(mem: MemoryEnv, clock: Any) -> None:
     with pytest.raises(errors.ApiError) as late:
         await accept(mem, prop["id"])
     assert late.value.status == 409
-    assert await mem.db.read(partial(consent.pending, now=clock())) == []
+    assert (await mem.service.proposals().listing(cli_principal()))["proposals"] == []
     assert await mem.db.write(partial(consent.expire_due, now=clock())) == 1
     assert await mem.db.write(partial(consent.expire_due, now=clock())) == 0
     assert proposals(mem)[0]["status"] == "expired"
