@@ -1,5 +1,8 @@
 """Who sees which rows (`Scope`), the SQL that says so, and rows as the /v1 API's dicts.
 
+A dict carries the columns its response model (`lobug.memory.shapes`) names, so the shape is
+written once, in the model that also writes the OpenAPI document.
+
 One visibility rule for every door (HTTP, CLI): a memory is visible when its store is one the
 principal's trust reads (seed 002) and its category (uncategorised counts as `general`) is in
 the agent's allowlist (seed 001 §5). Conversation turns belong to the `private` store and count
@@ -15,18 +18,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from lobug import errors
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy, Principal, visible_stores
+from lobug.memory.shapes.catalog import Entity
+from lobug.memory.shapes.memories import Memory
+from lobug.memory.shapes.reports import HistoryEvent
+from lobug.memory.shapes.retrieval import Turn
 from lobug.memory.table.delta import Change
 from lobug.memory.table.rows import loads, row_dict
 
 TURN_STORE = "private"
-MEMORY_KEYS = (
-    "id", "kind", "content", "category", "layer", "store", "status", "importance", "confidence",
-    "decay_rate", "hits", "mention_count", "pinned", "tags", "pii", "created_at", "updated_at",
-    "last_accessed", "valid_from", "valid_until", "purge_at", "supersedes", "session_id",
-    "agent_id", "run_id", "actor_id", "expires_at",
-)  # fmt: skip
+
+
+def _columns(model: type[BaseModel], *computed: str) -> tuple[str, ...]:
+    """The model's fields that are columns of its table (`computed` ones are not)."""
+    return tuple(name for name in model.model_fields if name not in computed)
+
+
+MEMORY_KEYS = _columns(Memory, "etag", "action")
+_HISTORY_KEYS = _columns(HistoryEvent, "meta")
+_ENTITY_KEYS = _columns(Entity, "aliases")
+_TURN_KEYS = _columns(Turn)
 # What an ETag covers: what a person edits or the lifecycle moves, not the hit counters that
 # every retrieval bumps (those would turn every read-modify-write into a false conflict).
 ETAG_KEYS = (
@@ -140,19 +154,15 @@ def memory_dict(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def history_dict(row: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("id", "memory_id", "event", "old_value", "new_value", "actor", "ts")
-    return {**{k: row[k] for k in keys}, "meta": loads(row["meta"], {})}
+    return {**{k: row[k] for k in _HISTORY_KEYS}, "meta": loads(row["meta"], {})}
 
 
 def entity_dict(row: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("id", "canonical_name", "type", "summary", "mention_count", "store", "created_at",
-            "last_mentioned")  # fmt: skip
-    return {**{k: row[k] for k in keys}, "aliases": loads(row["aliases"], [])}
+    return {**{k: row[k] for k in _ENTITY_KEYS}, "aliases": loads(row["aliases"], [])}
 
 
 def turn_dict(row: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("id", "session_id", "device_id", "role", "text", "ts", "ref", "action")
-    return {k: row[k] for k in keys}
+    return {k: row[k] for k in _TURN_KEYS}
 
 
 # -- reads (on a reader connection) --------------------------------------------------------------
