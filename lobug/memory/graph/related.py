@@ -26,11 +26,12 @@ def related_results(
     categories: Collection[str] | None = None,
     skip: Collection[int] = (),
     limit: int = RELATED_MAX,
+    now: float | None = None,
 ) -> list[QueryResult]:
     """Up to `limit` facts tied to `picked` (none of them, none of `skip`), as results whose
     `explain` says which picked fact they are tied to and how strongly."""
     ids = [r.id for r in picked if r.kind == "fact"]
-    found = relations.related_facts(conn, ids, user_id=user_id, stores=stores, skip=skip)
+    found = relations.related_facts(conn, ids, user_id=user_id, stores=stores, skip=skip, now=now)
     per = Counter(r.category or UNCATEGORIZED for r in picked)
     kept: list[QueryResult] = []
     for row, via, strength in found:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from lobug.memory.table.rows import add_history
+from lobug.memory.table.rows import add_history, unexpired
 from lobug.memory.vectors import knn
 
 RELATED_TO = "related_to"
@@ -157,10 +157,11 @@ def related_facts(
     user_id: str,
     stores: Sequence[str],
     skip: Collection[int] = (),
+    now: float | None = None,
 ) -> list[tuple[Any, int, float]]:
-    """Current facts (active, not replaced) tied to `ids` by an edge, strongest edge first,
-    none of `ids` or `skip`, within the caller's `stores`: (row, the picked fact it is tied
-    to, strength); the caller applies the category rules and the count."""
+    """Current facts (active, not replaced, not expired at `now`) tied to `ids` by an edge,
+    strongest edge first, none of `ids` or `skip`, within the caller's `stores`: (row, the
+    picked fact it is tied to, strength); the caller applies the category rules and the count."""
     if not ids or not stores:
         return []
     edges = live_edges(conn, ids)
@@ -174,14 +175,15 @@ def related_facts(
     if not best:
         return []
     marks = ",".join("?" * len(best))
-    rows = {
-        int(r["id"]): r
-        for r in conn.execute(
-            f"SELECT * FROM memories WHERE id IN ({marks}) AND user_id = ? AND kind = 'fact'"
-            f" AND status = 'active' AND valid_until IS NULL"
-            f" AND store IN ({','.join('?' * len(stores))})",
-            (*best, user_id, *stores),
-        )
-    }
+    sql = (
+        f"SELECT * FROM memories WHERE id IN ({marks}) AND user_id = ? AND kind = 'fact'"
+        f" AND status = 'active' AND valid_until IS NULL"
+        f" AND store IN ({','.join('?' * len(stores))})"
+    )
+    params: list[Any] = [*best, user_id, *stores]
+    if now is not None:
+        sql += f" AND {unexpired()}"
+        params.append(now)
+    rows = {int(r["id"]): r for r in conn.execute(sql, params)}
     order = sorted(best, key=lambda m: (-best[m][1], m))
     return [(rows[m], *best[m]) for m in order if m in rows]

@@ -73,23 +73,25 @@ def due(conn: Any, user_id: str, *, now: float, every_hours: float) -> bool:
     return said is not None
 
 
-def inputs(conn: Any, user_id: str) -> tuple[list[str], list[str], str]:
-    """(new facts, recent activity, conversation snippet) for one run."""
+def inputs(conn: Any, user_id: str, now: float) -> tuple[list[str], list[str], str]:
+    """(new facts, recent activity, conversation snippet) for one run; a memory past its
+    `expires_at` at `now` is not read."""
     since = marks.last(conn, TASK, user_id) or 0.0
     facts = [
         str(r[0])
         for r in conn.execute(
             "SELECT content FROM memories WHERE user_id = ? AND kind = 'fact'"
-            " AND status = 'active' AND created_at > ? ORDER BY id DESC LIMIT ?",
-            (user_id, since, MAX_FACTS),
+            f" AND status = 'active' AND created_at > ? AND {store.unexpired()}"
+            " ORDER BY id DESC LIMIT ?",
+            (user_id, since, now, MAX_FACTS),
         )
     ]
     activity = [
         str(r[0])
         for r in conn.execute(
             "SELECT content FROM memories WHERE user_id = ? AND kind = 'summary'"
-            " AND status = 'active' ORDER BY id DESC LIMIT ?",
-            (user_id, MAX_ACTIVITY),
+            f" AND status = 'active' AND {store.unexpired()} ORDER BY id DESC LIMIT ?",
+            (user_id, now, MAX_ACTIVITY),
         )
     ]
     lines: list[str] = []

@@ -124,7 +124,7 @@ class Thinking:
         )
         if not await self.db.read(check, user_id):
             return
-        facts, activity, snippet = await self.db.read(insights.inputs, user_id)
+        facts, activity, snippet = await self.db.read(insights.inputs, user_id, self.clock())
         messages = thinking.insight_messages(facts, activity, snippet)
         found = await self._ask(
             job,

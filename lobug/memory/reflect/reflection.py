@@ -45,8 +45,8 @@ def week_memories(conn: Any, user_id: str, now: float, kind: str) -> list[str]:
     order = "importance DESC, created_at DESC" if kind == "fact" else "id DESC"
     rows = conn.execute(
         "SELECT content FROM memories WHERE user_id = ? AND kind = ? AND status = 'active'"
-        f" AND created_at >= ? ORDER BY {order} LIMIT ?",
-        (user_id, kind, now - WEEK_S, MAX_ITEMS),
+        f" AND created_at >= ? AND {store.unexpired()} ORDER BY {order} LIMIT ?",
+        (user_id, kind, now - WEEK_S, now, MAX_ITEMS),
     )
     return [str(r[0]) for r in rows]
 

@@ -31,6 +31,7 @@ from lobug.memory.search import runner as search
 from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.summaries import base_memory
 from lobug.memory.table import delta
+from lobug.memory.table.rows import unexpired
 
 CONTEXT_DEPTH = 20  # candidates per ranked list: the prompt takes a handful
 HEADER_BULLETS = 3  # seed 001 §1
@@ -137,7 +138,7 @@ def read_always(
         sql += f" AND store IN ({','.join('?' * len(stores))})"
         params += list(stores)
     if now is not None:  # seed 002: past its expires_at, hidden (issue 27)
-        sql += " AND (expires_at IS NULL OR expires_at > ?)"
+        sql += f" AND {unexpired()}"
         params.append(now)
     rows = conn.execute(
         sql + " ORDER BY pinned DESC, importance DESC, updated_at DESC, id DESC LIMIT ?",
@@ -308,6 +309,7 @@ def read_context(
         stores=req.reach.stores,
         categories=req.reach.categories,
         skip=skip,
+        now=now,
     )
     return TurnMemory(base, found, news, always, tied)
 

@@ -55,6 +55,13 @@ def loads(text: str | None, default: Any) -> Any:
     return value if isinstance(value, type(default)) else default
 
 
+def unexpired(alias: str = "") -> str:
+    """SQL, one `?` for now: not past its `expires_at` (seed 002: a memory past it is hidden
+    from every read at once; the GC soft-deletes it later)."""
+    col = f"{alias}.expires_at" if alias else "expires_at"
+    return f"({col} IS NULL OR {col} > ?)"
+
+
 def row_dict(row: Any) -> dict[str, Any]:
     """A memories row (or some of its columns) for callers outside the DB layer: JSON columns
     decoded, flags as bools."""

@@ -138,3 +138,21 @@ async def test_related_facts_stay_within_the_callers_stores(client: Any) -> None
         (car, maya, 0.6),
     ]
     assert await db.read(found, ("private", "shared")) == [(car, maya, 0.6)]
+
+
+async def test_a_related_fact_past_its_expires_at_is_not_shown(
+    client: Any, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """Seed 002: past its `expires_at` a memory is hidden at once, also as a related bullet,
+    before the GC pass deletes it."""
+    state, _ = ollama
+    maya, trip = await seed(client, [(MAYA, "private"), (TRIP, "private")])
+    await link(client, maya, trip, 0.7)
+    await client.app[keys.DB].write(
+        lambda c: c.execute("UPDATE memories SET expires_at = 2.0 WHERE id = ?", (trip,))
+    )
+    resp = await client.post("/chat/text", json={"text": ASK, "session_id": "s-new"})
+    assert resp.status == 200
+    lines = relevant(state)
+    assert f"- {MAYA}" in lines
+    assert TRIP not in "\n".join(lines)

@@ -11,7 +11,7 @@ from memory_kit import MemoryEnv
 from thinking_kit import add_facts, canned
 
 from lobug import conversation
-from lobug.memory.reflect import reflection
+from lobug.memory.reflect import insights, reflection
 from lobug.memory.reflect.jobs import REFLECT
 
 DAY = 86400.0
@@ -97,3 +97,27 @@ async def test_a_busy_week_is_cut_to_what_a_small_model_holds(
     assert fact_lines and said_lines
     assert abs(sum(map(len, fact_lines)) - sum(map(len, said_lines))) < reflection.INPUT_CHARS / 4
     assert all(len(line) <= reflection.TURN_CHARS + 20 for line in said_lines)
+
+
+async def test_a_memory_past_its_expires_at_is_not_read(mem: MemoryEnv, clock: Any) -> None:
+    """Seed 002: a memory past its `expires_at` is hidden at once, before the GC deletes it;
+    neither the reflection nor the insights read it."""
+    kept, gone = await add_facts(mem, "The user grows tomatoes.", "The user has a cold.")
+    await mem.db.write(
+        lambda c: c.execute(
+            "UPDATE memories SET expires_at = ? WHERE id = ?", (clock() + 60, gone)
+        )
+    )
+    facts, _ = await mem.db.read(reflection.inputs, "default", clock())
+    assert set(facts) == {"The user has a cold.", "The user grows tomatoes."}
+    assert (await mem.db.read(insights.inputs, "default", clock()))[0] == [
+        "The user has a cold.",
+        "The user grows tomatoes.",
+    ]
+    clock.advance(120)
+    assert (await mem.db.read(reflection.inputs, "default", clock()))[0] == [
+        "The user grows tomatoes."
+    ]
+    assert (await mem.db.read(insights.inputs, "default", clock()))[0] == [
+        "The user grows tomatoes."
+    ]
