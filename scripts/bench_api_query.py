@@ -43,6 +43,7 @@ from lobug import keys  # noqa: E402
 from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.config import load_config  # noqa: E402
 from lobug.conversation import insert_turn  # noqa: E402
+from lobug.memory import MemoryService  # noqa: E402
 from lobug.memory.table import rows as store  # noqa: E402
 from lobug.memory.vectors import knn  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
@@ -104,9 +105,20 @@ def pct(values: Sequence[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
+def service_of(app: web.Application) -> MemoryService:
+    memory = app[keys.MEMORY]
+    assert memory is not None, "the bench needs memory on"
+    return memory
+
+
+def embedder_of(app: web.Application) -> Any:
+    """The embedder under the bench's timing wrapper (`TimedEmbedder.inner`)."""
+    return getattr(service_of(app).embedder, "inner", service_of(app).embedder)
+
+
 async def fill(app: web.Application, n: int, rng: random.Random) -> float:
     """n facts through the store's insert path with their vectors, 1000 per transaction."""
-    db, embedder = app[keys.DB], app[keys.MEMORY].embedder.inner
+    db, embedder = app[keys.DB], embedder_of(app)
     started = time.perf_counter()
     for start in range(0, n, 1000):
         texts = [fact(rng, i) for i in range(start, min(n, start + 1000))]
@@ -128,7 +140,7 @@ async def fill(app: web.Application, n: int, rng: random.Random) -> float:
 
 async def fill_turns(app: web.Application, n: int, rng: random.Random) -> float:
     """n imported turns (sessions of 20, a minute apart) with their vectors, 2000 per batch."""
-    db, embedder = app[keys.DB], app[keys.MEMORY].embedder.inner
+    db, embedder = app[keys.DB], embedder_of(app)
     started = time.perf_counter()
     day0 = time.time() - 400 * 86400
     for start in range(0, n, 2000):
@@ -196,7 +208,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     url = f"http://127.0.0.1:{port}/v1/query"
-    memory = app[keys.MEMORY]
+    memory = service_of(app)
     timed = memory.embedder = TimedEmbedder(memory.embedder)
     if args.turns:
         fill_s = await fill_turns(app, args.turns, rng)

@@ -175,14 +175,14 @@ async def bench_size(
     # Dedup write cost: the full reconcile of one new fact, 100 facts, one tx each.
     fresh = [fact_text(rng, n + i) for i in range(100)]
     fresh_vectors = await embedder.embed(fresh)
-    policy, origin = write_policy(config), Origin(actor="bench")
+    writing, origin = write_policy(config), Origin(actor="bench")
     times = []
-    for text, vector in zip(fresh, fresh_vectors, strict=True):
+    for text, fresh_vector in zip(fresh, fresh_vectors, strict=True):
         t0 = time.perf_counter()
         await db.write(
-            partial(reconcile, origin=origin, policy=policy, now=time.time()),
+            partial(reconcile, origin=origin, policy=writing, now=time.time()),
             Candidate(text, "knowledge", 0.5, ()),
-            vector,
+            fresh_vector,
         )
         times.append((time.perf_counter() - t0) * 1000)
     result["reconcile_ms_p50"] = round(pct(times, 50), 2)

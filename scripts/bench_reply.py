@@ -387,7 +387,7 @@ async def memory_contents(
             if resp.status != 200:
                 break
             page = await resp.json()
-        items = page.get("memories", page.get("items", [])) if isinstance(page, dict) else page
+        items: list[dict[str, Any]] = page["memories"]  # MemoryList
         memories.extend(items)
         if len(items) < 100:
             break
@@ -445,7 +445,7 @@ def summarise(
     memory_records = [r for r in all_memory if r["arrival"] <= drained_at]
     after_end = [r for r in all_memory if r["arrival"] > drained_at and r["start"] is not None]
     chats = [r for r in records if r["task"] == pi_llm.CHAT]
-    per_turn = []
+    per_turn: list[dict[str, Any]] = []
     for turn in turns:
         mine = [
             r

@@ -903,7 +903,7 @@ def _pieces_of(content: str, generated: list[str]) -> list[str]:
     """The content cut into as many text pieces as it has tokens (joined, they are it)."""
     if not generated:
         return []
-    spans = []
+    spans: list[tuple[int, int]] = []
     for match in _PIECES.finditer(content):
         piece = match.group(0)
         if len(piece) > MAX_PIECE and not piece.startswith("<|"):
