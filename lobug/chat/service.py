@@ -18,6 +18,7 @@ from lobug.chat.stream import StreamedTurn
 from lobug.chat.working_memory import Message, WorkingMemory
 from lobug.config import ChatConfig
 from lobug.conversation import TurnRecord
+from lobug.llm.ask import snippet
 from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.llm.replies import REPLY_MAX_TOKENS, REPLY_SCHEMA, UnusableReply, parse_reply
 from lobug.storage.database import Database
@@ -116,7 +117,7 @@ class ChatService:
                     "unusable model output for turn %d (%s): %s; answering degraded",
                     user.id,
                     exc,
-                    _snippet(exc.raw),
+                    snippet(exc.raw),
                 )
                 return await self._degraded(user)
             await self._finish(user, reply.action, reply.response)
@@ -317,11 +318,6 @@ class ChatService:
         except Exception:  # noqa: BLE001 - the user turn is already stored; answer anyway
             log.exception("could not record the degraded reply for turn %d", user.id)
         return TurnResult(apology, "RESPOND", user.session_id, user.id, degraded=True)
-
-
-def _snippet(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
 
 
 def clean_id(value: Any, name: str) -> str | None:

@@ -51,11 +51,7 @@ class OllamaChat(LLMClient):
         max_tokens: int | None = None,
     ) -> str:
         timeout = timeout_s or self.config.timeout_s
-        options: dict[str, Any] = {
-            "temperature": self.config.temperature if temperature is None else temperature
-        }
-        if max_tokens is not None:
-            options["num_predict"] = max_tokens
+        options = self._options(temperature, max_tokens)
 
         async def call() -> Any:
             with self._mapped_errors(timeout, chat=timeout_s is None):
@@ -81,11 +77,7 @@ class OllamaChat(LLMClient):
         max_tokens: int | None = None,
     ) -> AsyncIterator[str]:
         timeout = self.config.timeout_s
-        options: dict[str, Any] = {
-            "temperature": self.config.temperature if temperature is None else temperature
-        }
-        if max_tokens is not None:
-            options["num_predict"] = max_tokens
+        options = self._options(temperature, max_tokens)
         with self._mapped_errors(timeout):
             parts = await asyncio.wait_for(
                 self.client.chat(
@@ -112,6 +104,14 @@ class OllamaChat(LLMClient):
                     return
         finally:
             await _aclose(iterator)
+
+    def _options(self, temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "temperature": self.config.temperature if temperature is None else temperature
+        }
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
+        return options
 
     @contextlib.contextmanager
     def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:

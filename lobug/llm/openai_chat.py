@@ -72,9 +72,7 @@ class OpenAIChat(LLMClient):
         max_tokens: int | None = None,
     ) -> str:
         timeout = timeout_s or self.config.timeout_s
-        body = self._body(messages, temperature)
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+        body = self._body(messages, temperature, max_tokens)
         if schema is not None and self.schemas:
             body["response_format"] = {
                 "type": "json_schema",
@@ -101,9 +99,7 @@ class OpenAIChat(LLMClient):
         max_tokens: int | None = None,
     ) -> AsyncIterator[str]:
         timeout = self.config.timeout_s
-        body = {**self._body(messages, temperature), "stream": True}
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+        body = {**self._body(messages, temperature, max_tokens), "stream": True}
         with self._mapped_errors(timeout):
             body["model"] = await self._model_name()
             resp = await asyncio.wait_for(
@@ -127,13 +123,19 @@ class OpenAIChat(LLMClient):
             resp.close()  # a half-read body: the connection cannot be reused
 
     def _body(
-        self, messages: Sequence[dict[str, str]], temperature: float | None
+        self,
+        messages: Sequence[dict[str, str]],
+        temperature: float | None,
+        max_tokens: int | None,
     ) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "messages": list(messages),
             "temperature": self.config.temperature if temperature is None else temperature,
             "stream": False,
         }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        return body
 
     async def _model_name(self) -> str:
         """The configured model, or the first the server lists (llama-server serves one),
