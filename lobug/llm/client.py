@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +152,28 @@ class LLMClient(abc.ABC):
 
     def _cached(self) -> bool:
         return self._health is not None and time.monotonic() - self._health_at < HEALTH_CACHE_S
+
+    @abc.abstractmethod
+    def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:
+        """A backend's failure as (message, LLMUnavailable.kind, why the server is down or
+        None); None for an exception that is not the backend's."""
+
+    @contextlib.contextmanager
+    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
+        """The backend's failures as LLMUnavailable, counted. `chat`: a call on the chat's
+        bound; False: memory work's (`_failed`, `_mark_down`)."""
+        try:
+            yield
+        except LLMUnavailable:
+            raise
+        except Exception as exc:
+            found = self._classify(exc, timeout)
+            if found is None:
+                raise
+            message, kind, down = found
+            if down is not None:
+                self._mark_down(down, chat)
+            raise self._failed(message, kind, chat) from None
 
     def _failed(self, message: str, kind: str = "down", chat: bool = True) -> LLMUnavailable:
         (self.errors if chat else self.memory_errors)[kind] += 1

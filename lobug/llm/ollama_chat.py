@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
 import ollama
 
 from lobug.config import OllamaConfig
-from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
 from lobug.llm.transport import ollama_client
 
@@ -113,33 +113,18 @@ class OllamaChat(LLMClient):
             options["num_predict"] = max_tokens
         return options
 
-    @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
-        """The ollama client's and the transport's failures as LLMUnavailable, counted.
-        `chat`: a call on the chat's bound; False: memory work's (LLMClient._failed)."""
-        try:
-            yield
-        except LLMUnavailable:
-            raise
-        except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s", chat)
-            raise self._failed(
-                f"Ollama did not answer within {timeout:.0f}s", kind="timeout", chat=chat
-            ) from None
-        except ollama.ResponseError as exc:
+    def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:
+        if isinstance(exc, TimeoutError):
+            message = f"Ollama did not answer within {timeout:.0f}s"
+            return message, "timeout", f"chat timed out after {timeout:.0f}s"
+        if isinstance(exc, ollama.ResponseError):
             kind = "model_missing" if exc.status_code == 404 else "error"
-            raise self._failed(
-                f"Ollama answered {exc.status_code}: {exc.error}", kind, chat=chat
-            ) from None
-        except (httpx.HTTPError, ConnectionError, OSError) as exc:
-            self._mark_down(str(exc), chat)
-            raise self._failed(
-                f"cannot reach Ollama at {self.config.host}: {exc}", chat=chat
-            ) from None
-        except (ValueError, TypeError, KeyError) as exc:  # a reply that is not Ollama's JSON
-            raise self._failed(
-                f"Ollama sent a malformed reply: {exc}", "error", chat=chat
-            ) from None
+            return f"Ollama answered {exc.status_code}: {exc.error}", kind, None
+        if isinstance(exc, httpx.HTTPError | ConnectionError | OSError):
+            return f"cannot reach Ollama at {self.config.host}: {exc}", "down", str(exc)
+        if isinstance(exc, ValueError | TypeError | KeyError):  # a reply that is not Ollama's JSON
+            return f"Ollama sent a malformed reply: {exc}", "error", None
+        return None
 
     async def _list_models(self) -> tuple[str, ...]:
         listed = await self.client.list()

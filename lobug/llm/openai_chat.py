@@ -5,16 +5,15 @@ health and model check, over the daemon's own aiohttp; every failure is an LLMUn
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
 
 from lobug.config import LLMConfig, OllamaConfig
-from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
 
 log = logging.getLogger(__name__)
@@ -159,39 +158,21 @@ class OpenAIChat(LLMClient):
             raise BadReply("the model list has no `data` array")
         return tuple(str(m.get("id", "")) for m in listed if isinstance(m, dict))
 
-    @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
-        """aiohttp's and the server's failures as LLMUnavailable, counted. `chat`: a call on
-        the chat's bound; False: memory work's (LLMClient._failed)."""
-        try:
-            yield
-        except LLMUnavailable:
-            raise
-        except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s", chat)
-            raise self._failed(
-                f"the server at {self.where} did not answer within {timeout:.0f}s",
-                "timeout",
-                chat=chat,
-            ) from None
-        except ServerError as exc:
+    def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:
+        if isinstance(exc, TimeoutError):
+            message = f"the server at {self.where} did not answer within {timeout:.0f}s"
+            return message, "timeout", f"chat timed out after {timeout:.0f}s"
+        if isinstance(exc, ServerError):
             missing = exc.status == 404 and "model" in str(exc).lower()
             if missing:
                 self._first_model = ""  # the server changed models: look again next time
-            raise self._failed(
-                f"the server at {self.where} answered {exc.status}: {exc}",
-                "model_missing" if missing else "error",
-                chat=chat,
-            ) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            self._mark_down(str(exc), chat)
-            raise self._failed(
-                f"cannot reach the server at {self.where}: {exc}", chat=chat
-            ) from None
-        except (BadReply, ValueError, TypeError, KeyError) as exc:
-            raise self._failed(
-                f"the server sent a malformed reply: {exc}", "error", chat=chat
-            ) from None
+            message = f"the server at {self.where} answered {exc.status}: {exc}"
+            return message, "model_missing" if missing else "error", None
+        if isinstance(exc, aiohttp.ClientError | OSError):
+            return f"cannot reach the server at {self.where}: {exc}", "down", str(exc)
+        if isinstance(exc, BadReply | ValueError | TypeError | KeyError):
+            return f"the server sent a malformed reply: {exc}", "error", None
+        return None
 
 
 async def _json(resp: aiohttp.ClientResponse) -> Any:
