@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, PlainSerializer
+from pydantic import Field, PlainSerializer
 from pydantic.dataclasses import dataclass
 
-from lobug.config.fields import SECTION
-
-
-def _blank_is_none(value: object) -> object:
-    if isinstance(value, str) and value.strip().lower() in ("", "none"):
-        return None
-    return value
+from lobug.config.fields import SECTION, OptionalStr
 
 
 def _hidden(key: str | None) -> str | None:
@@ -21,7 +15,7 @@ def _hidden(key: str | None) -> str | None:
 
 
 # `config show` says only whether one is set; any length (local servers take any string).
-ApiKey = Annotated[str | None, BeforeValidator(_blank_is_none), PlainSerializer(_hidden)]
+ApiKey = Annotated[OptionalStr, PlainSerializer(_hidden)]
 
 
 @dataclass(frozen=True, config=SECTION)

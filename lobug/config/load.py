@@ -224,14 +224,9 @@ def _describe(error: ErrorDetails) -> str:
 
 def _check(config: Config) -> None:
     """What one field cannot say about itself."""
-    if not config.ollama.host.startswith(("http://", "https://")):
-        raise ConfigError(
-            f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}"
-        )
-    if not config.llm.base_url.startswith(("http://", "https://")):
-        raise ConfigError(
-            f"llm.base_url: must start with http:// or https://, got {config.llm.base_url!r}"
-        )
+    for key, url in (("ollama.host", config.ollama.host), ("llm.base_url", config.llm.base_url)):
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{key}: must start with http:// or https://, got {url!r}")
     _check_api(config.api)
 
 
