@@ -21,7 +21,7 @@ import ollama
 from lobug.config import Config, EmbeddingConfig, LLMConfig
 from lobug.llm.client import LLMClient
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.llm.transport import ollama_client
+from lobug.llm.transport import LazySession, ollama_client
 
 log = logging.getLogger(__name__)
 
@@ -132,18 +132,11 @@ class OpenAIEmbedder(_Batched):
     def __init__(self, config: EmbeddingConfig, llm: LLMConfig) -> None:
         self.url = llm.base_url.rstrip("/") + "/embeddings"
         super().__init__(config, f"model {config.model} at {self.url}")
-        self._headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
-        self._session: aiohttp.ClientSession | None = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:  # bound to the running loop
-            self._session = aiohttp.ClientSession(headers=self._headers, trust_env=False)
-        return self._session
+        headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
+        self._client = LazySession(headers=headers, trust_env=False)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.close()
 
     async def _batch(self, batch: list[str]) -> list[list[float]]:
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)

@@ -15,6 +15,7 @@ import aiohttp
 from lobug.config import LLMConfig, OllamaConfig
 from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
+from lobug.llm.transport import LazySession
 
 log = logging.getLogger(__name__)
 
@@ -41,25 +42,15 @@ class OpenAIChat(LLMClient):
         self.where = llm.base_url.rstrip("/")
         self._chat_model = llm.chat_model
         self._first_model = ""  # llm.chat_model unset: the server's first, once known
-        self._headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
-        self._session: aiohttp.ClientSession | None = None
+        headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
+        self._client = LazySession(64, headers=headers, trust_env=False)
 
     @property
     def model(self) -> str:
         return self._chat_model or self._first_model
 
-    def _client(self) -> aiohttp.ClientSession:
-        # Created lazily inside the running loop (a session is bound to its loop).
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=64), headers=self._headers, trust_env=False
-            )
-        return self._session
-
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.close()
 
     async def chat(
         self,
