@@ -346,8 +346,7 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values, secrets redacted (what `lobug config show` prints)."""
-        plain: dict[str, Any] = _ADAPTER.dump_python(self, mode="json")
-        return plain
+        return _ADAPTER.dump_python(self, mode="json")
 
 
 _ADAPTER: TypeAdapter[Config] = TypeAdapter(Config)
