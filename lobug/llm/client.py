@@ -83,7 +83,6 @@ class LLMClient(abc.ABC):
     def model(self) -> str:
         """The chat model asked (as configured; "" = the server's first, see OpenAIChat)."""
 
-    @abc.abstractmethod
     async def chat(
         self,
         messages: Sequence[dict[str, str]],
@@ -96,7 +95,26 @@ class LLMClient(abc.ABC):
         """One non-streaming chat call (in its place in the lane); returns the content.
         `schema`: the answer's shape, sent unless llm.schemas is off. `max_tokens`: at most this
         many generated (Ollama's num_predict, OpenAI's max_tokens), so a model that rambles
-        gives the one slot back in bounded time."""
+        gives the one slot back in bounded time. `timeout_s`: memory work's own bound."""
+        timeout = timeout_s or self.config.timeout_s
+        sent = schema if self.schemas else None
+
+        async def call() -> str:
+            with self._mapped_errors(timeout, chat=timeout_s is None):
+                reply = self._complete(messages, sent, temperature, max_tokens)
+                return await asyncio.wait_for(reply, timeout)
+
+        return await self.lane.call(call)
+
+    @abc.abstractmethod
+    async def _complete(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: OutputSchema | None,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> str:
+        """One plain chat call to the server: the reply's content."""
 
     @abc.abstractmethod
     def stream(

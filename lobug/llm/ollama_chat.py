@@ -41,33 +41,22 @@ class OllamaChat(LLMClient):
     async def close(self) -> None:
         await self.client.close()
 
-    async def chat(
+    async def _complete(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        schema: OutputSchema | None = None,
-        timeout_s: float | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        schema: OutputSchema | None,
+        temperature: float | None,
+        max_tokens: int | None,
     ) -> str:
-        timeout = timeout_s or self.config.timeout_s
-        options = self._options(temperature, max_tokens)
-
-        async def call() -> Any:
-            with self._mapped_errors(timeout, chat=timeout_s is None):
-                return await asyncio.wait_for(
-                    self.client.chat(
-                        model=self.config.chat_model,
-                        messages=list(messages),
-                        stream=False,
-                        format=schema.schema if schema and self.schemas else None,
-                        options=options,
-                        keep_alive=self.config.keep_alive,
-                    ),
-                    timeout,
-                )
-
-        return _content(await self.lane.call(call))
+        response = await self.client.chat(
+            model=self.config.chat_model,
+            messages=list(messages),
+            stream=False,
+            format=schema.schema if schema else None,
+            options=self._options(temperature, max_tokens),
+            keep_alive=self.config.keep_alive,
+        )
+        return _content(response)
 
     async def stream(
         self,

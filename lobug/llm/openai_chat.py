@@ -52,31 +52,20 @@ class OpenAIChat(LLMClient):
     async def close(self) -> None:
         await self._client.close()
 
-    async def chat(
+    async def _complete(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        schema: OutputSchema | None = None,
-        timeout_s: float | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        schema: OutputSchema | None,
+        temperature: float | None,
+        max_tokens: int | None,
     ) -> str:
-        timeout = timeout_s or self.config.timeout_s
         body = self._body(messages, temperature, max_tokens)
-        if schema is not None and self.schemas:
+        if schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": schema.name, "schema": schema.schema},
             }
-
-        async def call() -> str:
-            with self._mapped_errors(timeout, chat=timeout_s is None):
-                body["model"] = await self._model_name()
-                return await asyncio.wait_for(self._complete(body), timeout)
-
-        return await self.lane.call(call)
-
-    async def _complete(self, body: dict[str, Any]) -> str:
+        body["model"] = await self._model_name()
         async with self._client().post(f"{self.where}/chat/completions", json=body) as resp:
             data = await _json(resp)
         return _message_text(data)
