@@ -1,16 +1,10 @@
-"""Who is asking and what they may see: principals, trust-gated stores, category allowlists.
+"""Who is asking and what they may see: principals, trust-gated stores (seed 002), category
+allowlists (seed 001 §5); one service layer for every door (the rules: docs/memory-api.md,
+"Who may do what").
 
-One service layer for every door (HTTP /v1, CLI, jobs), following seed 002 (trust gating) and
-seed 001 §5 (categories + agent allowlists):
-
-- A `Principal` is an agent name with a trust level. Trust decides the *stores* it reads and
-  writes (`STORES_BY_TRUST`); the agent name decides the *categories* (`CategoryPolicy`).
-- Agents listed in the allowlists see exactly their categories (`"*"` means all). An agent
-  with no entry sees every category when its trust is `full` (the owner's own tools: loopback,
-  the CLI, a plain full token) and none otherwise: lower trust fails closed, and startup logs a
-  warning naming the token so the operator can add the missing allowlist.
-- Memories without a category count as `general` (`UNCATEGORIZED`) for allowlist purposes.
-- The `agent` named in a request may only narrow what the principal sees (`act_as`).
+An agent with no allowlist entry sees every category when its trust is `full` (the owner's own
+tools: loopback, the CLI, a plain full token) and none otherwise: lower trust fails closed, and
+startup logs a warning naming the token so the operator can add the missing allowlist.
 """
 
 from __future__ import annotations
