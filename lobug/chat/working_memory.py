@@ -75,9 +75,6 @@ class WorkingMemory:
             kept = [entry for entry in window.entries if entry[0] != turn_id]
             window.entries = deque(kept)
 
-    def forget(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
-
     def _remember(self, session_id: str, window: Window) -> None:
         self._sessions[session_id] = window
         while len(self._sessions) > self.max_sessions:

@@ -20,7 +20,6 @@ class LoopLagMonitor:
         self.warn_ms = warn_ms
         self.max_ms = 0.0
         self.window_max_ms = 0.0
-        self.samples = 0
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -28,7 +27,6 @@ class LoopLagMonitor:
             started = loop.time()
             await asyncio.sleep(self.interval_s)
             lag_ms = max(0.0, (loop.time() - started - self.interval_s) * 1000)
-            self.samples += 1
             self.max_ms = max(self.max_ms, lag_ms)
             self.window_max_ms = max(self.window_max_ms, lag_ms)
             if lag_ms > self.warn_ms:

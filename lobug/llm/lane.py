@@ -75,10 +75,6 @@ class LLMLane:
         self._last_turn = self._monotonic()
         self._notify()
 
-    @property
-    def busy(self) -> bool:
-        return self._turns > 0 or self._foreground > 0
-
     def quiet_for(self) -> float:
         """Seconds since the last turn ended (0 while one is in flight)."""
         if self._turns:

@@ -92,7 +92,11 @@ class OllamaChat(LLMClient):
                 if getattr(part, "done", False):
                     return
         finally:
-            await _aclose(iterator)
+            # The ollama client's stream is an async generator: closing it closes the response.
+            close = getattr(iterator, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
 
     def _options(self, temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -128,11 +132,3 @@ def _content(response: Any) -> str:
     if content is None and isinstance(message, dict):
         content = message.get("content")
     return str(content or "")
-
-
-async def _aclose(iterator: Any) -> None:
-    # The ollama client's stream is an async generator: closing it closes the HTTP response.
-    close = getattr(iterator, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()
