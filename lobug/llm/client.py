@@ -153,13 +153,11 @@ class LLMClient(abc.ABC):
 
     async def health(self, *, fresh: bool = False) -> LLMHealth:
         """Reachability and model list, cached for a few seconds so /health stays cheap."""
-        if not fresh and self._cached():
-            assert self._health is not None
-            return self._health
+        if not fresh and (cached := self._cached()):
+            return cached
         async with self._health_lock:
-            if not fresh and self._cached():
-                assert self._health is not None
-                return self._health
+            if not fresh and (cached := self._cached()):
+                return cached
             try:
                 names = await asyncio.wait_for(self._list_models(), HEALTH_TIMEOUT_S)
                 health = LLMHealth(reachable=True, models=names)
@@ -168,8 +166,9 @@ class LLMClient(abc.ABC):
             self._health, self._health_at = health, time.monotonic()
             return health
 
-    def _cached(self) -> bool:
-        return self._health is not None and time.monotonic() - self._health_at < HEALTH_CACHE_S
+    def _cached(self) -> LLMHealth | None:
+        recent = time.monotonic() - self._health_at < HEALTH_CACHE_S
+        return self._health if recent else None
 
     @abc.abstractmethod
     def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:

@@ -56,7 +56,7 @@ class OllamaChat(LLMClient):
             options=self._options(temperature, max_tokens),
             keep_alive=self.config.keep_alive,
         )
-        return _content(response)
+        return response.message.content or ""
 
     async def stream(
         self,
@@ -78,22 +78,20 @@ class OllamaChat(LLMClient):
                 ),
                 timeout,
             )
-        iterator = aiter(parts)
         try:
             while True:
                 with self._mapped_errors(timeout):
                     try:
-                        part = await asyncio.wait_for(anext(iterator), timeout)
+                        part = await asyncio.wait_for(anext(parts), timeout)
                     except StopAsyncIteration:
                         return
-                piece = _content(part)
-                if piece:
-                    yield piece
-                if getattr(part, "done", False):
+                if part.message.content:
+                    yield part.message.content
+                if part.done:
                     return
         finally:
             # The ollama client's stream is an async generator: closing it closes the response.
-            close = getattr(iterator, "aclose", None)
+            close = getattr(parts, "aclose", None)
             if close is not None:
                 with contextlib.suppress(Exception):
                     await close()
@@ -122,13 +120,3 @@ class OllamaChat(LLMClient):
     async def _list_models(self) -> tuple[str, ...]:
         listed = await self.client.list()
         return tuple(m.model or "" for m in listed.models)
-
-
-def _content(response: Any) -> str:
-    message = getattr(response, "message", None)
-    if message is None and isinstance(response, dict):
-        message = response.get("message")
-    content = getattr(message, "content", None)
-    if content is None and isinstance(message, dict):
-        content = message.get("content")
-    return str(content or "")
