@@ -71,8 +71,7 @@ class HealthService:
             "queue": {k: int(jobs.get(k, 0)) for k in ("pending", "running", "failed")},
             "uptime_s": round(time.monotonic() - self.started, 1),
             "problems": problems,
-            # recent = since the previous /health read
-            "loop": self.loop.snapshot(reset_window=True) if self.loop else {},
+            "loop": self.loop.snapshot() if self.loop else {},  # recent: since the last read
             **({"embedding": embedding} if embedding is not None else {}),
             **({"wyoming": wyoming} if wyoming is not None else {}),
         }

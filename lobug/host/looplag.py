@@ -32,11 +32,11 @@ class LoopLagMonitor:
             if lag_ms > self.warn_ms:
                 log.warning("event loop was blocked for %.0f ms", lag_ms)
 
-    def snapshot(self, reset_window: bool = False) -> dict[str, float]:
+    def snapshot(self) -> dict[str, float]:
+        """The worst lags since start and since the last snapshot, which starts a new window."""
         result = {
             "lag_max_ms": round(self.max_ms, 2),
             "lag_recent_max_ms": round(self.window_max_ms, 2),
         }
-        if reset_window:
-            self.window_max_ms = 0.0
+        self.window_max_ms = 0.0
         return result

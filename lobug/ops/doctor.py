@@ -39,9 +39,6 @@ class Check:
     detail: str
     fix: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 async def run_checks(config: Config, *, transcriber: Transcriber | None = None) -> list[Check]:
     """Every check, in the order an operator would fix them. Never raises."""
@@ -73,7 +70,7 @@ def render(checks: list[Check]) -> str:
 
 
 def as_json(checks: list[Check]) -> dict[str, Any]:
-    return {"ok": not failed(checks), "checks": [c.to_dict() for c in checks]}
+    return {"ok": not failed(checks), "checks": [asdict(c) for c in checks]}
 
 
 # -- the checks ------------------------------------------------------------------------------------

@@ -66,11 +66,9 @@ class SpeechService:
             return f"the {self._transcriber.name} model has not been loaded yet"
         return self._load_error or self._transcriber.error or "the speech model failed to load"
 
-    async def load(self) -> None:
-        """Load the model in a thread; on failure log one warning and carry on without speech."""
-        await self._load(only_if_due=False)
-
-    async def _load(self, *, only_if_due: bool) -> None:
+    async def load(self, *, only_if_due: bool = False) -> None:
+        """Load the model in a thread; on failure log one warning and carry on without speech.
+        `only_if_due`: not again within RELOAD_AFTER_S of the last attempt."""
         async with self._load_lock:  # concurrent first requests share one load
             last = self._last_attempt
             if self.ready or (
@@ -119,7 +117,7 @@ class SpeechService:
             max_seconds=self._config.max_audio_seconds,
         )
         if not self.ready:  # load lazily (speech.load_at_start off), or retry a failed load
-            await self._load(only_if_due=True)
+            await self.load(only_if_due=True)
         if not self.ready:
             raise unavailable(f"speech-to-text is unavailable: {self.error}")
         audio, level = await asyncio.to_thread(

@@ -114,34 +114,31 @@ class JobRunner:
 
     async def _worker(self, index: int) -> None:
         with background():  # this task's database work waits for the turns' (storage.pool)
-            await self._work(index)
-
-    async def _work(self, index: int) -> None:
-        while not self._stopping:
-            try:
-                job = await self._claim()
-            except asyncio.CancelledError:
-                raise
-            except (StorageFull, StorageBusy) as exc:  # the operator's to fix; no traceback
-                log.warning("worker %d could not claim a job: %s", index, exc)
-                job = None
-            except Exception:  # noqa: BLE001 - the DB may be briefly unavailable
-                log.exception("worker %d could not claim a job", index)
-                job = None
-            if job is None:
-                self._wake.clear()
+            while not self._stopping:
                 try:
-                    await asyncio.wait_for(self._wake.wait(), POLL_INTERVAL_S)
-                except TimeoutError:
-                    pass
-                continue
-            try:
-                await self._run(job)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the DB refused the job's writes
-                log.warning("worker %d: job %s #%d put back (%s)", index, job.kind, job.id, exc)
-                await self._put_back(job, f"{type(exc).__name__}: {exc}")
+                    job = await self._claim()
+                except asyncio.CancelledError:
+                    raise
+                except (StorageFull, StorageBusy) as exc:  # the operator's to fix; no traceback
+                    log.warning("worker %d could not claim a job: %s", index, exc)
+                    job = None
+                except Exception:  # noqa: BLE001 - the DB may be briefly unavailable
+                    log.exception("worker %d could not claim a job", index)
+                    job = None
+                if job is None:
+                    self._wake.clear()
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), POLL_INTERVAL_S)
+                    except TimeoutError:
+                        pass
+                    continue
+                try:
+                    await self._run(job)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the DB refused the job's writes
+                    log.warning("worker %d: job %s #%d put back (%s)", index, job.kind, job.id, exc)
+                    await self._put_back(job, f"{type(exc).__name__}: {exc}")
 
     async def _put_back(self, job: Job, reason: str) -> None:
         """Requeue a job whose outcome could not be written (disk full, DB busy).
