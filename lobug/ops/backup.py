@@ -137,7 +137,7 @@ def copy_database(
     return total
 
 
-def verify(path: Path, *, quick: bool = False, require_schema: bool = True) -> Verification:
+def verify(path: Path, *, quick: bool = False) -> Verification:
     """integrity_check (quick_check when `quick`) with sqlite-vec loaded, plus Lo-Bug's tables.
 
     `integrity_check` also walks the FTS5 indexes (SQLite >= 3.44); the vec0 tables are opened
@@ -161,7 +161,7 @@ def verify(path: Path, *, quick: bool = False, require_schema: bool = True) -> V
         if rows != ["ok"]:
             problems += [f"{pragma}: {r}" for r in rows]
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if require_schema and "schema_migrations" not in names:
+        if "schema_migrations" not in names:
             problems.append("not a Lo-Bug database (it has no schema_migrations table)")
         for table in ("turns", "memories", "jobs", *KEYS):
             if table in names:

@@ -219,7 +219,7 @@ def _database(config: Config) -> list[Check]:
             )
         ]
     checks: list[Check] = []
-    result = verify(path, quick=True, require_schema=True)
+    result = verify(path, quick=True)
     if result.ok:
         rows = ", ".join(f"{n} {t}" for t, n in result.tables.items() if t in ("turns", "memories"))
         checks.append(Check("database", OK, f"{path}: quick_check ok ({rows})"))
