@@ -213,13 +213,10 @@ class AccessControl:
         return Principal(found.agent, found.trust, found.name or None, "token")
 
     def principal_for(self, authorization: str | None, remote: str | None) -> Principal:
-        """The caller of a token-guarded door (/v1, /mcp, /metrics), or `Unauthorized`.
-
-        `Authorization: Bearer <token>` names the principal. Without the header a loopback peer
-        is the full-trust agent "local" while `allow_loopback` is on. A token that is presented
-        but wrong is 401 even from loopback: silently upgrading a client with a revoked or
-        mistyped (possibly lower-trust) token to full access would hide the mistake and widen
-        its access. Tokens are never logged."""
+        """The caller of a token-guarded door (/v1, /mcp, /metrics), or `Unauthorized`. A wrong
+        token is 401 even from loopback: upgrading a client with a revoked or mistyped (maybe
+        lower-trust) token to full access would hide the mistake and widen its access. Tokens
+        are never logged."""
         if authorization is not None:
             scheme, _, token = authorization.strip().partition(" ")
             if scheme.lower() != "bearer" or not token.strip():

@@ -119,8 +119,8 @@ class OpenAIChat(LLMClient):
     async def _model_name(self) -> str:
         """The configured model, or the first the server lists (llama-server serves one),
         looked up once and again after the server said it has no such model."""
-        if self._chat_model or self._first_model:
-            return self._chat_model or self._first_model
+        if self.model:
+            return self.model
         health = await self.health()
         if not health.reachable:
             raise aiohttp.ClientConnectionError(health.error or "unreachable")

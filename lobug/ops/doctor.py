@@ -132,7 +132,8 @@ async def _llm(config: Config) -> list[Check]:
             if ollama
             else "load the model in the server, or set llm.chat_model to one it lists"
         )
-        checks.append(Check("chat model", FAIL, f"{problem} (it has: {_names(health)})", fix))
+        has = ", ".join(health.models) or "none"
+        checks.append(Check("chat model", FAIL, f"{problem} (it has: {has})", fix))
     checks.append(await _embedder(config, health))
     return checks
 
@@ -348,10 +349,6 @@ def _disk(config: Config) -> Check:
     if usage.free < DISK_WARN_BYTES:
         return Check("disk space", WARN, detail + f"; below {DISK_WARN_BYTES // MIB} MiB", fix)
     return Check("disk space", OK, detail)
-
-
-def _names(health: LLMHealth) -> str:
-    return ", ".join(health.models) if health.models else "none"
 
 
 def _age(seconds: float) -> str:
