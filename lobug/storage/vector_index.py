@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,10 +87,6 @@ class _Table:
             self.pos[moved] = at
         self.size = last
 
-    def load(self, rows: Iterable[tuple[int, bytes]]) -> None:
-        for row_id, blob in rows:
-            self.put(int(row_id), blob)
-
     def _grow(self, capacity: int) -> None:
         matrix = np.zeros((capacity, self.dim), dtype=np.float32)
         codes = np.zeros((capacity, self.code_bytes), dtype=np.uint8)
@@ -152,7 +148,8 @@ class VectorIndex:
             return
         for table, key in KEYS.items():
             found = _Table(self.dim)
-            found.load(conn.execute(f"SELECT {key}, embedding FROM {table}"))
+            for row_id, blob in conn.execute(f"SELECT {key}, embedding FROM {table}"):
+                found.put(int(row_id), blob)
             self._tables[table] = found
         self.ready = True
 

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from lobug.config import WorkerConfig
 from lobug.storage.database import Database
@@ -62,8 +61,6 @@ class JobRunner:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
-        self.processed = 0
-        self.failures = 0
 
     def register(self, kind: str, handler: Handler) -> None:
         self.handlers[kind] = handler
@@ -183,12 +180,10 @@ class JobRunner:
             )
             return
         await self.db.write(lambda c: queue.complete(c, job.id, now=self.clock()))
-        self.processed += 1
 
     async def _record_failure(
         self, job: Job, error: str, *, permanent: bool, exhaustible: bool = True
     ) -> None:
-        self.failures += 1
         delay = self.backoff(job.attempts)
         state = await self.db.write(
             lambda c: queue.fail(
@@ -218,6 +213,3 @@ class JobRunner:
         base = self.config.backoff_base_s * (2 ** max(0, attempts - 1))
         # Jitter keeps retries of many jobs from hitting a recovering Ollama all at once.
         return float(min(BACKOFF_MAX_S, base * random.uniform(0.8, 1.2)))
-
-    def stats(self) -> dict[str, Any]:
-        return {"processed": self.processed, "failures": self.failures, "workers": len(self._tasks)}
