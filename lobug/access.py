@@ -16,7 +16,7 @@ import logging
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -306,7 +306,6 @@ class CategoryPolicy:
 
     categories: Mapping[str, Category]
     allowlists: Mapping[str, frozenset[str]]
-    origin: str = field(default="built-in", compare=False)
 
     @classmethod
     def default(cls) -> CategoryPolicy:
@@ -358,7 +357,7 @@ class CategoryPolicy:
                     known = ", ".join(sorted(categories))
                     raise bad(f"allowlists.{agent}", f"unknown category {name!r} (known: {known})")
             allowlists[str(agent)] = frozenset(names)
-        return cls(MappingProxyType(categories), MappingProxyType(allowlists), origin)
+        return cls(MappingProxyType(categories), MappingProxyType(allowlists))
 
     # -- queries ---------------------------------------------------------------------------------
     def allowed(self, principal: Principal) -> frozenset[str] | None:
