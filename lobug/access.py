@@ -1,16 +1,10 @@
-"""Who is asking and what they may see: principals, trust-gated stores, category allowlists.
+"""Who is asking and what they may see: principals, trust-gated stores (seed 002), category
+allowlists (seed 001 §5); one service layer for every door (the rules: docs/memory-api.md,
+"Who may do what").
 
-One service layer for every door (HTTP /v1, CLI, jobs), following seed 002 (trust gating) and
-seed 001 §5 (categories + agent allowlists):
-
-- A `Principal` is an agent name with a trust level. Trust decides the *stores* it reads and
-  writes (`STORES_BY_TRUST`); the agent name decides the *categories* (`CategoryPolicy`).
-- Agents listed in the allowlists see exactly their categories (`"*"` means all). An agent
-  with no entry sees every category when its trust is `full` (the owner's own tools: loopback,
-  the CLI, a plain full token) and none otherwise: lower trust fails closed, and startup logs a
-  warning naming the token so the operator can add the missing allowlist.
-- Memories without a category count as `general` (`UNCATEGORIZED`) for allowlist purposes.
-- The `agent` named in a request may only narrow what the principal sees (`act_as`).
+An agent with no allowlist entry sees every category when its trust is `full` (the owner's own
+tools: loopback, the CLI, a plain full token) and none otherwise: lower trust fails closed, and
+startup logs a warning naming the token so the operator can add the missing allowlist.
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ import logging
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -219,13 +213,10 @@ class AccessControl:
         return Principal(found.agent, found.trust, found.name or None, "token")
 
     def principal_for(self, authorization: str | None, remote: str | None) -> Principal:
-        """The caller of a token-guarded door (/v1, /mcp, /metrics), or `Unauthorized`.
-
-        `Authorization: Bearer <token>` names the principal. Without the header a loopback peer
-        is the full-trust agent "local" while `allow_loopback` is on. A token that is presented
-        but wrong is 401 even from loopback: silently upgrading a client with a revoked or
-        mistyped (possibly lower-trust) token to full access would hide the mistake and widen
-        its access. Tokens are never logged."""
+        """The caller of a token-guarded door (/v1, /mcp, /metrics), or `Unauthorized`. A wrong
+        token is 401 even from loopback: upgrading a client with a revoked or mistyped (maybe
+        lower-trust) token to full access would hide the mistake and widen its access. Tokens
+        are never logged."""
         if authorization is not None:
             scheme, _, token = authorization.strip().partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
@@ -315,7 +306,6 @@ class CategoryPolicy:
 
     categories: Mapping[str, Category]
     allowlists: Mapping[str, frozenset[str]]
-    origin: str = field(default="built-in", compare=False)
 
     @classmethod
     def default(cls) -> CategoryPolicy:
@@ -367,7 +357,7 @@ class CategoryPolicy:
                     known = ", ".join(sorted(categories))
                     raise bad(f"allowlists.{agent}", f"unknown category {name!r} (known: {known})")
             allowlists[str(agent)] = frozenset(names)
-        return cls(MappingProxyType(categories), MappingProxyType(allowlists), origin)
+        return cls(MappingProxyType(categories), MappingProxyType(allowlists))
 
     # -- queries ---------------------------------------------------------------------------------
     def allowed(self, principal: Principal) -> frozenset[str] | None:

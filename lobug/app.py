@@ -67,7 +67,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app.cleanup_ctx.append(_parts(config, overrides))  # db, LLM, memory (lobug.parts)
     app.cleanup_ctx.append(_speech(config, overrides))
     app.cleanup_ctx.append(_services(config, overrides))
-    app.cleanup_ctx.append(_workers(config, overrides))
+    app.cleanup_ctx.append(_workers)
     app.cleanup_ctx.append(wyoming_server.lifecycle)  # Home Assistant Assist (lobug/wyoming_server)
     return app
 
@@ -156,13 +156,8 @@ def _services(
     return ctx
 
 
-def _workers(
-    config: Config, overrides: Overrides
-) -> Callable[[web.Application], AsyncIterator[None]]:
-    async def ctx(app: web.Application) -> AsyncIterator[None]:
-        runner = app[keys.RUNNER]
-        await runner.start()
-        yield
-        await runner.stop()
-
-    return ctx
+async def _workers(app: web.Application) -> AsyncIterator[None]:
+    runner = app[keys.RUNNER]
+    await runner.start()
+    yield
+    await runner.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import uuid
 from dataclasses import dataclass
@@ -33,30 +34,12 @@ class TurnRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> TurnRecord:
-        return cls(
-            id=row["id"],
-            session_id=row["session_id"],
-            device_id=row["device_id"],
-            user_id=row["user_id"],
-            role=row["role"],
-            text=row["text"],
-            ts=row["ts"],
-            ref=row["ref"],
-            action=row["action"],
-            degraded=bool(row["degraded"]),
-        )
+        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
+        return cls(**{**values, "degraded": bool(values["degraded"])})
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "session_id": self.session_id,
-            "device_id": self.device_id,
-            "role": self.role,
-            "text": self.text,
-            "ts": self.ts,
-            "ref": self.ref,
-            "action": self.action,
-        }
+        """The turn as /v1 shows it: the user and the degraded flag are not part of it."""
+        return {k: v for k, v in vars(self).items() if k not in ("user_id", "degraded")}
 
 
 def new_session_id() -> str:

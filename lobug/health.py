@@ -38,7 +38,6 @@ class HealthService:
     # clash leaves the device's routes working.
     wyoming: Callable[[], dict[str, Any]] | None = None
     started: float = field(default_factory=time.monotonic)
-    problems_extra: list[str] = field(default_factory=list)  # e.g. an embedding mismatch
     _last_embedding: dict[str, Any] | None = None
 
     async def check(self) -> dict[str, Any]:
@@ -48,7 +47,7 @@ class HealthService:
         except Exception:  # noqa: BLE001 - health reports, never raises
             jobs, db_ok = {}, False
         llm = await self.llm.health()
-        problems = list(self.problems_extra)
+        problems: list[str] = []
         if not db_ok:
             problems.append("database is not answering")
         else:
@@ -72,8 +71,7 @@ class HealthService:
             "queue": {k: int(jobs.get(k, 0)) for k in ("pending", "running", "failed")},
             "uptime_s": round(time.monotonic() - self.started, 1),
             "problems": problems,
-            # recent = since the previous /health read
-            "loop": self.loop.snapshot(reset_window=True) if self.loop else {},
+            "loop": self.loop.snapshot() if self.loop else {},  # recent: since the last read
             **({"embedding": embedding} if embedding is not None else {}),
             **({"wyoming": wyoming} if wyoming is not None else {}),
         }

@@ -1,11 +1,6 @@
-"""The composition root: the daemon's parts, built in one place for every door.
-
-The daemon (lobug.app), the `lobug memory` commands and `lobug mcp` (lobug.cli.memory.session)
-all stand on `parts`: one database (with the in-memory vector index, `storage.vector_index`),
-one LLM lane and one LLM client (memory work passes its own per-call bound,
-`memory.llm_timeout_s`), the embedder (an Ollama one shares the chat's Ollama client), the
-memory service and the /v1 service layer (`Records`, `Recall`) over them. So a command searches
-and judges a fact exactly as the daemon would.
+"""The composition root: the daemon's parts, built in one place for every door (the daemon,
+the `lobug memory` commands and `lobug mcp`), so a command searches and judges a fact exactly
+as the daemon would (what the parts are: docs/architecture.md, "One composition root").
 """
 
 from __future__ import annotations

@@ -48,24 +48,13 @@ class MemoryHooks(Protocol):
 class NoMemory:
     """Working memory only: what the daemon does when long-term memory is off."""
 
-    async def prompt_sections(
-        self,
-        *,
-        user_id: str,
-        session_id: str,
-        text: str,
-        stores: tuple[str, ...],
-        categories: frozenset[str] | None = None,
-        window_start: float | None = None,
-    ) -> tuple[list[str], list[str]]:
+    async def prompt_sections(self, *args: Any, **kwargs: Any) -> tuple[list[str], list[str]]:
         return [], []
 
-    def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
+    def on_user_turn(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    def on_exchange(
-        self, conn: Any, user: TurnRecord, assistant: TurnRecord | None, *, now: float
-    ) -> None:
+    def on_exchange(self, *args: Any, **kwargs: Any) -> None:
         return None
 
     def wake(self) -> None:

@@ -1,14 +1,7 @@
-"""Prompt assembly in the order that keeps the model's prompt cache (issue 22).
-
-A local model server (Ollama, llama.cpp) keeps the previous prompt's KV cache and re-reads
-only what follows the longest common prefix. So what stays the same from turn to turn comes
-first, what changes every turn last: the system message holds the personality, the reply
-format and the stable memory sections (long-term memory, what is always known, reflection,
-insights); then the working-memory window; then this turn's sections (the delta header, the
-relevant memories, procedures, what to confirm, the device's physical state) in the last user
-message, right before the user's new words. Seed 004 §2.3's sections and wording, new places.
-A later prompt shows the earlier turns as they were said, without their context blocks.
-"""
+"""Prompt assembly in the order that keeps the model's prompt cache (issue 22): what stays the
+same from turn to turn first (the system message), then the working-memory window, then this
+turn's sections in the last user message, right before the user's new words (the layout:
+docs/architecture.md, "The turn"). Seed 004 §2.3's sections and wording, new places."""
 
 from __future__ import annotations
 

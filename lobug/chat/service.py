@@ -18,6 +18,7 @@ from lobug.chat.stream import StreamedTurn
 from lobug.chat.working_memory import Message, WorkingMemory
 from lobug.config import ChatConfig
 from lobug.conversation import TurnRecord
+from lobug.llm.ask import snippet
 from lobug.llm.client import LLMClient, LLMUnavailable
 from lobug.llm.replies import REPLY_MAX_TOKENS, REPLY_SCHEMA, UnusableReply, parse_reply
 from lobug.storage.database import Database
@@ -116,7 +117,7 @@ class ChatService:
                     "unusable model output for turn %d (%s): %s; answering degraded",
                     user.id,
                     exc,
-                    _snippet(exc.raw),
+                    snippet(exc.raw),
                 )
                 return await self._degraded(user)
             await self._finish(user, reply.action, reply.response)
@@ -243,7 +244,7 @@ class ChatService:
         if complete and text:
             await self._finish(user, "RESPOND", text)
             return
-        await self.db.write(self._commit_degraded, user, text or None)
+        await self.db.write(self._commit_reply, user, "RESPOND", text or None, True)
         self.memory.wake()
 
     # -- transactions (run on the writer thread) -------------------------------------------------
@@ -282,53 +283,41 @@ class ChatService:
         return user
 
     def _commit_reply(
-        self, conn: Any, user: TurnRecord, action: str, response: str
+        self,
+        conn: Any,
+        user: TurnRecord,
+        action: str,
+        response: str | None,
+        degraded: bool = False,
     ) -> TurnRecord | None:
         now = self.clock()
         turns.set_action(conn, user.id, action)
-        assistant = turns.insert_turn(
-            conn,
-            session_id=user.session_id,
-            role="assistant",
-            text=response,
-            ts=max(now, user.ts),
-            device_id=user.device_id,
-            action=action,
-        )
-        if action != "IGNORE":
-            self.memory.on_exchange(conn, user, assistant, now=now)
-        return assistant
-
-    def _commit_degraded(self, conn: Any, user: TurnRecord, text: str | None) -> None:
-        now = self.clock()
-        turns.set_action(conn, user.id, "RESPOND")
-        if text:
-            turns.insert_turn(
+        assistant = None
+        if response is not None:
+            assistant = turns.insert_turn(
                 conn,
                 session_id=user.session_id,
                 role="assistant",
-                text=text,
+                text=response,
                 ts=max(now, user.ts),
                 device_id=user.device_id,
-                action="RESPOND",
-                degraded=True,
+                action=action,
+                degraded=degraded,
             )
-        # Memory work for the user's words still happens, later, when the LLM is back.
-        self.memory.on_exchange(conn, user, None, now=now)
+        if action != "IGNORE":
+            # A degraded reply is no exchange to learn from: the user's words are still
+            # extracted, later, when the LLM is back.
+            self.memory.on_exchange(conn, user, None if degraded else assistant, now=now)
+        return assistant
 
     async def _degraded(self, user: TurnRecord) -> TurnResult:
         apology = self.config.apology
         try:
-            await self.db.write(self._commit_degraded, user, apology)
+            await self.db.write(self._commit_reply, user, "RESPOND", apology or None, True)
             self.memory.wake()
         except Exception:  # noqa: BLE001 - the user turn is already stored; answer anyway
             log.exception("could not record the degraded reply for turn %d", user.id)
         return TurnResult(apology, "RESPOND", user.session_id, user.id, degraded=True)
-
-
-def _snippet(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[:limit] + "…")
 
 
 def clean_id(value: Any, name: str) -> str | None:

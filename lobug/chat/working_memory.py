@@ -22,14 +22,10 @@ class Window:
 
 
 class WorkingMemory:
-    """What the LLM sees as the conversation. The database is the truth; this is its cache.
-
-    The window slides in blocks (issue 22): when a message would make it longer than `size`,
-    the oldest are dropped at once down to half of `size`, so the conversation's part of the
-    prompt stays the same for several turns and the model's prompt cache holds; the dropped
-    turns remain reachable through retrieval and summaries. Sessions are kept in LRU order so
-    a daemon that has served many devices stays bounded.
-    """
+    """What the LLM sees as the conversation; the database is the truth, this is its cache.
+    The window slides in blocks (issue 22: down to half of `size` when full, so the prompt
+    cache holds; docs/architecture.md, "The turn"). Sessions are kept in LRU order so a daemon
+    that has served many devices stays bounded."""
 
     def __init__(self, db: Database, size: int = 20, max_sessions: int = 256) -> None:
         self.db = db
@@ -78,9 +74,6 @@ class WorkingMemory:
         if window is not None:
             kept = [entry for entry in window.entries if entry[0] != turn_id]
             window.entries = deque(kept)
-
-    def forget(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
 
     def _remember(self, session_id: str, window: Window) -> None:
         self._sessions[session_id] = window

@@ -2,7 +2,6 @@
 CLI flags. `python -m lobug.config --example` prints systemd/lobug.toml.example."""
 
 from lobug.config.fields import TRUST_LEVELS, ConfigError
-from lobug.config.llm_section import LLMConfig
 from lobug.config.load import load_config
 from lobug.config.models import (
     ApiConfig,
@@ -10,6 +9,7 @@ from lobug.config.models import (
     Config,
     EmbeddingConfig,
     LifecycleConfig,
+    LLMConfig,
     MemoryConfig,
     OllamaConfig,
     ReflectionConfig,

@@ -33,8 +33,7 @@ def redact(secret: str | None) -> str | None:
 def field_infos(cls: Any) -> dict[str, FieldInfo]:
     """A config section's fields as pydantic sees them (default, description, bounds); {} for
     anything else."""
-    infos: dict[str, FieldInfo] = getattr(cls, "__pydantic_fields__", {})
-    return infos
+    return getattr(cls, "__pydantic_fields__", {})
 
 
 def record_type(annotation: Any) -> type | None:

@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from lobug.config.fields import ConfigError, field_infos, record_type
-from lobug.config.models import _ADAPTER, SECTIONS, ApiConfig, Config
+from lobug.config.models import _ADAPTER, SECTIONS, Config
 
 log = logging.getLogger(__name__)
 
@@ -224,22 +224,13 @@ def _describe(error: ErrorDetails) -> str:
 
 def _check(config: Config) -> None:
     """What one field cannot say about itself."""
-    if not config.ollama.host.startswith(("http://", "https://")):
-        raise ConfigError(
-            f"ollama.host: must start with http:// or https://, got {config.ollama.host!r}"
-        )
-    if not config.llm.base_url.startswith(("http://", "https://")):
-        raise ConfigError(
-            f"llm.base_url: must start with http:// or https://, got {config.llm.base_url!r}"
-        )
-    _check_api(config.api)
-
-
-def _check_api(api: ApiConfig) -> None:
-    """Tokens unique, agents sane. Messages name the entry, never the secret."""
+    for key, url in (("ollama.host", config.ollama.host), ("llm.base_url", config.llm.base_url)):
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{key}: must start with http:// or https://, got {url!r}")
+    # Tokens unique, agents sane. Messages name the entry, never the secret.
     seen_tokens: set[str] = set()
     seen_names: set[str] = set()
-    for index, entry in enumerate(api.tokens):
+    for index, entry in enumerate(config.api.tokens):
         where = f"api.tokens[{index}]"
         if entry.token in seen_tokens:
             raise ConfigError(f"{where}.token: the same token is configured twice")

@@ -6,11 +6,13 @@ unset by default: the example shows it commented out with that value."""
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, TypeAdapter
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 from lobug.config.fields import (
@@ -23,14 +25,12 @@ from lobug.config.fields import (
     Secret,
     Trust,
 )
-from lobug.config.llm_section import LLMConfig
 from lobug.config.memory_sections import (
     LifecycleConfig,
     MemoryConfig,
     ReflectionConfig,
     UpkeepConfig,
 )
-from lobug.config.wyoming_section import WyomingConfig
 
 DB_FILE = "lobug.db"  # the database's name in storage.data_dir
 
@@ -101,6 +101,44 @@ class StorageConfig:
     @property
     def db_path(self) -> Path:
         return self.data_dir / DB_FILE
+
+
+def _hidden(key: str | None) -> str | None:
+    return None if key is None else "…"
+
+
+# `config show` says only whether one is set; any length (local servers take any string).
+ApiKey = Annotated[OptionalStr, PlainSerializer(_hidden)]
+
+
+@dataclass(frozen=True, config=SECTION)
+class LLMConfig:
+    """The chat model's server. ollama: [ollama] host and chat_model. openai: any server of
+    the OpenAI chat API (llama.cpp's llama-server, LM Studio, LocalAI, vLLM) at base_url. Both
+    use [ollama] timeout_s and temperature."""
+
+    backend: Literal["ollama", "openai"] = Field(default="ollama", description="ollama | openai")
+    base_url: str = Field(
+        default="http://127.0.0.1:8080/v1",
+        description='openai backend (and embedding.backend = "openai"): the API root, e.g.'
+        " llama-server :8080/v1, LM Studio :1234/v1, vLLM :8000/v1",
+    )
+    api_key: ApiKey = Field(
+        default=None,
+        repr=False,
+        examples=["your-server-key"],
+        description="openai backend: sent as Authorization: Bearer; unset for servers that"
+        " need none (never logged or shown)",
+    )
+    chat_model: str = Field(
+        default="",
+        description='openai backend: the model to ask; "" = the first one the server lists',
+    )
+    schemas: bool = Field(
+        default=True,
+        description="send each answer's JSON schema (Ollama format, OpenAI response_format) so"
+        " the server constrains the output; false for a server that refuses them",
+    )
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -317,6 +355,76 @@ class ApiConfig:
     )
 
 
+# The [wyoming] section: lobug/wyoming_server, docs/wyoming.md.
+def _tcp_uri(uri: str) -> str:
+    """`tcp://host:port`, what Wyoming services take as --uri (IPv6 as tcp://[::]:10300)."""
+    try:
+        parts = urlsplit(uri.strip())
+        port = parts.port
+    except ValueError:
+        port, parts = None, None
+    if parts is None or parts.scheme != "tcp" or not parts.hostname or not port:
+        raise ValueError(f"expected tcp://host:port (e.g. tcp://0.0.0.0:10300), got {uri!r}")
+    return uri.strip()
+
+
+def _networks(hosts: tuple[str, ...]) -> tuple[str, ...]:
+    for host in hosts:
+        try:
+            ipaddress.ip_network(host, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"expected IP addresses or networks (192.168.1.20, 192.168.1.0/24), got {host!r}"
+            ) from None
+    return hosts
+
+
+TcpUri = Annotated[str, AfterValidator(_tcp_uri)]
+Networks = Annotated[Names, AfterValidator(_networks)]
+
+
+@dataclass(frozen=True, config=SECTION)
+class WyomingConfig:
+    """Home Assistant Assist talks to Lo-Bug over the Wyoming protocol: an `asr` service (the
+    speech model above) and a `handle` service (the same conversation turn as /chat/text).
+    Wyoming has no authentication: see trusted_hosts."""
+
+    enabled: bool = Field(default=True, description="false = no Wyoming port is opened")
+    uri: TcpUri = Field(
+        default="tcp://0.0.0.0:10300",
+        description='where it listens; "tcp://127.0.0.1:10300" = this machine only',
+    )
+    trusted_hosts: Networks = Field(
+        default=(),
+        examples=[["192.168.1.20"]],
+        description="Addresses or networks (192.168.1.0/24) whose conversation turns may draw"
+        " on every memory store, like the owner's device. Loopback is trusted while"
+        " api.allow_loopback is on; any other peer is answered at api.unknown_device_trust.",
+    )
+    # What one LAN peer (no authentication) can make the daemon hold: lobug/wyoming_server.
+    max_connections: int = Field(
+        default=32,
+        ge=1,
+        le=1024,
+        description="open Wyoming connections at most; a new one past it gets an error and is"
+        " closed (Home Assistant opens one per request)",
+    )
+    idle_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="a connection that sends no whole event (or reads none of the reply) for"
+        " this long is closed",
+    )
+    max_audio_bytes_total: int = Field(
+        default=32 * 1024 * 1024,
+        ge=64 * 1024,
+        le=1024 * 1024 * 1024,
+        description="asr audio held at once across every connection; audio past it is refused"
+        " with an error (speech.max_audio_bytes still limits each stream)",
+    )
+
+
 @dataclass(frozen=True, config=SECTION)
 class LogConfig:
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
@@ -346,8 +454,7 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values, secrets redacted (what `lobug config show` prints)."""
-        plain: dict[str, Any] = _ADAPTER.dump_python(self, mode="json")
-        return plain
+        return _ADAPTER.dump_python(self, mode="json")
 
 
 _ADAPTER: TypeAdapter[Config] = TypeAdapter(Config)

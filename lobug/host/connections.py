@@ -1,16 +1,9 @@
-"""Connection limits in front of aiohttp: a cap below the fd limit and a deadline for the head.
-
-aiohttp's server has neither: ~1,000 idle sockets reached systemd's default soft limit of 1,024
-file descriptors and took /health and /chat/text down (issue 16, item 11), and a request whose
-head arrives a byte at a time (slowloris) held its socket for as long as the client liked.
-
-`Guarded` wraps each connection's aiohttp protocol:
-- past `max_connections` open connections a new one is closed at once (the OS backlog, not
-  our fds, absorbs a burst; a client retries);
-- the first request head (request line and headers, up to the blank line) must arrive within
-  `HEADER_TIMEOUT_S` of the connection opening; otherwise the connection is closed. Idle
-  keep-alive connections between requests are aiohttp's (`keepalive_timeout`).
-Not covered here: a later head on a kept-alive connection, and a body sent slowly.
+"""Connection limits in front of aiohttp, which has neither: a cap below the fd limit (~1,000
+idle sockets reached systemd's default of 1,024 fds and took /health and /chat/text down,
+issue 16) and a deadline for the first request head (slowloris: a head arriving a byte at a
+time held its socket as long as the client liked). Past the cap a new connection is closed at
+once (the OS backlog absorbs a burst). Not covered: a later head on a kept-alive connection
+(aiohttp's `keepalive_timeout` ends idle ones), and a body sent slowly.
 """
 
 from __future__ import annotations

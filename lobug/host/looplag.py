@@ -20,7 +20,6 @@ class LoopLagMonitor:
         self.warn_ms = warn_ms
         self.max_ms = 0.0
         self.window_max_ms = 0.0
-        self.samples = 0
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -28,17 +27,16 @@ class LoopLagMonitor:
             started = loop.time()
             await asyncio.sleep(self.interval_s)
             lag_ms = max(0.0, (loop.time() - started - self.interval_s) * 1000)
-            self.samples += 1
             self.max_ms = max(self.max_ms, lag_ms)
             self.window_max_ms = max(self.window_max_ms, lag_ms)
             if lag_ms > self.warn_ms:
                 log.warning("event loop was blocked for %.0f ms", lag_ms)
 
-    def snapshot(self, reset_window: bool = False) -> dict[str, float]:
+    def snapshot(self) -> dict[str, float]:
+        """The worst lags since start and since the last snapshot, which starts a new window."""
         result = {
             "lag_max_ms": round(self.max_ms, 2),
             "lag_recent_max_ms": round(self.window_max_ms, 2),
         }
-        if reset_window:
-            self.window_max_ms = 0.0
+        self.window_max_ms = 0.0
         return result

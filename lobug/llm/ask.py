@@ -77,7 +77,7 @@ async def ask(
         return _counted(llm, what, parse, raw_again)
     except InvalidOutput as second:
         raise InvalidOutput(
-            f"{second} (first answer: {first_error}); last output: {_snippet(raw_again)}",
+            f"{second} (first answer: {first_error}); last output: {snippet(raw_again)}",
             raw=raw_again,
         ) from None
 
@@ -92,6 +92,6 @@ def _counted(llm: LLMClient, what: str, parse: Callable[[str], T], raw: str) -> 
     return value
 
 
-def _snippet(text: str, limit: int = 200) -> str:
+def snippet(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "…")

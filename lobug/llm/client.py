@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +83,6 @@ class LLMClient(abc.ABC):
     def model(self) -> str:
         """The chat model asked (as configured; "" = the server's first, see OpenAIChat)."""
 
-    @abc.abstractmethod
     async def chat(
         self,
         messages: Sequence[dict[str, str]],
@@ -95,7 +95,26 @@ class LLMClient(abc.ABC):
         """One non-streaming chat call (in its place in the lane); returns the content.
         `schema`: the answer's shape, sent unless llm.schemas is off. `max_tokens`: at most this
         many generated (Ollama's num_predict, OpenAI's max_tokens), so a model that rambles
-        gives the one slot back in bounded time."""
+        gives the one slot back in bounded time. `timeout_s`: memory work's own bound."""
+        timeout = timeout_s or self.config.timeout_s
+        sent = schema if self.schemas else None
+
+        async def call() -> str:
+            with self._mapped_errors(timeout, chat=timeout_s is None):
+                reply = self._complete(messages, sent, temperature, max_tokens)
+                return await asyncio.wait_for(reply, timeout)
+
+        return await self.lane.call(call)
+
+    @abc.abstractmethod
+    async def _complete(
+        self,
+        messages: Sequence[dict[str, str]],
+        schema: OutputSchema | None,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> str:
+        """One plain chat call to the server: the reply's content."""
 
     @abc.abstractmethod
     def stream(
@@ -134,13 +153,11 @@ class LLMClient(abc.ABC):
 
     async def health(self, *, fresh: bool = False) -> LLMHealth:
         """Reachability and model list, cached for a few seconds so /health stays cheap."""
-        if not fresh and self._cached():
-            assert self._health is not None
-            return self._health
+        if not fresh and (cached := self._cached()):
+            return cached
         async with self._health_lock:
-            if not fresh and self._cached():
-                assert self._health is not None
-                return self._health
+            if not fresh and (cached := self._cached()):
+                return cached
             try:
                 names = await asyncio.wait_for(self._list_models(), HEALTH_TIMEOUT_S)
                 health = LLMHealth(reachable=True, models=names)
@@ -149,8 +166,31 @@ class LLMClient(abc.ABC):
             self._health, self._health_at = health, time.monotonic()
             return health
 
-    def _cached(self) -> bool:
-        return self._health is not None and time.monotonic() - self._health_at < HEALTH_CACHE_S
+    def _cached(self) -> LLMHealth | None:
+        recent = time.monotonic() - self._health_at < HEALTH_CACHE_S
+        return self._health if recent else None
+
+    @abc.abstractmethod
+    def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:
+        """A backend's failure as (message, LLMUnavailable.kind, why the server is down or
+        None); None for an exception that is not the backend's."""
+
+    @contextlib.contextmanager
+    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
+        """The backend's failures as LLMUnavailable, counted. `chat`: a call on the chat's
+        bound; False: memory work's (`_failed`, `_mark_down`)."""
+        try:
+            yield
+        except LLMUnavailable:
+            raise
+        except Exception as exc:
+            found = self._classify(exc, timeout)
+            if found is None:
+                raise
+            message, kind, down = found
+            if down is not None:
+                self._mark_down(down, chat)
+            raise self._failed(message, kind, chat) from None
 
     def _failed(self, message: str, kind: str = "down", chat: bool = True) -> LLMUnavailable:
         (self.errors if chat else self.memory_errors)[kind] += 1

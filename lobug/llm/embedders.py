@@ -21,7 +21,7 @@ import ollama
 from lobug.config import Config, EmbeddingConfig, LLMConfig
 from lobug.llm.client import LLMClient
 from lobug.llm.ollama_chat import OllamaChat
-from lobug.llm.transport import ollama_client
+from lobug.llm.transport import LazySession, ollama_client
 
 log = logging.getLogger(__name__)
 
@@ -63,76 +63,15 @@ class HashingEmbedder:
         return _normalize(vec)
 
 
-class OllamaEmbedder:
-    """Ollama's /api/embed (batched). Default model nomic-embed-text, 768-d."""
+class _Batched:
+    """An embedding server asked `embedding.batch_size` texts at a time; every answer checked
+    against embedding.dim."""
 
-    def __init__(
-        self, config: EmbeddingConfig, host: str, client: ollama.AsyncClient | None = None
-    ) -> None:
+    def __init__(self, config: EmbeddingConfig, source: str) -> None:
         self.name = config.model
         self.dim = config.dim
         self.config = config
-        self.host = host
-        self._owned = client is None  # `client`: the chat's, lent (make_embedder)
-        self.client = client or ollama_client(host)
-
-    async def close(self) -> None:
-        if self._owned:
-            await self.client.close()
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), self.config.batch_size):
-            batch = list(texts[start : start + self.config.batch_size])
-            try:
-                response = await asyncio.wait_for(
-                    self.client.embed(model=self.name, input=batch), self.config.timeout_s
-                )
-            except TimeoutError:
-                raise EmbeddingUnavailable(
-                    f"Ollama embed timed out after {self.config.timeout_s:.0f}s"
-                ) from None
-            except ollama.ResponseError as exc:
-                hint = f"; run `ollama pull {self.name}`" if exc.status_code == 404 else ""
-                raise EmbeddingUnavailable(
-                    f"Ollama embed answered {exc.status_code}: {exc.error}{hint}"
-                ) from None
-            except (httpx.HTTPError, OSError, ValueError) as exc:
-                raise EmbeddingUnavailable(
-                    f"cannot embed via Ollama at {self.host}: {exc}"
-                ) from None
-            got = [list(map(float, v)) for v in response.embeddings]
-            if len(got) != len(batch) or any(len(v) != self.dim for v in got):
-                size = len(got[0]) if got else 0
-                raise EmbeddingUnavailable(
-                    f"Ollama model {self.name} returned {len(got)} vector(s) of {size} dimensions; "
-                    f"expected {len(batch)} of {self.dim} (set embedding.dim to match the model)"
-                )
-            vectors += [_normalize(v) for v in got]
-        return vectors
-
-
-class OpenAIEmbedder:
-    """An OpenAI-compatible server's /embeddings at llm.base_url (llama-server started with
-    --embeddings, LM Studio, vLLM, LocalAI)."""
-
-    def __init__(self, config: EmbeddingConfig, llm: LLMConfig) -> None:
-        self.name = config.model
-        self.dim = config.dim
-        self.config = config
-        self.url = llm.base_url.rstrip("/") + "/embeddings"
-        self._headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
-        self._session: aiohttp.ClientSession | None = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:  # bound to the running loop
-            self._session = aiohttp.ClientSession(headers=self._headers, trust_env=False)
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        self.source = source  # "model M at URL", for messages
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
@@ -142,12 +81,62 @@ class OpenAIEmbedder:
             if len(got) != len(batch) or any(len(v) != self.dim for v in got):
                 size = len(got[0]) if got else 0
                 raise EmbeddingUnavailable(
-                    f"model {self.name} at {self.url} returned {len(got)} vector(s) of {size} "
-                    f"dimensions; expected {len(batch)} of {self.dim} (set embedding.dim to "
-                    "match the model)"
+                    f"{self.source} returned {len(got)} vector(s) of {size} dimensions; "
+                    f"expected {len(batch)} of {self.dim} (set embedding.dim to match the model)"
                 )
             vectors += [_normalize(v) for v in got]
         return vectors
+
+    async def _batch(self, batch: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+
+class OllamaEmbedder(_Batched):
+    """Ollama's /api/embed (batched). Default model nomic-embed-text, 768-d."""
+
+    def __init__(
+        self, config: EmbeddingConfig, host: str, client: ollama.AsyncClient | None = None
+    ) -> None:
+        super().__init__(config, f"Ollama model {config.model}")
+        self.host = host
+        self._owned = client is None  # `client`: the chat's, lent (make_embedder)
+        self.client = client or ollama_client(host)
+
+    async def close(self) -> None:
+        if self._owned:
+            await self.client.close()
+
+    async def _batch(self, batch: list[str]) -> list[list[float]]:
+        try:
+            response = await asyncio.wait_for(
+                self.client.embed(model=self.name, input=batch), self.config.timeout_s
+            )
+        except TimeoutError:
+            raise EmbeddingUnavailable(
+                f"Ollama embed timed out after {self.config.timeout_s:.0f}s"
+            ) from None
+        except ollama.ResponseError as exc:
+            hint = f"; run `ollama pull {self.name}`" if exc.status_code == 404 else ""
+            raise EmbeddingUnavailable(
+                f"Ollama embed answered {exc.status_code}: {exc.error}{hint}"
+            ) from None
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            raise EmbeddingUnavailable(f"cannot embed via Ollama at {self.host}: {exc}") from None
+        return [list(map(float, v)) for v in response.embeddings]
+
+
+class OpenAIEmbedder(_Batched):
+    """An OpenAI-compatible server's /embeddings at llm.base_url (llama-server started with
+    --embeddings, LM Studio, vLLM, LocalAI)."""
+
+    def __init__(self, config: EmbeddingConfig, llm: LLMConfig) -> None:
+        self.url = llm.base_url.rstrip("/") + "/embeddings"
+        super().__init__(config, f"model {config.model} at {self.url}")
+        headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
+        self._client = LazySession(headers=headers, trust_env=False)
+
+    async def close(self) -> None:
+        await self._client.close()
 
     async def _batch(self, batch: list[str]) -> list[list[float]]:
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)

@@ -2,16 +2,9 @@
 
 On a Pi the local model serves one request at a time, and a memory call between two turns
 both delays the next reply and evicts the conversation's prompt cache. So every model call of
-the daemon passes here (`LLMLane.call`), in one of three places in line:
-- **a turn** (inside `LLMLane.turn()`: a device, OpenAI or Wyoming turn, a transcription)
-  runs at once and cancels a memory call in flight (the aborted request stops Ollama's
-  generation; the job is put back without spending an attempt and runs again later);
-- **foreground** work (a client waits on it: a /v1 write that extracts before it answers)
-  waits for the turns in flight, never for memory work (it cancels a memory call too);
-- **background** work (`lobug.storage.pool.background()`, i.e. the job runner's memory jobs
-  and their embeddings) runs one call at a time, only when no turn or foreground call is in
-  flight and no turn has ended for `quiet_s` seconds.
-"""
+the daemon passes here (`LLMLane.call`) as a turn (`LLMLane.turn()`), foreground work (a
+client waits on it) or background work (`lobug.storage.pool.background()`); who runs when:
+docs/architecture.md, "The LLM lane"."""
 
 from __future__ import annotations
 
@@ -81,10 +74,6 @@ class LLMLane:
         self._turns -= 1
         self._last_turn = self._monotonic()
         self._notify()
-
-    @property
-    def busy(self) -> bool:
-        return self._turns > 0 or self._foreground > 0
 
     def quiet_for(self) -> float:
         """Seconds since the last turn ended (0 while one is in flight)."""

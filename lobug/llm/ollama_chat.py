@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
 import ollama
 
 from lobug.config import OllamaConfig
-from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
 from lobug.llm.transport import ollama_client
 
@@ -41,37 +41,22 @@ class OllamaChat(LLMClient):
     async def close(self) -> None:
         await self.client.close()
 
-    async def chat(
+    async def _complete(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        schema: OutputSchema | None = None,
-        timeout_s: float | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        schema: OutputSchema | None,
+        temperature: float | None,
+        max_tokens: int | None,
     ) -> str:
-        timeout = timeout_s or self.config.timeout_s
-        options: dict[str, Any] = {
-            "temperature": self.config.temperature if temperature is None else temperature
-        }
-        if max_tokens is not None:
-            options["num_predict"] = max_tokens
-
-        async def call() -> Any:
-            with self._mapped_errors(timeout, chat=timeout_s is None):
-                return await asyncio.wait_for(
-                    self.client.chat(
-                        model=self.config.chat_model,
-                        messages=list(messages),
-                        stream=False,
-                        format=schema.schema if schema and self.schemas else None,
-                        options=options,
-                        keep_alive=self.config.keep_alive,
-                    ),
-                    timeout,
-                )
-
-        return _content(await self.lane.call(call))
+        response = await self.client.chat(
+            model=self.config.chat_model,
+            messages=list(messages),
+            stream=False,
+            format=schema.schema if schema else None,
+            options=self._options(temperature, max_tokens),
+            keep_alive=self.config.keep_alive,
+        )
+        return response.message.content or ""
 
     async def stream(
         self,
@@ -81,11 +66,7 @@ class OllamaChat(LLMClient):
         max_tokens: int | None = None,
     ) -> AsyncIterator[str]:
         timeout = self.config.timeout_s
-        options: dict[str, Any] = {
-            "temperature": self.config.temperature if temperature is None else temperature
-        }
-        if max_tokens is not None:
-            options["num_predict"] = max_tokens
+        options = self._options(temperature, max_tokens)
         with self._mapped_errors(timeout):
             parts = await asyncio.wait_for(
                 self.client.chat(
@@ -97,68 +78,45 @@ class OllamaChat(LLMClient):
                 ),
                 timeout,
             )
-        iterator = aiter(parts)
         try:
             while True:
                 with self._mapped_errors(timeout):
                     try:
-                        part = await asyncio.wait_for(anext(iterator), timeout)
+                        part = await asyncio.wait_for(anext(parts), timeout)
                     except StopAsyncIteration:
                         return
-                piece = _content(part)
-                if piece:
-                    yield piece
-                if getattr(part, "done", False):
+                if part.message.content:
+                    yield part.message.content
+                if part.done:
                     return
         finally:
-            await _aclose(iterator)
+            # The ollama client's stream is an async generator: closing it closes the response.
+            close = getattr(parts, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
 
-    @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
-        """The ollama client's and the transport's failures as LLMUnavailable, counted.
-        `chat`: a call on the chat's bound; False: memory work's (LLMClient._failed)."""
-        try:
-            yield
-        except LLMUnavailable:
-            raise
-        except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s", chat)
-            raise self._failed(
-                f"Ollama did not answer within {timeout:.0f}s", kind="timeout", chat=chat
-            ) from None
-        except ollama.ResponseError as exc:
+    def _options(self, temperature: float | None, max_tokens: int | None) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "temperature": self.config.temperature if temperature is None else temperature
+        }
+        if max_tokens is not None:
+            options["num_predict"] = max_tokens
+        return options
+
+    def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:
+        if isinstance(exc, TimeoutError):
+            message = f"Ollama did not answer within {timeout:.0f}s"
+            return message, "timeout", f"chat timed out after {timeout:.0f}s"
+        if isinstance(exc, ollama.ResponseError):
             kind = "model_missing" if exc.status_code == 404 else "error"
-            raise self._failed(
-                f"Ollama answered {exc.status_code}: {exc.error}", kind, chat=chat
-            ) from None
-        except (httpx.HTTPError, ConnectionError, OSError) as exc:
-            self._mark_down(str(exc), chat)
-            raise self._failed(
-                f"cannot reach Ollama at {self.config.host}: {exc}", chat=chat
-            ) from None
-        except (ValueError, TypeError, KeyError) as exc:  # a reply that is not Ollama's JSON
-            raise self._failed(
-                f"Ollama sent a malformed reply: {exc}", "error", chat=chat
-            ) from None
+            return f"Ollama answered {exc.status_code}: {exc.error}", kind, None
+        if isinstance(exc, httpx.HTTPError | ConnectionError | OSError):
+            return f"cannot reach Ollama at {self.config.host}: {exc}", "down", str(exc)
+        if isinstance(exc, ValueError | TypeError | KeyError):  # a reply that is not Ollama's JSON
+            return f"Ollama sent a malformed reply: {exc}", "error", None
+        return None
 
     async def _list_models(self) -> tuple[str, ...]:
         listed = await self.client.list()
         return tuple(m.model or "" for m in listed.models)
-
-
-def _content(response: Any) -> str:
-    message = getattr(response, "message", None)
-    if message is None and isinstance(response, dict):
-        message = response.get("message")
-    content = getattr(message, "content", None)
-    if content is None and isinstance(message, dict):
-        content = message.get("content")
-    return str(content or "")
-
-
-async def _aclose(iterator: Any) -> None:
-    # The ollama client's stream is an async generator: closing it closes the HTTP response.
-    close = getattr(iterator, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()

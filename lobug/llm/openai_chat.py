@@ -5,17 +5,17 @@ health and model check, over the daemon's own aiohttp; every failure is an LLMUn
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import aiohttp
 
 from lobug.config import LLMConfig, OllamaConfig
-from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
+from lobug.llm.transport import LazySession
 
 log = logging.getLogger(__name__)
 
@@ -42,53 +42,30 @@ class OpenAIChat(LLMClient):
         self.where = llm.base_url.rstrip("/")
         self._chat_model = llm.chat_model
         self._first_model = ""  # llm.chat_model unset: the server's first, once known
-        self._headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
-        self._session: aiohttp.ClientSession | None = None
+        headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
+        self._client = LazySession(64, headers=headers, trust_env=False)
 
     @property
     def model(self) -> str:
         return self._chat_model or self._first_model
 
-    def _client(self) -> aiohttp.ClientSession:
-        # Created lazily inside the running loop (a session is bound to its loop).
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=64), headers=self._headers, trust_env=False
-            )
-        return self._session
-
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.close()
 
-    async def chat(
+    async def _complete(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        schema: OutputSchema | None = None,
-        timeout_s: float | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        schema: OutputSchema | None,
+        temperature: float | None,
+        max_tokens: int | None,
     ) -> str:
-        timeout = timeout_s or self.config.timeout_s
-        body = self._body(messages, temperature)
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        if schema is not None and self.schemas:
+        body = self._body(messages, temperature, max_tokens)
+        if schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": schema.name, "schema": schema.schema},
             }
-
-        async def call() -> str:
-            with self._mapped_errors(timeout, chat=timeout_s is None):
-                body["model"] = await self._model_name()
-                return await asyncio.wait_for(self._complete(body), timeout)
-
-        return await self.lane.call(call)
-
-    async def _complete(self, body: dict[str, Any]) -> str:
+        body["model"] = await self._model_name()
         async with self._client().post(f"{self.where}/chat/completions", json=body) as resp:
             data = await _json(resp)
         return _message_text(data)
@@ -101,9 +78,7 @@ class OpenAIChat(LLMClient):
         max_tokens: int | None = None,
     ) -> AsyncIterator[str]:
         timeout = self.config.timeout_s
-        body = {**self._body(messages, temperature), "stream": True}
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
+        body = {**self._body(messages, temperature, max_tokens), "stream": True}
         with self._mapped_errors(timeout):
             body["model"] = await self._model_name()
             resp = await asyncio.wait_for(
@@ -127,19 +102,25 @@ class OpenAIChat(LLMClient):
             resp.close()  # a half-read body: the connection cannot be reused
 
     def _body(
-        self, messages: Sequence[dict[str, str]], temperature: float | None
+        self,
+        messages: Sequence[dict[str, str]],
+        temperature: float | None,
+        max_tokens: int | None,
     ) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "messages": list(messages),
             "temperature": self.config.temperature if temperature is None else temperature,
             "stream": False,
         }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        return body
 
     async def _model_name(self) -> str:
         """The configured model, or the first the server lists (llama-server serves one),
         looked up once and again after the server said it has no such model."""
-        if self._chat_model or self._first_model:
-            return self._chat_model or self._first_model
+        if self.model:
+            return self.model
         health = await self.health()
         if not health.reachable:
             raise aiohttp.ClientConnectionError(health.error or "unreachable")
@@ -157,39 +138,21 @@ class OpenAIChat(LLMClient):
             raise BadReply("the model list has no `data` array")
         return tuple(str(m.get("id", "")) for m in listed if isinstance(m, dict))
 
-    @contextlib.contextmanager
-    def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
-        """aiohttp's and the server's failures as LLMUnavailable, counted. `chat`: a call on
-        the chat's bound; False: memory work's (LLMClient._failed)."""
-        try:
-            yield
-        except LLMUnavailable:
-            raise
-        except TimeoutError:
-            self._mark_down(f"chat timed out after {timeout:.0f}s", chat)
-            raise self._failed(
-                f"the server at {self.where} did not answer within {timeout:.0f}s",
-                "timeout",
-                chat=chat,
-            ) from None
-        except ServerError as exc:
+    def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:
+        if isinstance(exc, TimeoutError):
+            message = f"the server at {self.where} did not answer within {timeout:.0f}s"
+            return message, "timeout", f"chat timed out after {timeout:.0f}s"
+        if isinstance(exc, ServerError):
             missing = exc.status == 404 and "model" in str(exc).lower()
             if missing:
                 self._first_model = ""  # the server changed models: look again next time
-            raise self._failed(
-                f"the server at {self.where} answered {exc.status}: {exc}",
-                "model_missing" if missing else "error",
-                chat=chat,
-            ) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            self._mark_down(str(exc), chat)
-            raise self._failed(
-                f"cannot reach the server at {self.where}: {exc}", chat=chat
-            ) from None
-        except (BadReply, ValueError, TypeError, KeyError) as exc:
-            raise self._failed(
-                f"the server sent a malformed reply: {exc}", "error", chat=chat
-            ) from None
+            message = f"the server at {self.where} answered {exc.status}: {exc}"
+            return message, "model_missing" if missing else "error", None
+        if isinstance(exc, aiohttp.ClientError | OSError):
+            return f"cannot reach the server at {self.where}: {exc}", "down", str(exc)
+        if isinstance(exc, BadReply | ValueError | TypeError | KeyError):
+            return f"the server sent a malformed reply: {exc}", "error", None
+        return None
 
 
 async def _json(resp: aiohttp.ClientResponse) -> Any:

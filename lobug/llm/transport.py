@@ -1,16 +1,13 @@
-"""An httpx transport on aiohttp, so `ollama.AsyncClient` skips httpcore's costly pool.
-
-Profiling the turn path showed ~70 % of the daemon's CPU inside httpcore's connection pool
-(O(n²) request assignment, a getpeername() per pooled connection per request, a failed import
-per call). The ollama client stays the API we program against (its request shapes, response
-models and errors); only the bytes travel over aiohttp's connection pool, which the daemon
-already runs on.
-"""
+"""An httpx transport on aiohttp, so `ollama.AsyncClient` skips httpcore's costly pool (~70 % of
+the daemon's CPU when profiled: docs/architecture.md, "Decisions"). The ollama client stays the
+API we program against (request shapes, response models, errors); only the bytes travel over
+aiohttp's connection pool, which the daemon already runs on."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import aiohttp
 import httpx
@@ -32,22 +29,34 @@ def _httpx_errors(request: httpx.Request) -> Iterator[None]:
         raise httpx.RemoteProtocolError(str(exc), request=request) from exc
 
 
+class LazySession:
+    """An aiohttp session made on first use, inside the running loop (a session is bound to its
+    loop); call it for the session."""
+
+    def __init__(self, limit: int = 100, **options: Any) -> None:
+        self._limit = limit  # connections in the pool
+        self._options = options
+        self._session: aiohttp.ClientSession | None = None
+
+    def __call__(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._limit)
+            self._session = aiohttp.ClientSession(connector=connector, **self._options)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """Hands the body on as it arrives (Ollama's NDJSON reply, chunk by chunk); httpx reads a
     plain reply whole from the same stream, so one transport serves every call."""
 
     def __init__(self) -> None:
-        self._session: aiohttp.ClientSession | None = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        # Created lazily inside the running loop (a session is bound to its loop).
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=64),
-                auto_decompress=False,  # httpx decodes by the headers it sees
-                trust_env=False,
-            )
-        return self._session
+        # auto_decompress off: httpx decodes by the headers it sees.
+        self._client = LazySession(64, auto_decompress=False, trust_env=False)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts = request.extensions.get("timeout", {})
@@ -77,9 +86,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._client.close()
 
 
 class _BodyStream(httpx.AsyncByteStream):

@@ -11,7 +11,7 @@ from typing import Any
 
 from lobug.ops.files import fsync, fsync_dir, remove_db_files
 from lobug.storage.sqlite import Error, connect, sqlite3
-from lobug.storage.vectors import VECTOR_TABLES
+from lobug.storage.vector_index import KEYS
 
 # Pages copied per step (4 KiB each, so 4 MiB): big enough that a Pi's database of a few
 # hundred MB takes a few dozen steps, small enough that one step never hogs the disk.
@@ -77,7 +77,9 @@ def backup_database(
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         remove_db_files(partial)
-        pages = _copy(source, partial, busy_timeout_ms, step_pages, pause_s, progress)
+        pages = copy_database(
+            source, partial, busy_timeout_ms, max(1, step_pages), pause_s, progress
+        )
         verification = verify(partial, quick=False)
         if verification.ok:
             fsync(partial)
@@ -95,15 +97,19 @@ def backup_database(
     return BackupResult(source, dest, size, pages, time.monotonic() - started, verification)
 
 
-def _copy(
+def copy_database(
     source: Path,
     dest: Path,
-    busy_timeout_ms: int,
-    step_pages: int,
-    pause_s: float,
-    progress: Callable[[int, int], None] | None,
+    busy_timeout_ms: int = 5000,
+    step_pages: int = -1,
+    pause_s: float = 0.0,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    readonly: bool = False,
 ) -> int:
-    src = connect(source, busy_timeout_ms=busy_timeout_ms)
+    """The SQLite backup API (a source with its own -wal is copied whole) into the single file
+    `dest`; returns its pages. `step_pages` at a time (-1: all at once)."""
+    src = connect(source, busy_timeout_ms=busy_timeout_ms, readonly=readonly)
     dst = sqlite3.connect(str(dest), isolation_level=None)
     total = 0
 
@@ -120,9 +126,10 @@ def _copy(
         # meanwhile; the WAL just cannot be checkpointed past our snapshot until we finish.
         src.execute("BEGIN")
         src.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        src.backup(dst, pages=max(1, step_pages), progress=step, sleep=pause_s)
+        src.backup(dst, pages=step_pages, progress=step, sleep=pause_s)
         src.execute("COMMIT")
-        # A backup is one self-contained file: no -wal beside it to forget when copying it.
+        # One self-contained file: no -wal beside it to forget when copying it (or to leave
+        # behind under a restore's staging name); the daemon switches back to WAL when it opens it.
         dst.execute("PRAGMA journal_mode = DELETE").fetchone()
     finally:
         dst.close()
@@ -130,7 +137,7 @@ def _copy(
     return total
 
 
-def verify(path: Path, *, quick: bool = False, require_schema: bool = True) -> Verification:
+def verify(path: Path, *, quick: bool = False) -> Verification:
     """integrity_check (quick_check when `quick`) with sqlite-vec loaded, plus Lo-Bug's tables.
 
     `integrity_check` also walks the FTS5 indexes (SQLite >= 3.44); the vec0 tables are opened
@@ -154,9 +161,9 @@ def verify(path: Path, *, quick: bool = False, require_schema: bool = True) -> V
         if rows != ["ok"]:
             problems += [f"{pragma}: {r}" for r in rows]
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if require_schema and "schema_migrations" not in names:
+        if "schema_migrations" not in names:
             problems.append("not a Lo-Bug database (it has no schema_migrations table)")
-        for table in ("turns", "memories", "jobs", *VECTOR_TABLES):
+        for table in ("turns", "memories", "jobs", *KEYS):
             if table in names:
                 tables[table] = _count(conn, table, problems)
     except Error as exc:

@@ -39,9 +39,6 @@ class Check:
     detail: str
     fix: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 async def run_checks(config: Config, *, transcriber: Transcriber | None = None) -> list[Check]:
     """Every check, in the order an operator would fix them. Never raises."""
@@ -73,7 +70,7 @@ def render(checks: list[Check]) -> str:
 
 
 def as_json(checks: list[Check]) -> dict[str, Any]:
-    return {"ok": not failed(checks), "checks": [c.to_dict() for c in checks]}
+    return {"ok": not failed(checks), "checks": [asdict(c) for c in checks]}
 
 
 # -- the checks ------------------------------------------------------------------------------------
@@ -135,7 +132,8 @@ async def _llm(config: Config) -> list[Check]:
             if ollama
             else "load the model in the server, or set llm.chat_model to one it lists"
         )
-        checks.append(Check("chat model", FAIL, f"{problem} (it has: {_names(health)})", fix))
+        has = ", ".join(health.models) or "none"
+        checks.append(Check("chat model", FAIL, f"{problem} (it has: {has})", fix))
     checks.append(await _embedder(config, health))
     return checks
 
@@ -222,7 +220,7 @@ def _database(config: Config) -> list[Check]:
             )
         ]
     checks: list[Check] = []
-    result = verify(path, quick=True, require_schema=True)
+    result = verify(path, quick=True)
     if result.ok:
         rows = ", ".join(f"{n} {t}" for t, n in result.tables.items() if t in ("turns", "memories"))
         checks.append(Check("database", OK, f"{path}: quick_check ok ({rows})"))
@@ -351,10 +349,6 @@ def _disk(config: Config) -> Check:
     if usage.free < DISK_WARN_BYTES:
         return Check("disk space", WARN, detail + f"; below {DISK_WARN_BYTES // MIB} MiB", fix)
     return Check("disk space", OK, detail)
-
-
-def _names(health: LLMHealth) -> str:
-    return ", ".join(health.models) if health.models else "none"
 
 
 def _age(seconds: float) -> str:

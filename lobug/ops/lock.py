@@ -36,10 +36,6 @@ class DataDirLock:
         self.path = Path(data_dir) / LOCK_FILE
         self._fd: int | None = None
 
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
     def acquire(self) -> DataDirLock:
         """Take the lock without waiting; raises DataDirLocked when someone else has it."""
         if self._fd is not None:

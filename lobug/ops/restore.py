@@ -9,10 +9,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lobug.ops.backup import Verification, verify
+from lobug.ops.backup import Verification, copy_database, verify
 from lobug.ops.files import fsync, fsync_dir, remove_db_files
 from lobug.ops.lock import DataDirLock
-from lobug.storage.sqlite import Error, connect, sqlite3
+from lobug.storage.sqlite import Error, connect
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def restore_database(data_dir: Path, db_path: Path, backup: Path) -> RestoreResu
         staged = db_path.with_name(db_path.name + ".restore-tmp")
         remove_db_files(staged)
         try:
-            _copy(backup, staged)
+            copy_database(backup, staged, readonly=True)
             staged_check = verify(staged, quick=True)
             if not staged_check.ok:
                 raise RestoreError("the copy did not verify: " + "; ".join(staged_check.problems))
@@ -75,20 +75,6 @@ def restore_database(data_dir: Path, db_path: Path, backup: Path) -> RestoreResu
                     Path(f"{stale}{suffix}").unlink()
         fsync_dir(db_path.parent)
     return RestoreResult(db_path, kept, checked)
-
-
-def _copy(backup: Path, staged: Path) -> None:
-    """The SQLite backup API, so a backup that still has its own -wal is copied whole."""
-    src = connect(backup, readonly=True)
-    dst = sqlite3.connect(str(staged), isolation_level=None)
-    try:
-        src.backup(dst)
-        # Rollback-journal mode until it is in place: no -wal/-shm to leave behind under the
-        # staging name. The daemon switches it back to WAL when it opens it.
-        dst.execute("PRAGMA journal_mode = DELETE").fetchone()
-    finally:
-        dst.close()
-        src.close()
 
 
 def _set_aside(db_path: Path) -> Path | None:

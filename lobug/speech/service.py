@@ -66,11 +66,9 @@ class SpeechService:
             return f"the {self._transcriber.name} model has not been loaded yet"
         return self._load_error or self._transcriber.error or "the speech model failed to load"
 
-    async def load(self) -> None:
-        """Load the model in a thread; on failure log one warning and carry on without speech."""
-        await self._load(only_if_due=False)
-
-    async def _load(self, *, only_if_due: bool) -> None:
+    async def load(self, *, only_if_due: bool = False) -> None:
+        """Load the model in a thread; on failure log one warning and carry on without speech.
+        `only_if_due`: not again within RELOAD_AFTER_S of the last attempt."""
         async with self._load_lock:  # concurrent first requests share one load
             last = self._last_attempt
             if self.ready or (
@@ -118,7 +116,8 @@ class SpeechService:
             sample_rate_header=sample_rate_header,
             max_seconds=self._config.max_audio_seconds,
         )
-        await self._ensure_loaded()
+        if not self.ready:  # load lazily (speech.load_at_start off), or retry a failed load
+            await self.load(only_if_due=True)
         if not self.ready:
             raise unavailable(f"speech-to-text is unavailable: {self.error}")
         audio, level = await asyncio.to_thread(
@@ -153,12 +152,6 @@ class SpeechService:
     def check_content_type(content_type: str | None) -> None:
         """415 for a media type /chat/audio never accepts (before its body is even read)."""
         media_type(content_type)
-
-    async def _ensure_loaded(self) -> None:
-        if self.ready:
-            return
-        # Lazy load when speech.load_at_start is off, and a slow retry after a failed load.
-        await self._load(only_if_due=True)
 
     async def _run_exclusive(self, fn: Callable[[np.ndarray], T], audio: np.ndarray) -> T:
         await self._slot.acquire()

@@ -134,7 +134,11 @@ class WhisperTranscriber:
             )
         except Exception as exc:  # huggingface_hub: LocalEntryNotFoundError, HTTP and OS errors
             if offline:
-                raise SpeechUnavailable(self._not_found_message(model, repo)) from exc
+                raise SpeechUnavailable(
+                    f"faster-whisper model {model!r} is not in {self._root} and "
+                    "speech.local_files_only is on, so it was not downloaded; "
+                    + self._how_to_copy(model, repo)
+                ) from exc
             raise SpeechUnavailable(
                 f"could not download faster-whisper model {model!r} ({repo}) into {self._root}: "
                 f"{_one_line(exc)}. Check the network, or provide the model offline: "
@@ -156,12 +160,6 @@ class WhisperTranscriber:
                 f"model's tokenizer.json into that directory"
             )
         return path
-
-    def _not_found_message(self, model: str, repo: str) -> str:
-        return (
-            f"faster-whisper model {model!r} is not in {self._root} and speech.local_files_only "
-            f"is on, so it was not downloaded; " + self._how_to_copy(model, repo)
-        )
 
     def _how_to_copy(self, model: str, repo: str) -> str:
         local = model.rsplit("/", 1)[-1]

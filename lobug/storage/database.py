@@ -138,19 +138,16 @@ class Database:
 
     # -- async API ------------------------------------------------------------------------------
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        result: T = await asyncio.wrap_future(self._writer_pool.submit(self.write_sync, fn, *args))
-        return result
+        return await asyncio.wrap_future(self._writer_pool.submit(self.write_sync, fn, *args))
 
     async def write_raw(self, fn: Callable[..., T], *args: Any) -> T:
         """Run fn(writer_conn) on the writer thread without a wrapping transaction."""
-        result: T = await asyncio.wrap_future(
+        return await asyncio.wrap_future(
             self._writer_pool.submit(lambda: _settled(fn(self.writer, *args)))
         )
-        return result
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        result: T = await asyncio.wrap_future(self._reader_pool.submit(self.read_sync, fn, *args))
-        return result
+        return await asyncio.wrap_future(self._reader_pool.submit(self.read_sync, fn, *args))
 
     async def probe(self, fn: Callable[..., T], *args: Any) -> T:
         """A read for health checks, on its own thread: never queued behind the readers."""

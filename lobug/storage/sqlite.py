@@ -95,18 +95,10 @@ class Connection(sqlite3.Connection):  # type: ignore[misc, name-defined]
 
 def connect(path: Path | str, *, busy_timeout_ms: int = 5000, readonly: bool = False) -> Any:
     """Open a connection with our pragmas and sqlite-vec loaded (when it can be)."""
-    if readonly:
-        conn = sqlite3.connect(
-            f"file:{path}?mode=ro",
-            uri=True,
-            check_same_thread=False,
-            isolation_level=None,
-            factory=Connection,
-        )
-    else:
-        conn = sqlite3.connect(
-            str(path), check_same_thread=False, isolation_level=None, factory=Connection
-        )
+    target = f"file:{path}?mode=ro" if readonly else str(path)
+    conn = sqlite3.connect(
+        target, uri=readonly, check_same_thread=False, isolation_level=None, factory=Connection
+    )
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     if not readonly:

@@ -1,24 +1,12 @@
-"""An in-memory copy of the sqlite-vec tables for exact KNN without scanning vec0 (issue 13).
+"""An in-memory copy of the sqlite-vec tables for exact KNN without scanning vec0 (issue 13;
+why, and the measurements: docs/memory.md, "The vector index").
 
-sqlite-vec's KNN reads every stored vector through SQLite on each query: 4–5 ms at 10k and
-about 50 ms at 100k 384-d vectors on the 2-core machine. The same exact cosine search as one
-numpy matrix-vector product over float32 rows held in memory costs a fraction of that. The
-SQLite tables stay the source of truth:
-
-- Every write to a vector table also appends a row to `vector_changes` in the same transaction
-  (`record_change`; `REBUILD` when a table is created, dropped or swapped). A rolled-back write
-  leaves no trace, and a write from another process (a CLI command) is seen like our own.
-- Before each search the index applies the changes logged since it last looked (`_sync`): one
-  indexed range read when nothing changed; per changed row, a point read of its current vector.
-- At start the daemon loads both tables once (`build`, on a reader thread); until then, and in
-  processes that hold no index (the CLI), search falls back to sqlite-vec.
-
-Past `EXACT_MAX` rows a scan of every float costs more than it must (the matrix-vector product
-is bound by memory bandwidth: 150 MB per query at 100k 384-d rows). There each row's signs are
-also kept as bits (48 bytes for 384-d); a query ranks every row by the Hamming distance of its
-signs to the query's, then scores the best `SHORTLIST` rows exactly and ranks those. Its recall
-against the exact ranking is measured on real embeddings by `scripts/bench_vector_index.py`;
-should the filters hide nearly every shortlisted row, the search scans every row instead.
+SQLite stays the source of truth: every write to a vector table also logs a row in
+`vector_changes` in the same transaction (`record_change`; `REBUILD` when a table is created,
+dropped or swapped), and before each search the index applies the changes logged since it last
+looked (`_sync`), from any process. Past `EXACT_MAX` rows a query ranks every row by the Hamming
+distance of its sign bits to the query's and scores the best `SHORTLIST` exactly; should the
+filters hide nearly every shortlisted row, it scans every row instead.
 
 Cosine distance is 1 − cos, as vec0's `distance_metric=cosine`; a zero vector has no direction
 and is near nothing (vec0 returns NULL for it), so it is not indexed.
@@ -29,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,10 +87,6 @@ class _Table:
             self.pos[moved] = at
         self.size = last
 
-    def load(self, rows: Iterable[tuple[int, bytes]]) -> None:
-        for row_id, blob in rows:
-            self.put(int(row_id), blob)
-
     def _grow(self, capacity: int) -> None:
         matrix = np.zeros((capacity, self.dim), dtype=np.float32)
         codes = np.zeros((capacity, self.code_bytes), dtype=np.uint8)
@@ -164,7 +148,8 @@ class VectorIndex:
             return
         for table, key in KEYS.items():
             found = _Table(self.dim)
-            found.load(conn.execute(f"SELECT {key}, embedding FROM {table}"))
+            for row_id, blob in conn.execute(f"SELECT {key}, embedding FROM {table}"):
+                found.put(int(row_id), blob)
             self._tables[table] = found
         self.ready = True
 

@@ -9,11 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.storage.sqlite import has_table
-from lobug.storage.vector_index import REBUILD, record_change
+from lobug.storage.vector_index import KEYS, REBUILD, record_change
 
 log = logging.getLogger(__name__)
-
-VECTOR_TABLES = {"memory_vectors": "memory_id", "turn_vectors": "turn_id"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,7 @@ def ensure_vector_tables(conn: Any, model: str, dim: int) -> EmbeddingState:
 def create_vector_tables(conn: Any, dim: int) -> None:
     if not has_vector_tables(conn):
         record_change(conn, REBUILD)
-    for table, key in VECTOR_TABLES.items():
+    for table, key in KEYS.items():
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
             f"{key} INTEGER PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine)"
@@ -91,4 +89,4 @@ def create_vector_tables(conn: Any, dim: int) -> None:
 
 
 def has_vector_tables(conn: Any) -> bool:
-    return all(has_table(conn, table) for table in VECTOR_TABLES)
+    return all(has_table(conn, table) for table in KEYS)

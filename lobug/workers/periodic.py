@@ -52,13 +52,10 @@ def start_clock(conn: Any, name: str, when: float) -> float | None:
 
 
 class Periodic:
-    def __init__(
-        self, db: Database, clock: Callable[[], float], tasks: list[Task], check_s: float = CHECK_S
-    ) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float], tasks: list[Task]) -> None:
         self.db = db
         self.clock = clock
         self.tasks = [t for t in tasks if t.interval_s > 0]
-        self.check_s = check_s
         self._task: asyncio.Task[None] | None = None
 
     async def run_due(self) -> list[str]:
@@ -99,4 +96,4 @@ class Periodic:
                 raise
             except Exception:  # noqa: BLE001 - e.g. the DB is busy: look again later
                 log.warning("periodic check failed", exc_info=True)
-            await asyncio.sleep(self.check_s)
+            await asyncio.sleep(CHECK_S)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3 as _stdlib_sqlite3
 from collections.abc import Iterable, Sequence
@@ -27,17 +28,8 @@ class Job:
 
     @classmethod
     def from_row(cls, row: Any) -> Job:
-        return cls(
-            id=row["id"],
-            kind=row["kind"],
-            payload=json.loads(row["payload"]),
-            state=row["state"],
-            attempts=row["attempts"],
-            run_after=row["run_after"],
-            last_error=row["last_error"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-        )
+        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
+        return cls(**{**values, "payload": json.loads(values["payload"])})
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from lobug.config import WorkerConfig
 from lobug.storage.database import Database
@@ -62,8 +61,6 @@ class JobRunner:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
-        self.processed = 0
-        self.failures = 0
 
     def register(self, kind: str, handler: Handler) -> None:
         self.handlers[kind] = handler
@@ -114,34 +111,31 @@ class JobRunner:
 
     async def _worker(self, index: int) -> None:
         with background():  # this task's database work waits for the turns' (storage.pool)
-            await self._work(index)
-
-    async def _work(self, index: int) -> None:
-        while not self._stopping:
-            try:
-                job = await self._claim()
-            except asyncio.CancelledError:
-                raise
-            except (StorageFull, StorageBusy) as exc:  # the operator's to fix; no traceback
-                log.warning("worker %d could not claim a job: %s", index, exc)
-                job = None
-            except Exception:  # noqa: BLE001 - the DB may be briefly unavailable
-                log.exception("worker %d could not claim a job", index)
-                job = None
-            if job is None:
-                self._wake.clear()
+            while not self._stopping:
                 try:
-                    await asyncio.wait_for(self._wake.wait(), POLL_INTERVAL_S)
-                except TimeoutError:
-                    pass
-                continue
-            try:
-                await self._run(job)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the DB refused the job's writes
-                log.warning("worker %d: job %s #%d put back (%s)", index, job.kind, job.id, exc)
-                await self._put_back(job, f"{type(exc).__name__}: {exc}")
+                    job = await self._claim()
+                except asyncio.CancelledError:
+                    raise
+                except (StorageFull, StorageBusy) as exc:  # the operator's to fix; no traceback
+                    log.warning("worker %d could not claim a job: %s", index, exc)
+                    job = None
+                except Exception:  # noqa: BLE001 - the DB may be briefly unavailable
+                    log.exception("worker %d could not claim a job", index)
+                    job = None
+                if job is None:
+                    self._wake.clear()
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), POLL_INTERVAL_S)
+                    except TimeoutError:
+                        pass
+                    continue
+                try:
+                    await self._run(job)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the DB refused the job's writes
+                    log.warning("worker %d: job %s #%d put back (%s)", index, job.kind, job.id, exc)
+                    await self._put_back(job, f"{type(exc).__name__}: {exc}")
 
     async def _put_back(self, job: Job, reason: str) -> None:
         """Requeue a job whose outcome could not be written (disk full, DB busy).
@@ -186,12 +180,10 @@ class JobRunner:
             )
             return
         await self.db.write(lambda c: queue.complete(c, job.id, now=self.clock()))
-        self.processed += 1
 
     async def _record_failure(
         self, job: Job, error: str, *, permanent: bool, exhaustible: bool = True
     ) -> None:
-        self.failures += 1
         delay = self.backoff(job.attempts)
         state = await self.db.write(
             lambda c: queue.fail(
@@ -221,6 +213,3 @@ class JobRunner:
         base = self.config.backoff_base_s * (2 ** max(0, attempts - 1))
         # Jitter keeps retries of many jobs from hitting a recovering Ollama all at once.
         return float(min(BACKOFF_MAX_S, base * random.uniform(0.8, 1.2)))
-
-    def stats(self) -> dict[str, Any]:
-        return {"processed": self.processed, "failures": self.failures, "workers": len(self._tasks)}

@@ -25,8 +25,8 @@ from lobug.storage import vector_index
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
-from lobug.storage.vector_index import VectorIndex, prune_changes
-from lobug.storage.vectors import VECTOR_TABLES, create_vector_tables, write_meta
+from lobug.storage.vector_index import KEYS, VectorIndex, prune_changes
+from lobug.storage.vectors import create_vector_tables, write_meta
 
 DIM = 32
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,7 +147,7 @@ def test_writes_through_any_connection_reach_the_index(db: Database, db_path: Pa
     # The tables replaced wholesale (reembed's swap: dropped, then made anew): the index
     # reloads them.
     def replaced(conn: Any) -> None:
-        for table in VECTOR_TABLES:
+        for table in KEYS:
             conn.execute(f"DROP TABLE {table}")
         create_vector_tables(conn, DIM)
         knn.put_memory_vector(conn, cli_id, list(target))
