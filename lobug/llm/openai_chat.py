@@ -24,6 +24,10 @@ class BadReply(ValueError):
     """The server answered 2xx with something that is not the API's JSON."""
 
 
+class NoModel(Exception):
+    """The server lists no model to ask (`OpenAIChat._model_name`)."""
+
+
 class ServerError(Exception):
     """The server answered with an error status or an error object."""
 
@@ -125,7 +129,7 @@ class OpenAIChat(LLMClient):
         if not health.reachable:
             raise aiohttp.ClientConnectionError(health.error or "unreachable")
         if not health.models:
-            raise self._failed(f"the server at {self.where} lists no model", "model_missing")
+            raise NoModel(f"the server at {self.where} lists no model")
         self._first_model = health.models[0]
         return self._first_model
 
@@ -142,6 +146,8 @@ class OpenAIChat(LLMClient):
         if isinstance(exc, TimeoutError):
             message = f"the server at {self.where} did not answer within {timeout:.0f}s"
             return message, "timeout", f"chat timed out after {timeout:.0f}s"
+        if isinstance(exc, NoModel):  # counted as the call's: the chat's or memory work's
+            return str(exc), "model_missing", None
         if isinstance(exc, ServerError):
             missing = exc.status == 404 and "model" in str(exc).lower()
             if missing:

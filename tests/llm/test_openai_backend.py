@@ -252,3 +252,24 @@ async def test_the_client_is_the_openai_one(openai_config: Callable[..., Config]
     llm = make_llm(openai_config())
     assert isinstance(llm, OpenAIChat) and llm.backend == "openai"
     await llm.close()
+
+
+async def test_a_server_with_no_model_fails_memory_work_as_memory_works_failure(
+    openai_config: Callable[..., Config], openai_llm: tuple[FakeOpenAIState, str]
+) -> None:
+    """The model lookup is part of the call: a memory call that finds no model is counted as
+    memory work's failure, not the chat's (issue 24: one client, two counts)."""
+    state, _ = openai_llm
+    state.models = []
+    llm = make_llm(openai_config())
+    try:
+        with pytest.raises(LLMUnavailable) as memory_call:
+            await llm.chat([{"role": "user", "content": "hi"}], timeout_s=5.0)
+        assert memory_call.value.kind == "model_missing"
+        assert "lists no model" in str(memory_call.value)
+        assert llm.memory_errors == {"model_missing": 1} and llm.errors == {}
+        with pytest.raises(LLMUnavailable):
+            await llm.chat([{"role": "user", "content": "hi"}])  # the chat's own call
+        assert llm.errors == {"model_missing": 1}
+    finally:
+        await llm.close()
