@@ -44,6 +44,7 @@ from lobug.memory.search.fts import (
     min_match_query,
     query_tokens,
 )
+from lobug.memory.search.lexical import matcher, texts_of
 from lobug.memory.search.who import speaker_words
 
 
@@ -57,6 +58,7 @@ class ContextWeights:
 
 
 WEIGHTS = ContextWeights()
+PAIRED_WORDS = 6  # a longer question: one shared word of it counts (`_shared_words`)
 
 
 def context_ranks(
@@ -127,18 +129,7 @@ def context_scores(
     turns = _turns(conn, set(ids) | {i - 1 for i in ids})
     replies = {i for i in ids if _answers(turns, i)}
     scored = set(ids) | {i - 1 for i in replies}
-    # Two of the question's words, as the `bm25` list asks (any one when it names one, or
-    # too many to pair): one shared word ("big", "went") tells little by its size.
-    match = _words_query(conn, user_id, text, need=2)
-    words: dict[int, float] = {}
-    if match is not None and fts_available(conn, TURNS.fts):
-        marks = ",".join("?" * len(scored))
-        rows = conn.execute(
-            f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-            f" AND rowid IN ({marks})",
-            (match, *scored),
-        )
-        words = {int(r[0]): float(r[1]) for r in rows}
+    words = _shared_words(conn, user_id, text, scored)
     top = max(words.values(), default=0.0)
 
     def own(i: int) -> float:
@@ -148,18 +139,44 @@ def context_scores(
     return {i: own(i) + (weights.asked * own(i - 1) if i in replies else 0.0) for i in ids}
 
 
-def _words_query(conn: Any, user_id: str, text: str, need: int = 1) -> str | None:
-    """The question's words, `need` of them (any one when it has fewer, or more than
-    fts.min_match_query pairs; a word in very many turns only beside a rarer one), without
-    the names of the conversation's speakers: a speaker's name says who (the `who` lists),
-    not what, and as a rare word it would rank every turn that addresses them above the one
-    that answers."""
-    names = speaker_words(conn, user_id)
-    tokens = [t for t in query_tokens(text) if fold(t) not in names]
+def _words_query(conn: Any, user_id: str, text: str) -> str | None:
+    """The question's words, any one of them (a word in very many turns only beside a rarer
+    one: fts.min_match_query), without the names of the conversation's speakers: a speaker's
+    name says who (the `who` lists), not what, and as a rare word it would rank every turn
+    that addresses them above the one that answers."""
+    tokens = _tokens(conn, user_id, text)
     if not tokens:
         return None
-    common = common_words(conn, TURNS.fts, tokens)
-    return min_match_query(tokens, need, common) or min_match_query(tokens, 1, common)
+    return min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+
+
+def _tokens(conn: Any, user_id: str, text: str) -> list[str]:
+    names = speaker_words(conn, user_id)
+    return [t for t in query_tokens(text) if fold(t) not in names]
+
+
+def _shared_words(conn: Any, user_id: str, text: str, ids: Collection[int]) -> dict[int, float]:
+    """−bm25 of the question's words in each of the turns `ids` that holds two of them (the
+    one word of a one-word question): as the `bm25` list asks, one shared word ("big",
+    "went") tells little by its size. One OR query ranked within `ids`, the words counted in
+    Python (a query of word pairs costs three times as much in FTS5's bm25 statistics)."""
+    tokens = _tokens(conn, user_id, text)
+    if not tokens or not ids or not fts_available(conn, TURNS.fts):
+        return {}
+    match = min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+        f" AND rowid IN ({marks})",
+        (match, *ids),
+    ).fetchall()
+    texts = texts_of(conn, TURNS, [int(r[0]) for r in rows])
+    count = matcher([fold(t) for t in tokens])
+    if len(tokens) == 1 or len(tokens) > PAIRED_WORDS:
+        return {int(r[0]): float(r[1]) for r in rows}
+    # As the query of every pair of the words would score it: each word once per pair held.
+    held = {int(r[0]): count(texts.get(int(r[0]), "")) for r in rows}
+    return {int(r[0]): (held[int(r[0])] - 1) * float(r[1]) for r in rows if held[int(r[0])] >= 2}
 
 
 def _bm25_scores(conn: Any, match: str | None, depth: int, flt: Reach) -> dict[int, float]:
