@@ -27,7 +27,7 @@ async def test_a_reply_scores_with_the_question_it_answers(mem: MemoryEnv) -> No
     # The reply (t3) holds none of the words, the question before it ("What genre is the
     # screenplay?") two, the most of these turns: 0.8 of the full words score (0.5).
     assert scores[refs["s1/t3"]] == 0.8 * 0.5
-    assert 0 < scores[refs["s1/t1"]] < 0.5  # "first … screenplay": two words, rarer ones above
+    assert 0 < scores[refs["s1/t1"]] < 0.5  # "first … screenplay": below "genre … screenplay"
     assert scores[refs["s1/t5"]] == 0.0
 
 
