@@ -19,6 +19,11 @@ deep word and meaning lists and the turns after their best rows, so a reply that
 with the question still enters.
 The stored and shown text of every turn stays as it was said.
 
+The list gives only an order, and rank fusion keeps only that; so the first results are
+re-scored with the same score by its size (`context_scores`: words counted when a turn
+shares two of the question's, the cosine similarity itself; `runner.lead`): a turn that
+matches by far comes first, not one that every list ranks a hair higher.
+
 Measured on LoCoMo (docs/retrieval-eval.md): crediting every neighbour both ways helped real
 conversations but pushed self-contained statements down in the synthetic eval; crediting only
 the reply to a question kept most of the gain at a smaller cost.
@@ -26,7 +31,7 @@ the reply to a question kept most of the gain at a smaller cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +44,7 @@ from lobug.memory.search.fts import (
     min_match_query,
     query_tokens,
 )
+from lobug.memory.search.lexical import matcher, texts_of
 from lobug.memory.search.who import speaker_words
 
 
@@ -52,6 +58,7 @@ class ContextWeights:
 
 
 WEIGHTS = ContextWeights()
+PAIRED_WORDS = 6  # a longer question: one shared word of it counts (`_shared_words`)
 
 
 def context_ranks(
@@ -96,13 +103,40 @@ def context_ranks(
 
     scored = {}
     for i in candidates:
-        before, this = turns.get(i - 1), turns.get(i)
-        asks = bool(this and before and this[0] is not None and before[0] == this[0] and before[1])
-        if asks:
+        if _answers(turns, i):
             scored[i] = own(i) + weights.asked * own(i - 1)
         elif i in listed:  # a reply joins only as the reply to a question
             scored[i] = own(i)
     return sorted(scored, key=lambda i: (-scored[i], -i))[:k]
+
+
+def context_scores(
+    conn: Any,
+    user_id: str,
+    text: str,
+    ids: Collection[int],
+    similarity: Callable[[int], float | None],
+    weights: ContextWeights = WEIGHTS,
+) -> dict[int, float]:
+    """The context score of each of the turns `ids` (see the module) by its size: bm25 over
+    the best of these turns and the questions they answer, the cosine similarity itself
+    (`similarity`: a turn id's, None without a vector; rescaled over a few turns, a hair's
+    difference would count fully). What the re-score adds to the first results
+    (`runner.lead`): RRF keeps only each list's order, so "the best by far" and "the best by
+    a hair" rank alike there."""
+    if not ids:
+        return {}
+    turns = _turns(conn, set(ids) | {i - 1 for i in ids})
+    replies = {i for i in ids if _answers(turns, i)}
+    scored = set(ids) | {i - 1 for i in replies}
+    words = _shared_words(conn, user_id, text, scored)
+    top = max(words.values(), default=0.0)
+
+    def own(i: int) -> float:
+        b = words.get(i, 0.0) / top if top > 0 else 0.0
+        return weights.words * b + weights.meaning * (similarity(i) or 0.0)
+
+    return {i: own(i) + (weights.asked * own(i - 1) if i in replies else 0.0) for i in ids}
 
 
 def _words_query(conn: Any, user_id: str, text: str) -> str | None:
@@ -110,11 +144,39 @@ def _words_query(conn: Any, user_id: str, text: str) -> str | None:
     one: fts.min_match_query), without the names of the conversation's speakers: a speaker's
     name says who (the `who` lists), not what, and as a rare word it would rank every turn
     that addresses them above the one that answers."""
-    names = speaker_words(conn, user_id)
-    tokens = [t for t in query_tokens(text) if fold(t) not in names]
+    tokens = _tokens(conn, user_id, text)
     if not tokens:
         return None
     return min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+
+
+def _tokens(conn: Any, user_id: str, text: str) -> list[str]:
+    names = speaker_words(conn, user_id)
+    return [t for t in query_tokens(text) if fold(t) not in names]
+
+
+def _shared_words(conn: Any, user_id: str, text: str, ids: Collection[int]) -> dict[int, float]:
+    """−bm25 of the question's words in each of the turns `ids` that holds two of them (the
+    one word of a one-word question): as the `bm25` list asks, one shared word ("big",
+    "went") tells little by its size. One OR query ranked within `ids`, the words counted in
+    Python (a query of word pairs costs three times as much in FTS5's bm25 statistics)."""
+    tokens = _tokens(conn, user_id, text)
+    if not tokens or not ids or not fts_available(conn, TURNS.fts):
+        return {}
+    match = min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+        f" AND rowid IN ({marks})",
+        (match, *ids),
+    ).fetchall()
+    texts = texts_of(conn, TURNS, [int(r[0]) for r in rows])
+    count = matcher([fold(t) for t in tokens])
+    if len(tokens) == 1 or len(tokens) > PAIRED_WORDS:
+        return {int(r[0]): float(r[1]) for r in rows}
+    # As the query of every pair of the words would score it: each word once per pair held.
+    held = {int(r[0]): count(texts.get(int(r[0]), "")) for r in rows}
+    return {int(r[0]): (held[int(r[0])] - 1) * float(r[1]) for r in rows if held[int(r[0])] >= 2}
 
 
 def _bm25_scores(conn: Any, match: str | None, depth: int, flt: Reach) -> dict[int, float]:
@@ -128,6 +190,13 @@ def _bm25_scores(conn: Any, match: str | None, depth: int, flt: Reach) -> dict[i
     ).fetchall()
     visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
     return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+
+
+def _answers(turns: dict[int, tuple[str | None, bool]], i: int) -> bool:
+    """Whether turn `i` is the reply to a question: the turn before it, of the same session,
+    asks something (`_turns`)."""
+    this, before = turns.get(i), turns.get(i - 1)
+    return bool(this and before and this[0] is not None and before[0] == this[0] and before[1])
 
 
 def _turns(conn: Any, ids: set[int]) -> dict[int, tuple[str | None, bool]]:

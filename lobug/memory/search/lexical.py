@@ -87,13 +87,13 @@ def text_ranks(
     else:
         ids = _like_ranks(conn, text, fetch, corpus, flt or Reach())
     if need > 1 and ids:
-        matched = _matcher([fold(t) for t in tokens])
-        texts = _texts(conn, corpus, ids)
+        matched = matcher([fold(t) for t in tokens])
+        texts = texts_of(conn, corpus, ids)
         ids = [i for i in ids if matched(texts.get(i, "")) >= need]
     return ids[:k]
 
 
-def _matcher(tokens: Sequence[str]) -> Callable[[str], int]:
+def matcher(tokens: Sequence[str]) -> Callable[[str], int]:
     """A function counting how many of the query's words a text holds, as FTS5 matches them
     (whole word, or prefix for 4+ letters). ASCII text — nearly every memory — is searched
     with one compiled pattern per word; anything else goes through the exact scanner."""
@@ -117,7 +117,7 @@ def _prefix(token: str) -> bool:
     return len(token) >= MIN_PREFIX_CHARS  # as build_fts_query: a prefix match for 4+ letters
 
 
-def _texts(conn: Any, corpus: Corpus, ids: Sequence[int]) -> dict[int, str]:
+def texts_of(conn: Any, corpus: Corpus, ids: Sequence[int]) -> dict[int, str]:
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
         f"SELECT id, {corpus.text} FROM {corpus.table} WHERE id IN ({marks})", tuple(ids)

@@ -31,7 +31,7 @@ from lobug.memory.query import (
 )
 from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
-from lobug.memory.search.context import context_ranks
+from lobug.memory.search.context import context_ranks, context_scores
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
 from lobug.memory.search.echo import echo_ranks
 from lobug.memory.search.hybrid import SearchHit
@@ -225,7 +225,8 @@ def finish(
     now: float,
     similarity: Similarity | None = None,
 ) -> list[Ranked]:
-    """Fuse and re-score; every candidate, best first (ties: memories first).
+    """Fuse and re-score; every candidate, best first (ties: memories first), the first turns
+    by the size of their context score too (`lead`).
 
     One corpus: its lists fused as they are. Memories and turns together: one fusion over
     joint lists, so a weak match in a small store (five facts: the best of them first in its
@@ -234,13 +235,14 @@ def finish(
     up); a joint word list interleaves the corpora's ranks (BM25 scores of two tables are not
     comparable)."""
     present = [corpus for corpus in (MEMORIES, TURNS) if corpus.table in lists]
+    similarity = similarity or Similarity(conn, None)
     if len(present) == 1:
         corpus = present[0]
         hits, rows = hybrid.fuse_and_rescore(
             conn, lists[corpus.table], corpus=corpus, weights=plan.weights, now=now
         )
-        return [Ranked(corpus, h, rows[h.id]) for h in hits if h.id in rows]
-    similarity = similarity or Similarity(conn, None)
+        ranked = [Ranked(corpus, h, rows[h.id]) for h in hits if h.id in rows]
+        return lead(conn, plan, ranked, similarity)
     names = sorted({n for c in present for n in lists[c.table]}, key=hybrid.LIST_ORDER.index)
     joint = {name: _joint(present, lists, name, similarity) for name in names}
     w = plan.weights
@@ -258,6 +260,39 @@ def finish(
                 found[_tag(corpus, hit.id)] = Ranked(corpus, hit, rows[hit.id])
     ranked = [found[f.id] for f in fused if f.id in found]
     # Stable: equal scores keep the fused order, so explain reproduces a ranking exactly.
+    ranked.sort(key=lambda r: -r.hit.score)
+    return lead(conn, plan, ranked, similarity)
+
+
+def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) -> list[Ranked]:
+    """The turns among the first `context_top` results, re-scored with `w_context` times their
+    context score by its size (`context.context_scores`), best first again: the rest keep
+    their place (a boost only moves a turn up among the first). A turn said outside the
+    period the question names gets none: the `when_*` lists put what was said then first,
+    and the same words said another time must not overtake it."""
+    w = plan.weights
+    start, end = plan.period or (float("-inf"), float("inf"))
+    top = [
+        r
+        for r in ranked[: w.context_top]
+        if r.corpus is TURNS and start <= float(r.row["ts"]) < end
+    ]
+    if not top or w.w_context <= 0:
+        return ranked
+    scores = context_scores(
+        conn,
+        plan.req.reach.user_id,
+        plan.req.query,
+        [r.hit.id for r in top],
+        partial(similarity.of, TURNS),
+    )
+    ranked = list(ranked)
+    for at, item in enumerate(ranked[: w.context_top]):
+        if item.hit.id in scores and item.corpus is TURNS:
+            extra = w.w_context * scores[item.hit.id]
+            score = item.hit.score + extra
+            why = item.hit.breakdown and replace(item.hit.breakdown, context=extra, final=score)
+            ranked[at] = replace(item, hit=replace(item.hit, score=score, breakdown=why))
     ranked.sort(key=lambda r: -r.hit.score)
     return ranked
 

@@ -25,6 +25,12 @@ computed from an explicit `now`):
         relevance   = w_fused·rrf_norm + w_memory·memory_norm + w_strength·R
         status_mult = superseded_weight (0.5) for a fact a newer statement replaced, else 1
         final = (relevance·conf_mult + w_rel·max_related_strength)·status_mult
+        a turn among the first context_top (10) results, said within the period the
+        question names if any: final += w_context (0.5)·context, its context score by its size
+        (search.context.context_scores: 0.5·bm25/best of two shared words + 0.5·cosine, plus
+        0.8 of the same for the question it answers); rank fusion keeps only the order of
+        each list, this decides the first places by how much better a turn matches
+        (runner.lead)
 
     max_related_strength: the strongest `related_to` or `supersedes` edge to any live (active
     or archived) memory, a candidate of the same search or not (seed 001 §2; graph.relations
@@ -95,6 +101,10 @@ class ScoringWeights:
     w_strength: float = 0.1  # retrievability's share: what is in use first among near-equals
     superseded_weight: float = 0.5  # a newer statement replaced it: after the current value
     hits_cap: int = 20  # ln(1 + hits) saturates here for normalisation; hits beyond add little
+    # The first results, by the size of their context score (`search.context.context_scores`):
+    # what decides first place among turns that every list ranks near the top.
+    w_context: float = 0.5
+    context_top: int = 10
 
     def changed(self, changes: Mapping[str, float]) -> ScoringWeights:
         """A copy with fields, or list weights by list name ("bm25"), changed: what the eval
@@ -104,7 +114,7 @@ class ScoringWeights:
         for name, value in changes.items():
             if name in lists:
                 lists[name] = float(value)
-            elif name in ("rrf_k", "bm25_min_words", "hits_cap"):
+            elif name in ("rrf_k", "bm25_min_words", "hits_cap", "context_top"):
                 knobs[name] = int(value)
             elif name in {f.name for f in fields(self)} - {"list_weights"}:
                 knobs[name] = float(value)
@@ -161,6 +171,7 @@ class RescoreBreakdown:
     relation_boost: float
     status_mult: float
     final: float
+    context: float = 0.0  # w_context·context score, for the first results (runner.lead)
 
     def as_dict(self) -> dict[str, Any]:
         # By hand, not dataclasses.asdict: its deep copy cost 6 ms per prompt of 20 results.
