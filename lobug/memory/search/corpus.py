@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory.query import Reach
+from lobug.memory.table.rows import unexpired
 
 UNCATEGORIZED = "general"  # what lobug.access calls a memory without a category
 
@@ -73,7 +74,7 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
             clauses.append(PERSON_LINKED)
             params += [f.person.strip(), f.person.strip()]
         if flt.live_at is not None:
-            clauses.append("(d.expires_at IS NULL OR d.expires_at > ?)")
+            clauses.append(unexpired("d"))
             params.append(flt.live_at)
         updated = "d.updated_at"
     else:
