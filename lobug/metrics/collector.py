@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 class StateCollector(Collector):
     """Reads the database with `Database.read_sync`: the scrape runs on a database reader
-    thread (lobug.metrics.routes), so the queries never block the event loop."""
+    thread (`lobug.metrics._scrape`), so the queries never block the event loop."""
 
     def __init__(self, app: web.Application, clock: Callable[[], float]) -> None:
         self.app = app
