@@ -1,7 +1,7 @@
 """Records: the memory API's service layer (HTTP /v1 and `lobug memory` share it).
 
 Every method takes the calling `Principal` and enforces trust-gated stores and category
-allowlists itself (see `records_rows.Scope`), so no door can skip a check. Retrieval, the
+allowlists itself (see `records.scope.Scope`), so no door can skip a check. Retrieval, the
 lifecycle and forgetting are `MemoryService`'s; this layer checks access, then calls it.
 """
 
