@@ -4,14 +4,19 @@ Turns imported from a conversation between two people may carry the speaker's na
 (`turns.speaker`); a question that names one ("Which town is Liam's father based in?") then
 prefers that person's turns — one more pair of ranked lists in the fusion (`runner`), the way a
 named period does. Names match as whole words, case-insensitively, possessive included.
+A question that joins two of them ("What do Jon and Gina both like?") is about both: it names
+no one speaker, and their turns rank as any other's.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
 from lobug.memory.search.fts import fold, scan_words
+
+JOINED = re.compile(r"\W*(?:and|&)\W*", re.I)  # what stands between two names asked together
 
 
 def speakers(conn: Any, user_id: str) -> list[str]:
@@ -32,10 +37,14 @@ def speaker_words(conn: Any, user_id: str) -> set[str]:
 
 
 def named_speaker(conn: Any, user_id: str, text: str) -> str | None:
-    """The first known speaker of the user's turns that the text names; None when none."""
+    """The first known speaker of the user's turns that the text names; None when none, or
+    when it joins two of them with "and" ("Jon and Gina", "both Joanna & Nate"): asked about
+    both, the turns of either answer."""
     names = speakers(conn, user_id)
-    found = [(m.start(), name) for name in names if (m := _word(name).search(text))]
-    return min(found)[1] if found else None
+    found = sorted((m.start(), m.end(), name) for name in names if (m := _word(name).search(text)))
+    if any(JOINED.fullmatch(text[a[1] : b[0]]) for a, b in itertools.pairwise(found)):
+        return None
+    return found[0][2] if found else None
 
 
 def _word(name: str) -> re.Pattern[str]:

@@ -9,6 +9,7 @@ from typing import Any
 from memory_kit import MemoryEnv
 
 from lobug.memory.query import QueryRequest
+from lobug.memory.search import who
 from lobug.memory.transfer import import_turns as importer
 
 DAY = 86_400.0
@@ -100,3 +101,26 @@ async def test_a_weak_fact_does_not_outrank_the_turn_that_answers(mem: MemoryEnv
     )
     results = await mem.service.query(req)
     assert (results[0].kind, results[0].id) == ("episode", refs["s50/t1"])
+
+
+async def test_a_question_joining_two_speakers_names_neither(mem: MemoryEnv) -> None:
+    start = mem.clock()
+    await imported(
+        mem,
+        [
+            line("s1/t1", "Jon", "Dancing is how I unwind after the shop closes.", start),
+            line("s1/t2", "Gina", "Same here, a long run clears my head.", start + 20, "assistant"),
+        ],
+    )
+
+    async def named(question: str) -> str | None:
+        return await mem.db.read(who.named_speaker, "default", question)
+
+    assert await named("How does Gina unwind?") == "Gina"
+    assert await named("What did Jon tell Gina about the shop?") == "Jon"  # the first named
+    assert await named("How do Jon and Gina both unwind?") is None
+    assert await named("What do both gina & jon like?") is None
+    # End to end: the search still answers a question about both.
+    req = QueryRequest(query="How do Jon and Gina both clear their head?", kinds=["episode"])
+    found = [r.text for r in await mem.service.query(req)]
+    assert found[0] == "Same here, a long run clears my head."
