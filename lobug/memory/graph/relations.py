@@ -115,23 +115,25 @@ LIVE_STATUSES = ("active", "archived")  # what a boost edge may lead to (not sof
 
 
 def live_edges(
-    conn: Any, ids: Sequence[int], types: Sequence[str] = (RELATED_TO,)
+    conn: Any, ids: Sequence[int], types: Sequence[str] = (RELATED_TO,), now: float | None = None
 ) -> dict[int, list[tuple[int, float]]]:
-    """Per memory of `ids`, its edges of `types` (either direction) to live memories:
-    (other id, strength), strongest first."""
+    """Per memory of `ids`, its edges of `types` (either direction) to live memories (and, with
+    `now`, not past their `expires_at`): (other id, strength), strongest first."""
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
     live = ",".join("?" * len(LIVE_STATUSES))
     kinds = ",".join("?" * len(types))
+    other = f"o.status IN ({live})" + ("" if now is None else f" AND {unexpired('o')}")
+    params = (*types, *LIVE_STATUSES, *(() if now is None else (now,)))
     rows = conn.execute(
         f"SELECT r.from_id, r.to_id, r.strength FROM relations r JOIN memories o"
         f" ON o.id = r.to_id WHERE r.from_id IN ({marks}) AND r.relation_type IN ({kinds})"
-        f" AND o.status IN ({live})"
+        f" AND {other}"
         f" UNION ALL SELECT r.to_id, r.from_id, r.strength FROM relations r JOIN memories o"
         f" ON o.id = r.from_id WHERE r.to_id IN ({marks}) AND r.relation_type IN ({kinds})"
-        f" AND o.status IN ({live})",
-        (*ids, *types, *LIVE_STATUSES, *ids, *types, *LIVE_STATUSES),
+        f" AND {other}",
+        (*ids, *params, *ids, *params),
     ).fetchall()
     found: dict[int, list[tuple[int, float]]] = {}
     for memory_id, other, strength in rows:
@@ -141,12 +143,14 @@ def live_edges(
     return found
 
 
-def max_related_strength(conn: Any, ids: Sequence[int]) -> dict[int, float]:
+def max_related_strength(
+    conn: Any, ids: Sequence[int], now: float | None = None
+) -> dict[int, float]:
     """Per candidate, its strongest edge to any live memory (seed 001 §2:
     `w_rel·max_related_strength(memory_id)`), not only to the other candidates. An update's
     `supersedes` edge counts too: a fact the user corrected is one they care about (without
     it the newest city lost to facts merely retrieved more often: bench_longevity)."""
-    edges = live_edges(conn, ids, (RELATED_TO, SUPERSEDES))
+    edges = live_edges(conn, ids, (RELATED_TO, SUPERSEDES), now)
     return {m: found[0][1] for m, found in edges.items() if found}
 
 
@@ -164,7 +168,7 @@ def related_facts(
     picked fact it is tied to, strength); the caller applies the category rules and the count."""
     if not ids or not stores:
         return []
-    edges = live_edges(conn, ids)
+    edges = live_edges(conn, ids, now=now)
     best: dict[int, tuple[int, float]] = {}
     for via in ids:  # the better-ranked pick first: its neighbours win ties
         for other, strength in edges.get(via, []):
@@ -175,15 +179,14 @@ def related_facts(
     if not best:
         return []
     marks = ",".join("?" * len(best))
-    sql = (
-        f"SELECT * FROM memories WHERE id IN ({marks}) AND user_id = ? AND kind = 'fact'"
-        f" AND status = 'active' AND valid_until IS NULL"
-        f" AND store IN ({','.join('?' * len(stores))})"
-    )
-    params: list[Any] = [*best, user_id, *stores]
-    if now is not None:
-        sql += f" AND {unexpired()}"
-        params.append(now)
-    rows = {int(r["id"]): r for r in conn.execute(sql, params)}
+    rows = {
+        int(r["id"]): r
+        for r in conn.execute(
+            f"SELECT * FROM memories WHERE id IN ({marks}) AND user_id = ? AND kind = 'fact'"
+            f" AND status = 'active' AND valid_until IS NULL"
+            f" AND store IN ({','.join('?' * len(stores))})",
+            (*best, user_id, *stores),
+        )
+    }
     order = sorted(best, key=lambda m: (-best[m][1], m))
     return [(rows[m], *best[m]) for m in order if m in rows]

@@ -233,7 +233,7 @@ def rescored(
     returned; a row gone since it was ranked is scored as empty: the caller drops it)."""
     rows = rows_of(conn, corpus, [f.id for f in fused])
     ids = [f.id for f in fused]
-    related = relations.max_related_strength(conn, ids) if corpus.table == "memories" else {}
+    related = relations.max_related_strength(conn, ids, now) if corpus.table == "memories" else {}
     hits = []
     for f in fused:
         score, breakdown = rescore(f, rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))

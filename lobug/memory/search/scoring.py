@@ -34,7 +34,7 @@ computed from an explicit `now`):
 
     max_related_strength: the strongest `related_to` or `supersedes` edge to any live (active
     or archived) memory, a candidate of the same search or not (seed 001 §2; graph.relations
-    .max_related_strength); soft-deleted ends do not count.
+    .max_related_strength); soft-deleted ends, and ends past their `expires_at`, do not count.
     Relevance (rrf_norm) dominates; the memory score and the strength only reorder near-equals
     (the newer of two equally relevant statements first, the fact in use before the one said
     once and forgotten) and never bury clearly better evidence.

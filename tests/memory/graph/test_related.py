@@ -116,6 +116,14 @@ async def test_the_boost_counts_an_edge_to_any_live_memory(client: Any) -> None:
     # The update's `supersedes` edge (1.0) ties trip and car; car's other edge goes to a
     # soft-deleted fact and does not count.
     assert got == {trip: 1.0, car: 1.0}
+    # Nor does an edge to a memory past its `expires_at` (seed 002), before the GC deletes it.
+    await client.app[keys.DB].write(
+        lambda c: c.execute("UPDATE memories SET expires_at = 2.0 WHERE id = ?", (trip,))
+    )
+    got = await client.app[keys.DB].read(relations.max_related_strength, [maya, car], 3.0)
+    assert got == {}
+    got = await client.app[keys.DB].read(relations.max_related_strength, [maya, car], 1.0)
+    assert got == {maya: 0.7, car: 1.0}
     # The prompt's related bullets follow `related_to` edges only: an update is not a topic.
     found = await client.app[keys.DB].read(
         lambda c: relations.related_facts(c, [car], user_id="default", stores=("private",))
