@@ -173,11 +173,16 @@ def session_summary_messages(transcript: str) -> list[Message]:
     ]
 
 
+def bullets(items: Sequence[str]) -> str:
+    """Items as a prompt's "- " list, or "(none)": the model is told the list is empty."""
+    return "\n".join(f"- {item}" for item in items) or "(none)"
+
+
 def distill_base_memory_messages(
     current_base: str, summaries: Sequence[str], facts: Sequence[str], max_words: int
 ) -> list[Message]:
     numbered = "\n".join(f"{i}. {s}" for i, s in enumerate(summaries, 1)) or "(none)"
-    known = "\n".join(f"- {f}" for f in facts) or "(none)"
+    known = bullets(facts)
     body = (
         f"Current base memory:\n{current_base.strip() or '(empty)'}\n\n"
         f"New conversation summaries, oldest first:\n{numbered}\n\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lobug.memory.instructions import ASSISTANT_NAME, Message
+from lobug.memory.instructions import ASSISTANT_NAME, Message, bullets
 
 REFLECT_SYSTEM = f"""\
 You write the weekly reflection of {ASSISTANT_NAME}, a voice assistant, about its user: a short \
@@ -42,20 +42,16 @@ TASKS = {"reflect": REFLECT_SYSTEM[:40], "insight": INSIGHT_SYSTEM[:40]}
 
 
 def reflection_messages(facts: Sequence[str], summaries: Sequence[str]) -> list[Message]:
-    known = "\n".join(f"- {f}" for f in facts) or "(none)"
-    talks = "\n".join(f"- {s}" for s in summaries) or "(none)"
     body = (
-        f"Facts learned this week:\n{known}\n\n"
-        f"Conversations this week (summaries, then the user's own words):\n{talks}"
+        f"Facts learned this week:\n{bullets(facts)}\n\n"
+        f"Conversations this week (summaries, then the user's own words):\n{bullets(summaries)}"
     )
     return [{"role": "system", "content": REFLECT_SYSTEM}, {"role": "user", "content": body}]
 
 
 def insight_messages(facts: Sequence[str], activity: Sequence[str], snippet: str) -> list[Message]:
-    new = "\n".join(f"- {f}" for f in facts) or "(none)"
-    recent = "\n".join(f"- {a}" for a in activity) or "(none)"
     body = (
-        f"Recent activity:\n{recent}\n\nNew facts:\n{new}\n\n"
+        f"Recent activity:\n{bullets(activity)}\n\nNew facts:\n{bullets(facts)}\n\n"
         f"Recent conversation:\n{snippet.strip() or '(none)'}"
     )
     return [{"role": "system", "content": INSIGHT_SYSTEM}, {"role": "user", "content": body}]
