@@ -25,11 +25,13 @@ def require_tools(*names: str) -> None:
 
 
 def speak_wav(text: str, path: Path, rate: int = 16000, channels: int = 1) -> Path:
-    """Speak `text` with espeak-ng, then convert with sox to `rate` Hz, 16-bit, `channels`."""
+    """Speak `text` with espeak-ng, then convert with sox to `rate` Hz, 16-bit, `channels`.
+    No dither (-D): sox would add fresh random noise on each run, and a real-speech test must
+    hear the same audio every time."""
     require_tools("espeak-ng", "sox")
     raw = path.with_name(path.stem + ".espeak.wav")
     subprocess.run(["espeak-ng", "-w", str(raw), text], check=True, capture_output=True)
-    convert = ["sox", str(raw), "-r", str(rate), "-c", str(channels), "-b", "16", str(path)]
+    convert = ["sox", "-D", str(raw), "-r", str(rate), "-c", str(channels), "-b", "16", str(path)]
     subprocess.run(convert, check=True, capture_output=True)
     raw.unlink()
     return path
