@@ -125,11 +125,16 @@ def test_calendar_words_follow_the_machines_zone() -> None:
         ("What did Maria start recently, as said on 3 June, 2025?",
          (date(2025, 6, 2), date(2025, 6, 5))),
         ("What cake did Joanna make recently in May 2025?", (date(2025, 5, 1), date(2025, 6, 1))),
-        ("What did I read recently?", (date(2026, 2, 13), date(2026, 3, 16))),
     ],
 )  # fmt: skip
 def test_a_calendar_date_outranks_relative_words(text: str, expected: tuple[date, date]) -> None:
     assert days(text) == expected
+
+
+@pytest.mark.parametrize("text", ["What did I read recently?", "What have I been cooking lately?"])
+def test_recently_names_no_period(text: str) -> None:
+    """The latest time it came up, however long ago: the recency prior's to prefer, no window."""
+    assert period(text, NOW) is None
 
 
 @pytest.mark.parametrize(
