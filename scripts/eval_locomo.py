@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import logging
 import pickle
@@ -40,17 +39,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import eval_conversations as ev  # noqa: E402  (scripts/: its loader, job handlers, metrics)
+
 from lobug.memory.query import QueryRequest, Reach  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "datasets" / "locomo10.json"
 DOC = ROOT / "docs" / "retrieval-eval.md"
-TEMPLATE = ROOT / "scripts" / "eval_retrieval_doc.md"
 BEGIN = "<!-- locomo-eval:begin (scripts/eval_locomo.py --write) -->"
 END = "<!-- locomo-eval:end -->"
 METHODS = ("bm25", "vector", "rrf", "lobug")
@@ -64,19 +63,6 @@ LOBUG_KINDS = ("fact", "summary", "episode")
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 
 
-def _conversations_module() -> ModuleType:
-    """scripts/eval_conversations.py: its loader (importer + job handlers) and its metrics."""
-    spec = importlib.util.spec_from_file_location(
-        "eval_conversations", ROOT / "scripts" / "eval_conversations.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("eval_conversations", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = _conversations_module()
 
 
 # -- the dataset as `lobug memory import` lines --------------------
@@ -369,21 +355,8 @@ def section(body: str) -> str:
 
 
 def write_doc(body: str) -> list[Path]:
-    """The section between the markers, in the doc and its template (str.format braces)."""
-    written = []
-    for path, content in ((DOC, body), (TEMPLATE, body.replace("{", "{{").replace("}", "}}"))):
-        old = path.read_text(encoding="utf-8")
-        block = f"{BEGIN}\n{content}\n{END}"
-        if BEGIN in old and END in old:
-            head, rest = old.split(BEGIN, 1)
-            new = head + block + rest.split(END, 1)[1]
-        else:  # first time: right after the synthetic conversations' section
-            anchor = ev.END
-            at = old.index(anchor) + len(anchor)
-            new = old[:at] + "\n\n" + block + old[at:]
-        path.write_text(new, encoding="utf-8")
-        written.append(path)
-    return written
+    ev.write_block(DOC, BEGIN, END, body)
+    return [DOC]
 
 
 def select(samples: list[dict[str, Any]], only: str | None) -> list[dict[str, Any]]:

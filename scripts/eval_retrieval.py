@@ -44,6 +44,8 @@ from lobug.storage.vectors import create_vector_tables, pack  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 DOC = ROOT / "docs" / "retrieval-eval.md"
+BEGIN = "<!-- retrieval-eval:begin (scripts/eval_retrieval.py) -->"
+END = "<!-- retrieval-eval:end -->"
 NOW = datetime(2026, 6, 21, tzinfo=UTC).timestamp()  # "today", after the last session
 DEPTH = 50  # candidates per list, and how deep MRR looks
 METHODS = ("vector", "bm25", "entity", "hybrid", "hybrid+entity", "hybrid+rescore")
@@ -277,7 +279,8 @@ def main() -> int:
             )
         print(sections[-1] + "\n")
     if not args.no_write:
-        DOC.write_text(_doc("\n\n".join(sections), weights), encoding="utf-8")
+        settings = f"Settings: {_describe(weights)}."
+        write_block(DOC, BEGIN, END, "\n\n".join([settings, *sections]))
         print(f"wrote {DOC.relative_to(ROOT)}")
     return 0
 
@@ -290,9 +293,14 @@ def _weights(overrides: list[str]) -> ScoringWeights:
     return ScoringWeights().changed(changes)
 
 
-def _doc(results: str, weights: ScoringWeights) -> str:
-    template = (Path(__file__).parent / "eval_retrieval_doc.md").read_text(encoding="utf-8")
-    return template.format(results=results, weights=_describe(weights))
+def write_block(path: Path, begin: str, end: str, body: str) -> None:
+    """Replace what lies between the `begin` and `end` markers of `path` with `body`: each eval
+    script writes its own tables; the prose around them is edited in the doc itself."""
+    old = path.read_text(encoding="utf-8")
+    if begin not in old or end not in old:
+        raise SystemExit(f"{path} has lost its markers {begin!r} … {end!r}: put them back")
+    head, rest = old.split(begin, 1)
+    path.write_text(f"{head}{begin}\n{body}\n{end}{rest.split(end, 1)[1]}", encoding="utf-8")
 
 
 def _describe(w: ScoringWeights) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))  # as when a script runs: it imports its siblings
 
 
 def load_script(name: str) -> ModuleType:

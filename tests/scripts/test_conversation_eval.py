@@ -232,26 +232,28 @@ def test_metrics() -> None:
     assert ev.distinct(["a", None, "a", "b", "c"], depth=2) == ["a", "b"]
 
 
-def test_doc_section_survives_the_old_script(tmp_path: Path, monkeypatch: Any) -> None:
-    """--write puts the section into the doc and its template; eval_retrieval.py's rerun of
-    the template keeps it, and a second --write replaces it instead of adding another."""
+def test_each_script_rewrites_only_its_own_block(tmp_path: Path, monkeypatch: Any) -> None:
+    """--write replaces the section between its markers; the synthetic eval's rerun replaces
+    only its own block, and the prose the team edits in the doc stays as it was."""
     ev = load_script("eval_conversations")
-    doc, template = tmp_path / "doc.md", tmp_path / "template.md"
+    retrieval = load_script("eval_retrieval")
+    doc = tmp_path / "doc.md"
     shutil.copy(ev.DOC, doc)
-    shutil.copy(ev.TEMPLATE, template)
     monkeypatch.setattr(ev, "DOC", doc)
-    monkeypatch.setattr(ev, "TEMPLATE", template)
     body = "| method | {braces} stay |"
     shape = load_script("make_conversation_eval").check(*_small())
     ev.write_doc(ev.section(body, shape))
     ev.write_doc(ev.section(body + " again", shape))
+    retrieval.write_block(doc, retrieval.BEGIN, retrieval.END, "RESULTS")
     text = doc.read_text()
-    assert text.count(ev.BEGIN) == 1 and "again" in text and "{braces}" in text
-    assert text.index(ev.BEGIN) < text.index("## Dataset")  # the new section comes first
-    rerun = template.read_text().format(results="RESULTS", weights="WEIGHTS")
-    assert rerun.count(ev.BEGIN) == 1 and "{braces} stay | again" in rerun
-    assert "RESULTS" in rerun and "## Results" in rerun
-    assert "{" not in rerun.split("## Results")[1][:200]
+    assert text.count(ev.BEGIN) == 1 and text.count(ev.END) == 1
+    assert "{braces} stay | again" in text and "{braces} stay |\n" not in text
+    assert text.index(ev.BEGIN) < text.index("## Dataset")  # the section comes first
+    assert f"{retrieval.BEGIN}\nRESULTS\n{retrieval.END}" in text
+    assert "### What moved LoCoMo (issue 23)" in text and "## What we learned" in text
+    doc.write_text("no markers here")
+    with pytest.raises(SystemExit, match="lost its markers"):
+        ev.write_doc("x")
 
 
 def _small() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

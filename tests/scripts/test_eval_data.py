@@ -100,5 +100,8 @@ def test_evaluation_runs_with_the_hashing_embedder(tmp_path: Path) -> None:
     assert evaluate.mean(results["bm25"]["direct"], "any@10") >= 0.8
     table = evaluate.tables(results)
     assert table.count("\n| hybrid ") == 2 and "newest first" in table
-    doc = evaluate._doc(table, evaluate.ScoringWeights())
-    assert "## Results" in doc and "{" not in doc.split("## Results")[1][:200]
+    doc = tmp_path / "doc.md"
+    doc.write_text(evaluate.DOC.read_text())
+    evaluate.write_block(doc, evaluate.BEGIN, evaluate.END, table)
+    written = doc.read_text().split("## Results")[1]
+    assert written.split(evaluate.BEGIN)[1].startswith(f"\n{table}\n{evaluate.END}")
