@@ -71,11 +71,11 @@ async def test_export_import_round_trip(
     types = [r["type"] for r in records]
     assert types[0] == "meta" and records[0]["data"]["format"] == "lobug-export"
     for kind in ("session", "turn", "memory", "memory_source", "base_memory", "entity",
-                 "memory_entity", "history"):  # fmt: skip
+                 "memory_entity", "turn_entity", "history"):  # fmt: skip
         assert kind in types, kind
     assert types == sorted(types, key=["meta", "session", "turn", "memory", "memory_source",
-                                       "base_memory", "entity", "memory_entity", "relation",
-                                       "history"].index)  # fmt: skip
+                                       "base_memory", "entity", "memory_entity",
+                                       "turn_entity", "relation", "history"].index)  # fmt: skip
     assert not any("user_id" in r["data"] for r in records[1:])
     exported = tmp_path / "export.jsonl"
     exported.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")

@@ -88,12 +88,14 @@ def _delete_everything(conn: Any, memory_id: int) -> dict[str, int]:
     counts["entity_links"] = conn.execute(
         "DELETE FROM memory_entities WHERE memory_id = ?", (memory_id,)
     ).rowcount
-    # An entity only this memory mentioned is itself derived from it (a name, an address).
+    # An entity only this memory mentioned is itself derived from it (a name, an address). One
+    # the conversation log names too stays: the turns keep their links, as they keep their text.
     counts["entities"] = sum(
         conn.execute(
-            "DELETE FROM entities WHERE id = ? AND NOT EXISTS"
-            " (SELECT 1 FROM memory_entities WHERE entity_id = ?)",
-            (eid, eid),
+            "DELETE FROM entities WHERE id = ?"
+            " AND NOT EXISTS (SELECT 1 FROM memory_entities WHERE entity_id = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM turn_entities WHERE entity_id = ?)",
+            (eid, eid, eid),
         ).rowcount
         for eid in entity_ids
     )

@@ -194,6 +194,7 @@ class ExportRecord(BaseModel):
         "base_memory",
         "entity",
         "memory_entity",
+        "turn_entity",
         "relation",
         "history",
     ]

@@ -35,6 +35,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
         "SELECT me.* FROM memory_entities me JOIN entities e ON e.id = me.entity_id"
         " WHERE e.user_id = ? ORDER BY me.memory_id, me.entity_id",
     ),
+    (
+        "turn_entity",  # the nightly NER's links too: an import would otherwise pay for them again
+        "SELECT te.* FROM turn_entities te JOIN entities e ON e.id = te.entity_id"
+        " WHERE e.user_id = ? ORDER BY te.turn_id, te.entity_id",
+    ),
     ("relation", "SELECT * FROM relations WHERE user_id = ? ORDER BY id"),
     ("history", "SELECT * FROM history WHERE user_id = ? ORDER BY id"),
 )

@@ -172,13 +172,17 @@ def import_records(
             (user_id, data.get("canonical_name"), data.get("type")),
         ).fetchone()
         add_unless_found("entity", lineno, data, found)
-    for _, data in groups["memory_entity"]:
-        memory = maps["memory"].get(data.get("memory_id"))  # type: ignore[arg-type]
-        entity = maps["entity"].get(data.get("entity_id"))  # type: ignore[arg-type]
-        if memory is None or entity is None:
-            report.skipped["memory_entity"] += 1
-            continue
-        insert("memory_entity", "memory_entities", data, memory_id=memory, entity_id=entity)
+    for kind, table, owner in (
+        ("memory_entity", "memory_entities", "memory"),
+        ("turn_entity", "turn_entities", "turn"),
+    ):
+        for _, data in groups[kind]:
+            linked = maps[owner].get(data.get(f"{owner}_id"))  # type: ignore[arg-type]
+            entity = maps["entity"].get(data.get("entity_id"))  # type: ignore[arg-type]
+            if linked is None or entity is None:
+                report.skipped[kind] += 1
+                continue
+            insert(kind, table, data, **{f"{owner}_id": linked, "entity_id": entity})
     for _, data in groups["relation"]:
         ends = _mapped(maps, memory=data.get("from_id"), other=data.get("to_id"))
         if ends is None:

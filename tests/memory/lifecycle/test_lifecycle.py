@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lobug.memory.graph.entities import Mention, link_entities
+from lobug.memory.graph.entities import Mention, link_entities, link_turn_entities
 from lobug.memory.lifecycle import forgetting
 from lobug.memory.lifecycle import policies as lifecycle
 from lobug.memory.lifecycle.purge import purge_due, purge_memory
@@ -343,6 +343,31 @@ def test_purge_leaves_no_trace(conn: Any) -> None:
     assert conn.execute("SELECT COUNT(*) FROM turns").fetchone()[0] == 1  # the log stays
     assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 0  # restored
     assert not purge_memory(conn, secret, now=NOW)
+
+
+def test_purge_keeps_an_entity_the_conversation_names(conn: Any) -> None:
+    """The turn that said "Qorvex Gym" stays, and so do its entity and its link; the memory's
+    own link goes."""
+    secret, _, _ = full_memory(conn)
+    link_turn_entities(
+        conn, 1, [Mention("Qorvex Gym", "Qorvex Gym", "organization", (0, 1))], "default", NOW
+    )
+    assert purge_memory(conn, secret, "user", now=NOW + 1)
+    assert {r[0] for r in conn.execute("SELECT canonical_name FROM entities")} == {
+        "Monday",
+        "Qorvex Gym",
+    }
+    linked = conn.execute(
+        "SELECT te.turn_id, e.canonical_name FROM turn_entities te"
+        " JOIN entities e ON e.id = te.entity_id"
+    ).fetchall()
+    assert [tuple(r) for r in linked] == [(1, "Qorvex Gym")]
+    assert (
+        conn.execute(
+            "SELECT COUNT(*) FROM memory_entities WHERE memory_id = ?", (secret,)
+        ).fetchone()[0]
+        == 0
+    )
 
 
 def test_purge_due_at_purge_at_inclusive(conn: Any) -> None:
