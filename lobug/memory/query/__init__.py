@@ -106,8 +106,8 @@ class QueryFilters(Request):
     updated_before: Timestamp | None = None
     person: s.WriterId | None = Field(
         default=None,
-        description="Only memories about this person: linked to a person entity of this name"
-        " or alias, any case (the people index; episodes drop out).",
+        description="Only memories and conversation turns about this person: linked to a person"
+        " entity of this name or alias, any case (the people index).",
         examples=["Maria"],
     )
 

@@ -71,15 +71,16 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
         if not flt.superseded:
             clauses.append("d.valid_until IS NULL")
         if f.person is not None:
-            clauses.append(PERSON_LINKED)
+            clauses.append(person_linked("memory_entities", "memory_id"))
             params += [f.person.strip(), f.person.strip()]
         if flt.live_at is not None:
             clauses.append(unexpired("d"))
             params.append(flt.live_at)
         updated = "d.updated_at"
     else:
-        if f.person is not None:
-            clauses.append("0")
+        if f.person is not None:  # a turn that names them (turn_entities, m013)
+            clauses.append(person_linked("turn_entities", "turn_id"))
+            params += [f.person.strip(), f.person.strip()]
         compare("d.role", "=", f.role)
         compare("d.speaker", "=", flt.speaker)
         clauses.append("d.degraded = 0")  # an apology says nothing worth finding
@@ -111,12 +112,15 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-PERSON_LINKED = (
-    "EXISTS (SELECT 1 FROM memory_entities me JOIN entities e ON e.id = me.entity_id"
-    " WHERE me.memory_id = d.id AND e.user_id = d.user_id AND e.type = 'person'"
-    " AND (e.canonical_name = ? COLLATE NOCASE OR EXISTS (SELECT 1 FROM json_each(e.aliases)"
-    " WHERE lower(value) = lower(?))))"
-)
+def person_linked(links: str, key: str) -> str:
+    """The row is linked (`links`: memory_entities or turn_entities) to a person entity of the
+    given name or alias, any case: two parameters, the name twice."""
+    return (
+        f"EXISTS (SELECT 1 FROM {links} l JOIN entities e ON e.id = l.entity_id"
+        f" WHERE l.{key} = d.id AND e.user_id = d.user_id AND e.type = 'person'"
+        " AND (e.canonical_name = ? COLLATE NOCASE OR EXISTS (SELECT 1 FROM json_each(e.aliases)"
+        " WHERE lower(value) = lower(?))))"
+    )
 
 
 def _categories(clauses: list[str], params: list[Any], categories: Sequence[str] | None) -> None:

@@ -94,7 +94,6 @@ def turn_reach(req: QueryRequest) -> Reach | None:
         or f.agent_id is not None
         or f.run_id is not None
         or f.actor_id is not None
-        or f.person is not None  # the people index links memories, not turns
         or f.pinned is not None
         or f.importance_min is not None
         or f.importance_max is not None

@@ -107,17 +107,26 @@ async def test_the_person_filter_finds_a_person_by_any_name(mem: MemoryEnv, cloc
     assert await visible("JEN OKAFOR") == {ids[JEN], ids[PARK]}
     assert await visible("jen") == {ids[JEN], ids[PARK]}
     assert await visible("Robert") == {ids[BOB]}
-    # The lexical list honours it; turns have no entity links and never match.
+    # The lexical list honours it.
     flt = Reach(filters=QueryFilters(person="Jen"), kinds=("fact",))
     found = await mem.db.read(lambda c: text_ranks(c, "Jen Lisbon sister", 10, flt=flt))
     assert set(found) == {ids[JEN], ids[PARK]}
-    await mem.exchange("Jen says hi", session_id="s-a")
+    # A turn is about a person when it names them (its entity links, made by embed_turn).
+    await mem.exchange("Jen says hi from Lisbon", session_id="s-a")
+    await mem.exchange("The weather is fine", session_id="s-a")
+    await mem.run()
+    said = {r[1]: r[0] for r in mem.rows("SELECT id, text FROM turns WHERE role = 'user'")}
     turn_ids = [r[0] for r in mem.rows("SELECT id FROM turns")]
-    got = await mem.db.read(
-        lambda c: visible_ids(c, TURNS, Reach(filters=QueryFilters(person="Jen")), turn_ids)
-    )
-    assert got == set()
-    # Through the service's query (what /v1/query runs): a person filter drops the episodes.
+
+    async def visible_turns(person: str) -> set[int]:
+        flt = Reach(filters=QueryFilters(person=person))
+        return set(await mem.db.read(lambda c: visible_ids(c, TURNS, flt, turn_ids)))
+
+    jen_turn = said["Jen says hi from Lisbon"]
+    assert await visible_turns("Jen") == {jen_turn}
+    assert await visible_turns("jen okafor") == {jen_turn}  # by the merged entity's alias too
+    assert await visible_turns("Robert") == set()
+    # Through the service's query (what /v1/query runs): the facts and the turn about Jen.
     request = QueryRequest(
         query="Jen",
         kinds=["fact", "episode"],
@@ -125,4 +134,4 @@ async def test_the_person_filter_finds_a_person_by_any_name(mem: MemoryEnv, cloc
         top_k=10,
     )
     found_ids = {(r.kind, r.id) for r in await mem.service.query(request)}
-    assert found_ids == {("fact", ids[JEN]), ("fact", ids[PARK])}
+    assert found_ids == {("fact", ids[JEN]), ("fact", ids[PARK]), ("episode", jen_turn)}
