@@ -63,8 +63,6 @@ LOBUG_KINDS = ("fact", "summary", "episode")
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 
 
-
-
 # -- the dataset as `lobug memory import` lines --------------------
 def session_time(text: str) -> float:
     """A LoCoMo session date ("1:56 pm on 8 May, 2023") as Unix seconds (read as UTC)."""

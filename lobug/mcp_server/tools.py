@@ -250,8 +250,7 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "entity",
-        "One entity by `id` with the memories that name it, newest first (GET "
-        "/v1/entities/{id}).",
+        "One entity by `id` with the memories that name it, newest first (GET /v1/entities/{id}).",
         tool_schema(memory_id=True, id_of="Entity"),
         entity,
     ),

@@ -47,10 +47,12 @@ def describe(config: Config, *, speech_ready: bool) -> Info:
     )
     openai = config.llm.backend == "openai"  # any server of the OpenAI chat API
     agent = HandleModel(
-        name=(config.llm.chat_model or "the server's first model") if openai
+        name=(config.llm.chat_model or "the server's first model")
+        if openai
         else config.ollama.chat_model,
         attribution=Attribution(name="OpenAI-compatible server", url=config.llm.base_url)
-        if openai else OLLAMA,
+        if openai
+        else OLLAMA,
         installed=True,
         description="Lo-Bug's conversation turn: working memory, recalled memories, base memory",
         version=None,

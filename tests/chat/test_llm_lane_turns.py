@@ -127,8 +127,10 @@ async def test_the_exchanges_a_conversation_left_are_extracted_in_one_call(
         await say(client, text)
     assert not state.memory_calls("extract")  # the conversation is not quiet yet
     await wait_for(
-        lambda: len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'"))
-        == len(said),
+        lambda: (
+            len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'"))
+            == len(said)
+        ),
         timeout=20,
     )
     (call,) = state.memory_calls("extract")
@@ -172,8 +174,9 @@ async def test_a_preempted_batch_loses_no_exchange(make_client: Any, ollama: Any
     await say(client, "What's the time?")  # cancels the batched call in flight
     state.memory_delay_s = 0.0
     await wait_for(
-        lambda: len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'"))
-        == 3,
+        lambda: (
+            len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'")) == 3
+        ),
         timeout=20,
     )
     first, *later = (c["body"]["messages"][-1]["content"] for c in state.memory_calls("extract"))

@@ -41,10 +41,11 @@ from lobug.memory.table.dedup import content_hash
 from lobug.memory.transfer.export_file import write_export
 
 Result = tuple[Any, str]
-MEMORY_KEYS = ("id", "kind", "content", "category", "store", "layer", "status", "importance",
-               "confidence", "decay_rate", "pinned", "tags", "hits", "mention_count",
-               "agent_id", "run_id", "actor_id", "created_at", "updated_at",
-               "expires_at", "purge_at", "etag")  # fmt: skip
+# What the CLI prints of a memory, in this order.
+SHOWN_KEYS = ("id", "kind", "content", "category", "store", "layer", "status", "importance",
+              "confidence", "decay_rate", "pinned", "tags", "hits", "mention_count",
+              "agent_id", "run_id", "actor_id", "created_at", "updated_at",
+              "expires_at", "purge_at", "etag")  # fmt: skip
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$", re.IGNORECASE)
 _UNIT_S = {"m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
 
@@ -67,7 +68,7 @@ def expires_at(raw: str, now: float) -> float:
 
 
 def memory_text(memory: dict[str, Any]) -> str:
-    return fields(memory, [k for k in MEMORY_KEYS if k in memory or k == "purge_at"])
+    return fields(memory, [k for k in SHOWN_KEYS if k in memory or k == "purge_at"])
 
 
 def _body(args: argparse.Namespace, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -277,9 +278,7 @@ async def entities(
         head = f"#{data['id']} {data['canonical_name']} ({data['type']}), {data['mention_count']}×"
         return data, head + "\n" + table(data["memories"], MEMORY_COLUMNS, "(no memories)")
     given = parse(q.EntityListParams, _given(q=args.q, type=args.type, limit=args.limit))
-    data = await rec.entities(
-        who, q=given.q, type=given.type, limit=given.limit, user_id=args.user
-    )
+    data = await rec.entities(who, q=given.q, type=given.type, limit=given.limit, user_id=args.user)
     return data, table(data["entities"], ENTITY_COLUMNS, "(no entities)")
 
 

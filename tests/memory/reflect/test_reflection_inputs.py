@@ -104,9 +104,7 @@ async def test_a_memory_past_its_expires_at_is_not_read(mem: MemoryEnv, clock: A
     neither the reflection nor the insights read it."""
     kept, gone = await add_facts(mem, "The user grows tomatoes.", "The user has a cold.")
     await mem.db.write(
-        lambda c: c.execute(
-            "UPDATE memories SET expires_at = ? WHERE id = ?", (clock() + 60, gone)
-        )
+        lambda c: c.execute("UPDATE memories SET expires_at = ? WHERE id = ?", (clock() + 60, gone))
     )
     facts, _ = await mem.db.read(reflection.inputs, "default", clock())
     assert set(facts) == {"The user has a cold.", "The user grows tomatoes."}
