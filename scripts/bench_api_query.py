@@ -226,6 +226,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             }
             if args.turns and args.kinds:
                 body["kinds"] = args.kinds.split(",")
+            if args.person:
+                body["filters"] = {"person": args.person}
             timed.spent = 0.0
             started = time.perf_counter()
             async with session.post(url, json=body) as resp:
@@ -271,6 +273,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--turns", type=int, default=0, help="fill imported turns, not facts")
     parser.add_argument("--kinds", default="fact,episode",
                         help="with --turns: the kinds filter sent (\"\" for none)")  # fmt: skip
+    parser.add_argument("--person", default="", help="a person filter sent with every query")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--dim", type=int, default=384)
