@@ -486,9 +486,7 @@ class MemoryService:
 
     async def _gc(self) -> None:
         await self.gc(actor="scheduler")
-        # Fresh statistics for the query planner (SQLite's advice for long-lived connections;
-        # otherwise they are only gathered when the daemon stops).
-        await self.db.write_raw(lambda c: c.execute("PRAGMA optimize").fetchall())
+        await self.db.optimize()
         index = self.db.vector_index
         if index is not None and index.ready:
             # The change log only has to reach the index; what it applied can go.

@@ -24,6 +24,13 @@ from lobug.storage.sqlite import (
 from lobug.storage.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
+
+# Statistics for the query planner, on every table that lacks them or has changed much since
+# (SQLite's advice for a long-lived connection: at open, and now and then). Without them a
+# search at 10k facts plans its joins blind: retrieval p95 12 ms instead of 9 (bench_memory).
+# analysis_limit makes ANALYZE sample rather than read whole tables: cheap on a Pi's SD card.
+OPTIMIZE = "PRAGMA optimize = 0x10002"
+ANALYSIS_LIMIT = 400
 T = TypeVar("T")
 
 
@@ -71,6 +78,12 @@ class Database:
             # up and takes the OS down with it. Per connection, so only the writer needs it.
             self._writer.execute(f"PRAGMA max_page_count = {int(self.max_page_count)}")
         self.caps = capabilities(self._writer)
+        self._writer.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
+        self._writer.execute(OPTIMIZE).fetchall()
+
+    async def optimize(self) -> None:
+        """Fresh statistics for the query planner where the tables have changed (the daily GC)."""
+        await self.write_raw(lambda c: c.execute(OPTIMIZE).fetchall())
 
     async def open(self) -> None:
         await asyncio.wrap_future(self._writer_pool.submit(self.open_sync))
