@@ -79,7 +79,10 @@ class Database:
             self._writer.execute(f"PRAGMA max_page_count = {int(self.max_page_count)}")
         self.caps = capabilities(self._writer)
         self._writer.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
-        self._writer.execute(OPTIMIZE).fetchall()
+        try:
+            self._writer.execute(OPTIMIZE).fetchall()
+        except sqlite3.OperationalError as exc:  # locked by the daemon, a read-only file: later
+            log.info("no planner statistics at open (%s); the daily GC gathers them", exc)
 
     async def optimize(self) -> None:
         """Fresh statistics for the query planner where the tables have changed (the daily GC)."""
