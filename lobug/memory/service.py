@@ -28,7 +28,7 @@ from lobug.memory.jobs import MemoryJobs
 from lobug.memory.lifecycle.gc import gc_pass
 from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.reflect import notes
-from lobug.memory.search import explain, prompt_context, runner
+from lobug.memory.search import explain, prompt_context, runner, who
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
 from lobug.memory.search.scoring import WEIGHTS
 from lobug.memory.summaries import base_memory
@@ -313,7 +313,8 @@ class MemoryService:
         path. Works without vectors (BM25 + entities), except under `req.threshold`: that is a
         similarity floor (seed 001 §6), so without the query's vector it is 503, not ignored.
         `req.min_score` floors the final fused score."""
-        vector = await self.vectors.later(req.query)
+        names = await self.db.read(who.speakers, req.reach.user_id)
+        vector = await self.vectors.later(who.without_speakers(req.query, names))
         if req.threshold is not None:
             vector = self._query_vector_for_threshold(vector)
         now = self.clock()
