@@ -57,7 +57,8 @@ def without_speakers(text: str, names: Sequence[str]) -> str:
     kept = text
     for name in names:
         kept = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", kept, flags=re.I)
-    return " ".join(kept.split()) or text
+    kept = " ".join(kept.split())
+    return kept if re.search(r"\w", kept) else text  # only a name: embed it as asked
 
 
 def _word(name: str) -> re.Pattern[str]:

@@ -124,3 +124,41 @@ async def test_a_question_joining_two_speakers_names_neither(mem: MemoryEnv) -> 
     req = QueryRequest(query="How do Jon and Gina both clear their head?", kinds=["episode"])
     found = [r.text for r in await mem.service.query(req)]
     assert found[0] == "Same here, a long run clears my head."
+
+
+def test_the_speakers_names_leave_the_text_whole_words_only() -> None:
+    names = ["Liam", "Ava"]
+    assert who.without_speakers("What did Liam's dad fix?", names) == "What did dad fix?"
+    assert who.without_speakers("Did ava and LIAM’s sister meet?", names) == "Did and sister meet?"
+    assert (
+        who.without_speakers("Is Liamson Avalon's friend?", names) == "Is Liamson Avalon's friend?"
+    )
+    assert who.without_speakers("Liam?", names) == "Liam?"  # nothing else to embed: as asked
+    assert who.without_speakers("What did Liam fix?", []) == "What did Liam fix?"
+
+
+async def test_a_query_embeds_its_meaning_without_the_speakers_names(
+    mem: MemoryEnv, monkeypatch: Any
+) -> None:
+    """The name says who (the `who` lists' part); in the vector it would match the turns that
+    greet that person ("Thanks, Liam!") rather than what is asked."""
+    start = mem.clock()
+    await imported(
+        mem,
+        [
+            line("s1/t1", "Liam", "I fixed the boiler at last.", start),
+            line("s1/t2", "Ava", "Thanks, Liam!", start + 20, "assistant"),
+        ],
+    )
+    embedder = mem.service.vectors.embedder
+    asked: list[str] = []
+    embed = embedder.embed
+
+    async def recording(texts: list[str]) -> list[list[float]]:
+        asked.extend(texts)
+        return await embed(texts)
+
+    monkeypatch.setattr(embedder, "embed", recording)
+    await mem.service.query(QueryRequest(query="What did Liam fix?", top_k=3))
+    await mem.service.query(QueryRequest(query="What did Noor fix?", top_k=3))
+    assert asked == ["What did fix?", "What did Noor fix?"]
