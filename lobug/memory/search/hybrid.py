@@ -59,6 +59,7 @@ LIST_ORDER = (
     "who_words",
     "who_context",
     "dated",
+    "latest",
     "echo",
 )
 

@@ -106,6 +106,7 @@ def turn_reach(req: QueryRequest) -> Reach | None:
 VECTOR_LIST = ("vector", "context")  # the lists that need the query's vector
 VECTOR_NAMES = ("vector", "when_vector", "who_vector")  # ordered by the query's vector
 WORD_LISTS = ("bm25", "entity")
+LATEST_TOP = 10  # the context list's first turns that a question about now orders newest first
 Lists = dict[str, dict[str, list[int]]]  # corpus table -> list name -> ids, best first
 
 
@@ -167,8 +168,20 @@ def ranked_lists(
             lists["echo"] = echo_ranks(conn, plan.req.query, first, plan.depth, flt)
             if when.asks_when(plan.req.query):
                 lists["dated"] = dated(conn, first)
+            if when.asks_now(plan.req.query):
+                lists["latest"] = latest(conn, first[:LATEST_TOP])
         found[corpus.table] = lists
     return found
+
+
+def latest(conn: Any, ids: Sequence[int]) -> list[int]:
+    """The turns among `ids`, newest first: of the statements that match a question about now,
+    the last one said is how things stand."""
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, ts FROM turns WHERE id IN ({marks})", tuple(ids))
+    return [int(r[0]) for r in sorted(rows, key=lambda r: -float(r[1]))]
 
 
 def dated(conn: Any, ids: Sequence[int]) -> list[int]:

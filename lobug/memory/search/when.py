@@ -111,6 +111,12 @@ _ASKS_WHEN = re.compile(
     r"\bwhen\b|\b(?:what|which)\s+(?:date|day|week|month|year|time)\b|\bhow\s+long\b",
     re.I,
 )
+# A question about how things stand now ("Where does Daniel live now?", "Who is her current
+# employer?", "Does he still swim?"): of two statements, the later one answers it.
+_ASKS_NOW = re.compile(
+    r"\b(?:now|nowadays|these days|currently|current|still|any ?more|at the moment|at present)\b",
+    re.I,
+)
 _SAYS_WHEN = re.compile(
     rf"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
     rf"|(?:{_NUMBER})\s+(?:day|week|month|year)s?"
@@ -152,6 +158,11 @@ def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
 def asks_when(text: str) -> bool:
     """Whether the question asks for a time ("When did …?", "What year …?")."""
     return _ASKS_WHEN.search(text) is not None
+
+
+def asks_now(text: str) -> bool:
+    """Whether the question asks how things stand now ("… now?", "current", "still")."""
+    return _ASKS_NOW.search(text) is not None
 
 
 def says_when(text: str) -> bool:

@@ -9,7 +9,8 @@ from typing import Any
 from memory_kit import MemoryEnv
 
 from lobug.memory.query import QueryRequest
-from lobug.memory.search import who
+from lobug.memory.search import runner, when, who
+from lobug.memory.search.scoring import WEIGHTS
 from lobug.memory.transfer import import_turns as importer
 
 DAY = 86_400.0
@@ -162,3 +163,30 @@ async def test_a_query_embeds_its_meaning_without_the_speakers_names(
     await mem.service.query(QueryRequest(query="What did Liam fix?", top_k=3))
     await mem.service.query(QueryRequest(query="What did Noor fix?", top_k=3))
     assert asked == ["What did fix?", "What did Noor fix?"]
+
+
+async def test_a_question_about_now_ranks_the_later_statement_of_its_matches(
+    mem: MemoryEnv,
+) -> None:
+    """ "Where does Jen live now?": of the turns that match, the one said last is how things
+    stand (the `latest` list); a question without "now" gets no such list."""
+    start = mem.clock() - 200 * DAY
+    refs = await imported(
+        mem,
+        [
+            line("s1/t1", "Liam", "Jen lives in Portland, in a flat by the river.", start),
+            line("s2/t1", "Liam", "Jen lives in Denver, in a flat by the park.", start + 90 * DAY),
+            line("s3/t1", "Liam", "Jen lives for her garden.", start + 180 * DAY),
+        ],
+    )
+
+    async def lists(question: str) -> dict[str, list[int]]:
+        plan = runner.Plan.at(QueryRequest(query=question, kinds=["episode"]), WEIGHTS, mem.clock())
+        found = await mem.db.read(runner.ranked_lists, plan, None, runner.WORD_LISTS + ("context",))
+        return found["turns"]
+
+    now = await lists("Where does Jen live now, which flat?")
+    assert [i for i in now["latest"] if i != refs["s3/t1"]] == [refs["s2/t1"], refs["s1/t1"]]
+    assert "latest" not in await lists("Where does Jen live, which flat?")
+    assert when.asks_now("Who is her current employer?") and when.asks_now("Does he still swim?")
+    assert not when.asks_now("Where did Jen live in 2019?")
