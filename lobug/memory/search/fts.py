@@ -22,6 +22,7 @@ STOPWORDS = frozenset(
     same she should so some such than that the their theirs them then there these they this
     those through to too under until up very was we were what when where which while who whom
     why will with would you your yours s t d ll m re ve didn doesn isn wasn aren weren won user
+    now still currently nowadays
     """.split()
 )
 MAX_TOKENS = 32

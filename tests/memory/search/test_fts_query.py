@@ -222,3 +222,10 @@ def test_a_prefix_drops_the_inflection_first(conn: Any) -> None:
 def test_scan_words_fold_like_the_index() -> None:
     assert scan_words("Café déjà-vu, NAÏVE!") == ["cafe", "deja", "vu", "naive"]
     assert fold("Ångström") == "Angstrom"
+
+
+def test_the_words_of_now_match_no_statement() -> None:
+    """The question "Where does Liam work now?" asks for the latest statement (`asks_now`); as
+    a word, "now" matched the stale one ("a payroll officer … for 8 years now")."""
+    assert build_fts_query("Where does Liam work now?") == '"liam"* OR "work"*'
+    assert build_fts_query("Does Aisha still swim, currently?") == '"aisha"* OR "swim"*'
