@@ -75,7 +75,7 @@ LIST_WEIGHTS = {
     "who_words": 0.5,
     "who_context": 1.0,
     "dated": 0.5,
-    "latest": 1.0,
+    "latest": 2.0,
     "echo": 0.5,
 }
 
