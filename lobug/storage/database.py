@@ -98,7 +98,7 @@ class Database:
             self._readers.clear()
         if self._writer is not None:
             try:
-                self._writer.execute("PRAGMA optimize")
+                self._writer.execute(OPTIMIZE).fetchall()
             except Exception:  # noqa: BLE001 - best effort on the way out
                 pass
             self._writer.close()

@@ -35,6 +35,7 @@ from lobug.memory.search.context import context_ranks, context_scores
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
 from lobug.memory.search.echo import echo_ranks
 from lobug.memory.search.hybrid import SearchHit
+from lobug.memory.search.lexical import texts_of
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
 from lobug.storage.database import Database
@@ -189,10 +190,8 @@ def dated(conn: Any, ids: Sequence[int]) -> list[int]:
     a question asking when ("When did Melanie go to the museum?") is answered by."""
     if not ids:
         return []
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT id, text FROM turns WHERE id IN ({marks})", tuple(ids))
-    telling = {int(r[0]) for r in rows if when.says_when(str(r[1]))}
-    return [i for i in ids if i in telling]
+    texts = texts_of(conn, TURNS, ids)
+    return [i for i in ids if when.says_when(texts.get(i, ""))]
 
 
 def narrowed_lists(
