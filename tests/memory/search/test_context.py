@@ -9,6 +9,7 @@ from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.context import ContextWeights, context_ranks
 from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.hybrid import vector_knn
+from lobug.memory.search.scoring import ASKING_WEIGHT
 
 CHAT = [
     ("Nate", "Hey Joanna, how have you been this week?"),
@@ -106,3 +107,28 @@ async def test_a_question_asking_when_prefers_the_turns_that_tell_a_time(mem: Me
     assert "dated" in told.explain["ranks"] and "dated" not in untold.explain["ranks"]
     asked = await mem.service.query(req.model_copy(update={"query": "What did Mel see?"}))
     assert all("dated" not in r.explain["ranks"] for r in asked)
+
+
+async def test_a_turn_that_only_asks_ranks_below_what_was_said(mem: MemoryEnv) -> None:
+    start = mem.clock() - 7 * 86400
+    said = [
+        ("s1", "Joanna", "My favorite movie is Alien, I watched it three times."),
+        ("s1", "Nate", "Scary! I only know the poster."),
+        ("s2", "Joanna", "That sounds great! What's your favorite movie these days?"),
+        ("s2", "Nate", "Hard to pick, honestly."),
+    ]
+    refs = await imported(
+        mem,
+        [
+            line(
+                f"{s}/t{i}", who, text, start + i * 86400, "user" if who == "Nate" else "assistant"
+            )
+            for i, (s, who, text) in enumerate(said)
+        ],
+    )
+    req = QueryRequest(query="What is Joanna's favorite movie?", kinds=["episode"], top_k=4)
+    results = await mem.service.query(req)
+    # The newer question shares as many words with what is asked, but says nothing of it.
+    assert results[0].id == refs["s1/t0"]
+    asking = next(r for r in results if r.id == refs["s2/t2"])
+    assert asking.explain["status_mult"] == ASKING_WEIGHT < 1

@@ -16,8 +16,10 @@ from lobug.memory.search.scoring import (
     fuse,
     list_ranks,
     memory_score,
+    only_asks,
     rescore,
     rrf,
+    status_weight,
 )
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
@@ -154,3 +156,14 @@ def test_relation_strength_is_clamped() -> None:
 def test_empty_lists_do_not_lower_the_normalisation() -> None:
     (only,) = fuse({"vector": [7], "bm25": [], "entity": []})
     assert only.rrf_norm == pytest.approx(1.0)
+
+
+def test_a_turn_that_only_asks_is_told_from_one_that_says_something() -> None:
+    assert only_asks("That sounds great! What's your favorite movie that you've seen recently?")
+    assert only_asks("How's Frankie?")
+    assert not only_asks("Wow, nice pic! One special memory for me was this pride parade. Yours?")
+    assert not only_asks("I adopted a pup from the shelter last week.")
+    weights = ScoringWeights()
+    assert status_weight({"text": "Any fun hobbies?", "valid_until": None}, weights) == 0.5
+    assert status_weight({"text": "I paint on weekends.", "valid_until": None}, weights) == 1.0
+    assert status_weight({"content": "Any fun hobbies?", "kind": "fact"}, weights) == 1.0
