@@ -31,6 +31,7 @@ the reply to a question kept most of the gain at a smaller cost.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,17 +71,19 @@ def context_ranks(
     flt: Reach | None = None,
     outer: Reach | None = None,
     weights: ContextWeights = WEIGHTS,
+    question: QuestionWords | None = None,
 ) -> list[int]:
     """Turn ids by their score with context (see the module), best first. `nearest`: the
     caller's KNN of the query over the same turns, (id, cosine distance) nearest first, at
     least `weights.depth` deep when there are that many (the search runs it once for this list
     and the vector list); empty without vectors. `outer`: the reach `flt` narrows (to a
     speaker, a period): the question a reply answers counts by its words whoever asked it —
-    "Can you give me the recipe?" credits the other person's "Sure thing!"."""
+    "Can you give me the recipe?" credits the other person's "Sure thing!". `question`: the
+    search's `QuestionWords` for `text`, so its lists and lead ask FTS5 once."""
     flt = flt or Reach()
-    match = _words_query(conn, flt.user_id, text)
-    asked = _bm25_scores(conn, match, weights.depth, outer) if outer is not None else {}
-    words = _bm25_scores(conn, match, weights.depth, flt)
+    question = question or QuestionWords(flt.user_id, text)
+    asked = _bm25_scores(conn, question, weights.depth, outer) if outer is not None else {}
+    words = _bm25_scores(conn, question, weights.depth, flt)
     near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
     if not words and not near:
         return []
@@ -117,6 +120,7 @@ def context_scores(
     ids: Collection[int],
     similarity: Callable[[int], float | None],
     weights: ContextWeights = WEIGHTS,
+    question: QuestionWords | None = None,
 ) -> dict[int, float]:
     """The context score of each of the turns `ids` (see the module) by its size: bm25 over
     the best of these turns and the questions they answer, the cosine similarity itself
@@ -129,7 +133,7 @@ def context_scores(
     turns = _turns(conn, set(ids) | {i - 1 for i in ids})
     replies = {i for i in ids if _answers(turns, i)}
     scored = set(ids) | {i - 1 for i in replies}
-    words = _shared_words(conn, user_id, text, scored)
+    words = _shared_words(conn, question or QuestionWords(user_id, text), scored)
     top = max(words.values(), default=0.0)
 
     def own(i: int) -> float:
@@ -139,57 +143,95 @@ def context_scores(
     return {i: own(i) + (weights.asked * own(i - 1) if i in replies else 0.0) for i in ids}
 
 
-def _words_query(conn: Any, user_id: str, text: str) -> str | None:
-    """The question's words, any one of them (a word in very many turns only beside a rarer
-    one: fts.min_match_query), without the names of the conversation's speakers: a speaker's
-    name says who (the `who` lists), not what, and as a rare word it would rank every turn
-    that addresses them above the one that answers."""
-    tokens = _tokens(conn, user_id, text)
-    if not tokens:
-        return None
-    return min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+class QuestionWords:
+    """A question's words over the turns, worked out once per search: the context lists (of
+    the whole log, of a speaker's turns, of a period's) and the lead (`context_scores`) all ask
+    FTS5 the same question, up to six times a query before.
+
+    The words are the question's, any one of them (a word in very many turns only beside a
+    rarer one: fts.min_match_query), without the names of the conversation's speakers: a
+    speaker's name says who (the `who` lists), not what, and as a rare word it would rank every
+    turn that addresses them above the one that answers."""
+
+    def __init__(self, user_id: str, text: str) -> None:
+        self.user_id = user_id
+        self.text = text
+        self._tokens: list[str] | None = None
+        self._match: str | None = None
+        self._best: dict[int, float] = {}  # rowid -> −bm25, best first
+        self._depth = 0  # how deep `_best` was read
+
+    def tokens(self, conn: Any) -> list[str]:
+        if self._tokens is None:
+            names = speaker_words(conn, self.user_id)
+            self._tokens = [t for t in query_tokens(self.text) if fold(t) not in names]
+        return self._tokens
+
+    def match(self, conn: Any) -> str | None:
+        """The FTS5 query; None without words or without the index."""
+        tokens = self.tokens(conn)
+        if not tokens or not fts_available(conn, TURNS.fts):
+            return None
+        if self._match is None:
+            self._match = min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+        return self._match
+
+    def best(self, conn: Any, depth: int) -> dict[int, float]:
+        """The `depth` best turns of any reach holding any of the words, by −bm25 (higher
+        better); the caller keeps those its reach sees."""
+        match = self.match(conn)
+        if match is None:
+            return {}
+        if depth > self._depth:
+            rows = conn.execute(
+                f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+                f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
+                (match, depth),
+            ).fetchall()
+            self._best, self._depth = {int(r[0]): float(r[1]) for r in rows}, depth
+        return dict(itertools.islice(self._best.items(), depth))
+
+    def scores(self, conn: Any, ids: Collection[int]) -> dict[int, float]:
+        """−bm25 of the words in each of the turns `ids` that holds any: from `best` where it
+        has them, one FTS5 query within the rest (it evaluates the query once per rowid)."""
+        match = self.match(conn)
+        if match is None or not ids:
+            return {}
+        found = {i: self._best[i] for i in ids if i in self._best}
+        rest = [i for i in ids if i not in self._best]
+        if rest and len(self._best) >= self._depth:  # `_best` is not every matching turn
+            marks = ",".join("?" * len(rest))
+            rows = conn.execute(
+                f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+                f" AND rowid IN ({marks})",
+                (match, *rest),
+            ).fetchall()
+            found.update({int(r[0]): float(r[1]) for r in rows})
+        return found
 
 
-def _tokens(conn: Any, user_id: str, text: str) -> list[str]:
-    names = speaker_words(conn, user_id)
-    return [t for t in query_tokens(text) if fold(t) not in names]
-
-
-def _shared_words(conn: Any, user_id: str, text: str, ids: Collection[int]) -> dict[int, float]:
+def _shared_words(conn: Any, question: QuestionWords, ids: Collection[int]) -> dict[int, float]:
     """−bm25 of the question's words in each of the turns `ids` that holds two of them (the
     one word of a one-word question): as the `bm25` list asks, one shared word ("big",
-    "went") tells little by its size. One OR query ranked within `ids`, the words counted in
+    "went") tells little by its size. Scored as any one of the words, the words counted in
     Python (a query of word pairs costs three times as much in FTS5's bm25 statistics)."""
-    tokens = _tokens(conn, user_id, text)
-    if not tokens or not ids or not fts_available(conn, TURNS.fts):
-        return {}
-    match = min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-        f" AND rowid IN ({marks})",
-        (match, *ids),
-    ).fetchall()
-    texts = texts_of(conn, TURNS, [int(r[0]) for r in rows])
-    count = matcher([fold(t) for t in tokens])
+    tokens = question.tokens(conn)
+    scores = question.scores(conn, ids)
     if len(tokens) == 1 or len(tokens) > PAIRED_WORDS:
-        return {int(r[0]): float(r[1]) for r in rows}
+        return scores
+    texts = texts_of(conn, TURNS, list(scores))
+    count = matcher([fold(t) for t in tokens])
     # As the query of every pair of the words would score it: each word once per pair held.
-    held = {int(r[0]): count(texts.get(int(r[0]), "")) for r in rows}
-    return {int(r[0]): (held[int(r[0])] - 1) * float(r[1]) for r in rows if held[int(r[0])] >= 2}
+    held = {i: count(texts.get(i, "")) for i in scores}
+    return {i: (held[i] - 1) * score for i, score in scores.items() if held[i] >= 2}
 
 
-def _bm25_scores(conn: Any, match: str | None, depth: int, flt: Reach) -> dict[int, float]:
-    """The `depth` best turns holding any of the words of `match`, by −bm25 (higher better)."""
-    if match is None or not fts_available(conn, TURNS.fts):
-        return {}
-    rows = conn.execute(
-        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-        f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
-        (match, depth),
-    ).fetchall()
-    visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
-    return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+def _bm25_scores(conn: Any, question: QuestionWords, depth: int, flt: Reach) -> dict[int, float]:
+    """The `depth` best turns holding any of the question's words, by −bm25 (higher better),
+    those `flt` sees."""
+    best = question.best(conn, depth)
+    visible = visible_ids(conn, TURNS, flt, list(best)) if best else set()
+    return {i: score for i, score in best.items() if i in visible}
 
 
 def _answers(turns: dict[int, tuple[str | None, bool]], i: int) -> bool:

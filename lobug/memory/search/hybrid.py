@@ -17,7 +17,7 @@ from lobug.memory.graph import relations
 from lobug.memory.graph.entities import entities_in_text
 from lobug.memory.query import Reach
 from lobug.memory.search.context import WEIGHTS as CONTEXT
-from lobug.memory.search.context import context_ranks
+from lobug.memory.search.context import QuestionWords, context_ranks
 from lobug.memory.search.corpus import (
     MEMORIES,
     TURNS,
@@ -172,12 +172,14 @@ def ranked_lists(
     depth: int = 50,
     lists: Sequence[str] | None = None,
     min_similarity: float | None = None,
+    question: QuestionWords | None = None,
 ) -> dict[str, list[int]]:
     """The ranked lists (ids, best first) for `lists` — separable, so a caller may compute the
     vector list and the lexical ones on two connections at once.
 
     min_similarity: a floor for the vector list (1 − cosine distance); the lexical and entity
-    lists have their own bar (shared words, a named entity).
+    lists have their own bar (shared words, a named entity). question: the search's words
+    over the turns, for the context list (`context.QuestionWords`).
     """
     weights = weights or ScoringWeights()
     flt = flt or Reach()
@@ -201,7 +203,7 @@ def ranked_lists(
     if "entity" in lists:
         ranked["entity"] = entity_ranks(conn, text, depth, corpus=corpus, flt=flt)
     if context:
-        ranked["context"] = context_ranks(conn, text, nearest, depth, flt=flt)
+        ranked["context"] = context_ranks(conn, text, nearest, depth, flt=flt, question=question)
     return ranked
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from lobug.memory.query import (
@@ -31,7 +31,7 @@ from lobug.memory.query import (
 )
 from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
-from lobug.memory.search.context import context_ranks, context_scores
+from lobug.memory.search.context import QuestionWords, context_ranks, context_scores
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
 from lobug.memory.search.echo import echo_ranks
 from lobug.memory.search.hybrid import SearchHit
@@ -130,6 +130,11 @@ class Plan:
         """The plan of `req` asked at `now`: with the period its words name, if any."""
         return cls(req, weights, period=when.period(req.query, now), now=now, **how)
 
+    @cached_property
+    def words(self) -> QuestionWords:
+        """The question's words over the turns, read once for this search's lists and lead."""
+        return QuestionWords(self.req.reach.user_id, self.req.query)
+
     @property
     def threshold(self) -> float | None:
         """Seed 001 §6: drop results whose cosine similarity to the query is below."""
@@ -157,6 +162,7 @@ def ranked_lists(
             depth=plan.depth,
             lists=[name for name in corpus.lists if name in parts],
             min_similarity=plan.min_similarity,
+            question=plan.words,
         )
         if plan.period is not None:
             inside = replace(flt, said_in=plan.period)
@@ -219,7 +225,7 @@ def narrowed_lists(
             lists[f"{name}_vector"] = [i for i, _ in nearest[: plan.depth]]
     if context:
         lists[f"{name}_context"] = context_ranks(
-            conn, plan.req.query, nearest, plan.depth, flt=inside, outer=outer
+            conn, plan.req.query, nearest, plan.depth, flt=inside, outer=outer, question=plan.words
         )
     if "bm25" in parts:
         lists[f"{name}_words"] = hybrid.text_ranks(
@@ -296,6 +302,7 @@ def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) ->
         plan.req.query,
         [r.hit.id for r in top],
         partial(similarity.of, TURNS),
+        question=plan.words,
     )
     ranked = list(ranked)
     for at, item in enumerate(ranked[: w.context_top]):
