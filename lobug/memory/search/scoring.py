@@ -26,7 +26,7 @@ computed from an explicit `now`):
         status_mult = superseded_weight (0.5) for a fact a newer statement replaced, 0.5 for
                       an insight and for a turn that only asks (`only_asks`), else 1
         final = (relevance·conf_mult + w_rel·max_related_strength)·status_mult
-        a turn among the first context_top (20) results, said within the period the
+        a turn among the first context_top (30) results, said within the period the
         question names if any: final += w_context (0.5)·context, its context score by its size
         (search.context.context_scores: 0.5·bm25/best of two shared words + 0.5·cosine, plus
         0.8 of the same for the question it answers); rank fusion keeps only the order of
@@ -106,10 +106,11 @@ class ScoringWeights:
     hits_cap: int = 20  # ln(1 + hits) saturates here for normalisation; hits beyond add little
     # The first results, by the size of their context score (`search.context.context_scores`):
     # what decides first place among turns that every list ranks near the top, and brings a
-    # turn from 11th–20th place into the first ten (LoCoMo 1–5 recall_any@10 0.829 -> 0.854;
-    # 30 and 50 gave 0.857, within the noise, at 2–3 ms more per /v1 query at 10k turns).
+    # turn from 11th–30th place into the first ten (LoCoMo 1–5 recall_any@10 0.829 -> 0.854
+    # over 20, 0.859 over 30, 40 and 50 alike; with the question's words read once per search,
+    # `context.QuestionWords`, 30 costs no more than 20 at 10k turns).
     w_context: float = 0.5
-    context_top: int = 20
+    context_top: int = 30
 
     def changed(self, changes: Mapping[str, float]) -> ScoringWeights:
         """A copy with fields, or list weights by list name ("bm25"), changed: what the eval
