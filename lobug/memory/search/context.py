@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory.query import Reach
+from lobug.memory.search.asking import statements
 from lobug.memory.search.corpus import TURNS, visible_ids
 from lobug.memory.search.fts import (
     common_words,
@@ -133,14 +134,17 @@ def context_scores(
     turns = _turns(conn, set(ids) | {i - 1 for i in ids})
     replies = {i for i in ids if _answers(turns, i)}
     scored = set(ids) | {i - 1 for i in replies}
-    words = _shared_words(conn, question or QuestionWords(user_id, text), scored)
-    top = max(words.values(), default=0.0)
+    asked, said = _shared_words(conn, question or QuestionWords(user_id, text), scored)
+    top = max(asked.values(), default=0.0)
 
-    def own(i: int) -> float:
+    def own(i: int, words: dict[int, float]) -> float:
         b = words.get(i, 0.0) / top if top > 0 else 0.0
         return weights.words * b + weights.meaning * (similarity(i) or 0.0)
 
-    return {i: own(i) + (weights.asked * own(i - 1) if i in replies else 0.0) for i in ids}
+    # A turn by what it says, the question a reply answers by what it asks (`asking`).
+    return {
+        i: own(i, said) + (weights.asked * own(i - 1, asked) if i in replies else 0.0) for i in ids
+    }
 
 
 class QuestionWords:
@@ -210,20 +214,31 @@ class QuestionWords:
         return found
 
 
-def _shared_words(conn: Any, question: QuestionWords, ids: Collection[int]) -> dict[int, float]:
+def _shared_words(
+    conn: Any, question: QuestionWords, ids: Collection[int]
+) -> tuple[dict[int, float], dict[int, float]]:
     """−bm25 of the question's words in each of the turns `ids` that holds two of them (the
     one word of a one-word question): as the `bm25` list asks, one shared word ("big",
     "went") tells little by its size. Scored as any one of the words, the words counted in
-    Python (a query of word pairs costs three times as much in FTS5's bm25 statistics)."""
+    Python (a query of word pairs costs three times as much in FTS5's bm25 statistics).
+
+    Twice: with the words anywhere in the turn (what it asks counts: the question a reply
+    answers), and with the words it states (`asking.statements`: "What books do you enjoy?"
+    says nothing of books)."""
     tokens = question.tokens(conn)
     scores = question.scores(conn, ids)
-    if len(tokens) == 1 or len(tokens) > PAIRED_WORDS:
-        return scores
-    texts = texts_of(conn, TURNS, list(scores))
+    texts = texts_of(conn, TURNS, list(scores)) if scores else {}
     count = matcher([fold(t) for t in tokens])
-    # As the query of every pair of the words would score it: each word once per pair held.
-    held = {i: count(texts.get(i, "")) for i in scores}
-    return {i: (held[i] - 1) * score for i, score in scores.items() if held[i] >= 2}
+    paired = 1 < len(tokens) <= PAIRED_WORDS  # else one shared word is enough
+
+    def shared(words_of: Callable[[str], str]) -> dict[int, float]:
+        held = {i: count(words_of(texts.get(i, ""))) for i in scores}
+        if not paired:
+            return {i: score for i, score in scores.items() if held[i] >= 1}
+        # As the query of every pair of the words would score it: each word once per pair held.
+        return {i: (held[i] - 1) * score for i, score in scores.items() if held[i] >= 2}
+
+    return (shared(str) if paired else scores), shared(statements)
 
 
 def _bm25_scores(conn: Any, question: QuestionWords, depth: int, flt: Reach) -> dict[int, float]:

@@ -50,11 +50,11 @@ computed from an explicit `now`):
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from lobug.memory.search.asking import only_asks
 from lobug.memory.table.strength import retrievability
 
 DAY = 86_400.0
@@ -315,23 +315,10 @@ def status_weight(row: Mapping[str, Any], weights: ScoringWeights) -> float:
 
 
 INSIGHT_WEIGHT = 0.5  # kind `insight`: an interpretation, ranked below what the user said
-ASKING_WEIGHT = 0.5  # a turn that only asks: what answers it is the reply (`only_asks`)
-ASKING_WORDS = 8  # fewer words than this besides its questions: the turn only asks
-SENTENCE = re.compile(r"[^.!?]+[.!?]*")
-
-
-def only_asks(text: str) -> bool:
-    """Whether a turn asks and says next to nothing besides ("That sounds great! What's your
-    favorite movie?"): its words match a question about the subject, but it states nothing
-    about it; the reply does. Fewer than ASKING_WORDS words outside its questions.
-
-    Measured (docs/retrieval-eval.md): LoCoMo 1–5 hit@1 0.508 -> 0.520 (such a turn was first
-    for 24 questions it does not answer, and for 1 it does); the synthetic eval's MRR 0.694 ->
-    0.723; 6, 8 and 10 words and weights 0.3–0.7 give the same."""
-    if "?" not in text:
-        return False
-    said = (s for s in SENTENCE.findall(text) if not s.strip().endswith("?"))
-    return sum(len(s.split()) for s in said) < ASKING_WORDS
+# A turn that only asks (`asking.only_asks`): what answers it is the reply. LoCoMo 1–5 hit@1
+# 0.508 -> 0.520 (such a turn was first for 24 questions it does not answer, for 1 it does),
+# the synthetic eval's MRR 0.694 -> 0.723; 6, 8 or 10 words and weights 0.3–0.7 alike.
+ASKING_WEIGHT = 0.5
 
 
 def _distinct(ids: list[int]) -> list[int]:

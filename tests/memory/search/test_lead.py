@@ -69,3 +69,24 @@ async def test_the_query_path_adds_the_context_term_to_the_first_turns(mem: Memo
     by_id = {r.id: r.score for r in plain}
     assert all(r.score == by_id[r.id] + r.explain["context"] for r in results)
     assert refs["s1/t3"] in by_id
+
+
+async def test_a_turn_counts_the_words_it_states_not_those_it_asks_with(mem: MemoryEnv) -> None:
+    start = mem.clock() - 3600
+    refs = await imported(
+        mem,
+        [
+            line("s1/t0", "Nate", "Sounds fun! What books do you enjoy reading lately?", start),
+            line("s1/t1", "Joanna", "I enjoy fantasy books, mostly long series.", start + 1),
+        ],
+    )
+    ids = [refs["s1/t0"], refs["s1/t1"]]
+    scores = mem.db.read_sync(
+        lambda c: context_scores(
+            c, "default", "What books does Joanna enjoy?", ids, no_vector, weights=WORDS
+        )
+    )
+    # "books" and "enjoy" are in the asking turn's question only: it says nothing of them.
+    assert scores[refs["s1/t0"]] == 0.0
+    # The reply: its own words, and 0.8 of the question it answers, which counts by what it asks.
+    assert scores[refs["s1/t1"]] > 0.5

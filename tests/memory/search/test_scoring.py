@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lobug.memory.search.asking import only_asks
 from lobug.memory.search.scoring import (
     DAY,
     Fused,
@@ -16,7 +17,6 @@ from lobug.memory.search.scoring import (
     fuse,
     list_ranks,
     memory_score,
-    only_asks,
     rescore,
     rrf,
     status_weight,
