@@ -457,8 +457,9 @@ def merge_lists(near: Lists, words: Lists) -> Lists:
 def with_vector_list(
     conn: Any, plan: Plan, vector: Sequence[float] | None, words: Lists, *, now: float
 ) -> list[QueryResult]:
-    """The vector list, then fusion and cut with the word lists already ranked."""
-    near = ranked_lists(conn, plan, vector, VECTOR_LIST) if vector is not None else {}
+    """The vector list, then fusion and cut with the word lists already ranked. Without a
+    vector (no embedder reachable) the context lists still rank turns by their words."""
+    near = ranked_lists(conn, plan, vector, VECTOR_LIST)
     return results(conn, plan, merge_lists(near, words), now=now, vector=vector)
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from memory_kit import MemoryEnv
 from test_joint_search import imported, line
 
+from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.context import ContextWeights, context_ranks
 from lobug.memory.search.corpus import TURNS
@@ -132,3 +135,26 @@ async def test_a_turn_that_only_asks_ranks_below_what_was_said(mem: MemoryEnv) -
     assert results[0].id == refs["s1/t0"]
     asking = next(r for r in results if r.id == refs["s2/t2"])
     assert asking.explain["status_mult"] == ASKING_WEIGHT < 1
+
+
+async def test_with_the_embedder_down_the_context_list_still_finds_a_turn_by_one_word(
+    mem: MemoryEnv,
+) -> None:
+    start = mem.clock() - 3600
+    refs = await imported(
+        mem,
+        [
+            line("s1/t0", "Sam", "I sold my Honda Civic last month.", start),
+            line("s1/t1", "Sam", "I drive a Tesla Model 3 now.", start + 1),
+        ],
+    )
+
+    async def down(texts: Any) -> list[list[float]]:
+        raise EmbeddingUnavailable("down")
+
+    mem.service.embedder.embed = down  # type: ignore[method-assign]
+    req = QueryRequest(query="What car do I drive now?", kinds=["episode"], top_k=3)
+    results = await mem.service.query(req)
+    # "car" and "drive": the bm25 list wants both; the context list ranks any one by its words.
+    assert [r.id for r in results] == [refs["s1/t1"]]
+    assert "context" in results[0].explain["ranks"] and "bm25" not in results[0].explain["ranks"]
