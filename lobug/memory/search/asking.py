@@ -15,9 +15,17 @@ ASKING_WORDS = 8  # fewer words than this besides its questions: the turn only a
 SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
 
+# A question that asks to keep something says it: "Can you remember that Jen's birthday is on
+# the 3rd of May?" is a statement put politely to an assistant, not a question about it.
+KEEP = re.compile(r"\b(?:remember|remind|note|forget|keep in mind|write down|save)\b", re.I)
+
+
 def statements(text: str) -> str:
-    """The text without its questions (sentences ending in "?")."""
-    return " ".join(s for s in SENTENCE.findall(text) if not s.strip().endswith("?"))
+    """The text without its questions (sentences ending in "?" that do not ask to keep
+    something: `KEEP`)."""
+    return " ".join(
+        s for s in SENTENCE.findall(text) if not s.strip().endswith("?") or KEEP.search(s)
+    )
 
 
 def only_asks(text: str) -> bool:

@@ -167,3 +167,9 @@ def test_a_turn_that_only_asks_is_told_from_one_that_says_something() -> None:
     assert status_weight({"text": "Any fun hobbies?", "valid_until": None}, weights) == 0.5
     assert status_weight({"text": "I paint on weekends.", "valid_until": None}, weights) == 1.0
     assert status_weight({"content": "Any fun hobbies?", "kind": "fact"}, weights) == 1.0
+
+
+def test_a_question_that_asks_to_keep_something_says_it() -> None:
+    assert not only_asks("Can you remember that Jen's birthday is on the 3rd of May?")
+    assert not only_asks("Could you remind me that the passport expires in March?")
+    assert only_asks("What did Jen say about her birthday?")
