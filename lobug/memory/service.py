@@ -318,7 +318,7 @@ class MemoryService:
         if req.threshold is not None:
             vector = self._query_vector_for_threshold(vector)
         now = self.clock()
-        plan = runner.Plan.at(req, self.weights, now)
+        plan = runner.Plan.at(req, self.weights, now, speakers=tuple(names))
         results = await runner.run_parallel(self.db, plan, vector, now=now)
         self.hits.add([r.id for r in results if r.kind != EPISODE], now)
         return results

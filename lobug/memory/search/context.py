@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.memory.query import Reach
+from lobug.memory.search import who
 from lobug.memory.search.asking import statements
 from lobug.memory.search.corpus import TURNS, visible_ids
 from lobug.memory.search.fts import (
@@ -47,7 +48,6 @@ from lobug.memory.search.fts import (
     query_tokens,
 )
 from lobug.memory.search.lexical import matcher, texts_of
-from lobug.memory.search.who import speaker_words
 
 
 @dataclass(frozen=True)
@@ -149,25 +149,38 @@ def context_scores(
 
 class QuestionWords:
     """A question's words over the turns, worked out once per search: the context lists (of
-    the whole log, of a speaker's turns, of a period's) and the lead (`context_scores`) all ask
-    FTS5 the same question, up to six times a query before.
+    the whole log, of a speaker's turns, of a period's), `echo` and the lead (`context_scores`)
+    all ask FTS5 the same question, up to six times a query before; and the speakers of the
+    user's turns, read once for them and for the `who` lists (`speakers` may pass the caller's
+    read).
 
     The words are the question's, any one of them (a word in very many turns only beside a
     rarer one: fts.min_match_query), without the names of the conversation's speakers: a
     speaker's name says who (the `who` lists), not what, and as a rare word it would rank every
     turn that addresses them above the one that answers."""
 
-    def __init__(self, user_id: str, text: str) -> None:
+    def __init__(self, user_id: str, text: str, speakers: Sequence[str] | None = None) -> None:
         self.user_id = user_id
         self.text = text
+        self._speakers = None if speakers is None else list(speakers)  # the caller's read
         self._tokens: list[str] | None = None
         self._match: str | None = None
         self._best: dict[int, float] = {}  # rowid -> −bm25, best first
         self._depth = 0  # how deep `_best` was read
 
+    def speakers(self, conn: Any) -> list[str]:
+        """The named speakers of the user's turns (`who.speakers`), read once."""
+        if self._speakers is None:
+            self._speakers = who.speakers(conn, self.user_id)
+        return self._speakers
+
+    def named_speaker(self, conn: Any) -> str | None:
+        """The speaker the question names, if one (`who.named_speaker`)."""
+        return who.named_speaker(self.speakers(conn), self.text)
+
     def tokens(self, conn: Any) -> list[str]:
         if self._tokens is None:
-            names = speaker_words(conn, self.user_id)
+            names = who.name_words(self.speakers(conn))
             self._tokens = [t for t in query_tokens(self.text) if fold(t) not in names]
         return self._tokens
 

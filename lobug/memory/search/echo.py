@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from lobug.memory.query import Reach
+from lobug.memory.search import who
+from lobug.memory.search.context import QuestionWords
 from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.fts import (
     COMMON_WORD_ROWS,
@@ -36,14 +38,15 @@ from lobug.memory.search.fts import (
     word_rows,
 )
 from lobug.memory.search.lexical import bm25_ranks
-from lobug.memory.search.who import speaker_words
 from lobug.storage.sqlite import has_table
 
 ECHO_SEEDS = 3  # the first turns whose words are asked again
 ECHO_WORDS = 5  # their words added to the question's
 
 
-def echo_ranks(conn: Any, question: str, ranked: Sequence[int], k: int, flt: Reach) -> list[int]:
+def echo_ranks(
+    conn: Any, question: QuestionWords, ranked: Sequence[int], k: int, flt: Reach
+) -> list[int]:
     """Turn ids by BM25 of the question widened with the words of `ranked`'s first turns
     (the context list: best first), best first; empty without FTS5 or first turns."""
     seeds = list(ranked[:ECHO_SEEDS])
@@ -54,8 +57,8 @@ def echo_ranks(conn: Any, question: str, ranked: Sequence[int], k: int, flt: Rea
     texts = [
         str(r[0]) for r in conn.execute(f"SELECT text FROM turns WHERE id IN ({marks})", seeds)
     ]
-    names = speaker_words(conn, flt.user_id)
-    asked = [t for t in (fold(t) for t in query_tokens(question)) if t not in names]
+    names = who.name_words(question.speakers(conn))
+    asked = [fold(t) for t in question.tokens(conn)]
     seen: Counter[str] = Counter()
     for text in texts:
         seen.update({fold(t) for t in query_tokens(text)} - set(asked) - names)

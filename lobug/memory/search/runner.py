@@ -29,7 +29,7 @@ from lobug.memory.query import (
     Source,
     tokens_of,
 )
-from lobug.memory.search import hybrid, when, who
+from lobug.memory.search import hybrid, when
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import QuestionWords, context_ranks, context_scores
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
@@ -124,6 +124,8 @@ class Plan:
     exclude_since: float | None = None
     period: Period | None = None  # what the question's "last spring" means (`at`)
     now: float | None = None  # when it is asked: expired memories are left out (`at`)
+    # The speakers of the user's turns, when the caller has read them already (`words`).
+    speakers: tuple[str, ...] | None = None
 
     @classmethod
     def at(cls, req: QueryRequest, weights: ScoringWeights, now: float, **how: Any) -> Plan:
@@ -133,7 +135,7 @@ class Plan:
     @cached_property
     def words(self) -> QuestionWords:
         """The question's words over the turns, read once for this search's lists and lead."""
-        return QuestionWords(self.req.reach.user_id, self.req.query)
+        return QuestionWords(self.req.reach.user_id, self.req.query, self.speakers)
 
     @property
     def threshold(self) -> float | None:
@@ -167,12 +169,12 @@ def ranked_lists(
         if plan.period is not None:
             inside = replace(flt, said_in=plan.period)
             lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when", flt))
-        if corpus is TURNS and (name := who.named_speaker(conn, flt.user_id, plan.req.query)):
+        if corpus is TURNS and (name := plan.words.named_speaker(conn)):
             said_by = replace(flt, speaker=name)
             lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who", flt))
         if corpus is TURNS and "context" in parts:
             first = lists.get("who_context") or lists.get("context", [])
-            lists["echo"] = echo_ranks(conn, plan.req.query, first, plan.depth, flt)
+            lists["echo"] = echo_ranks(conn, plan.words, first, plan.depth, flt)
             if when.asks_when(plan.req.query):
                 lists["dated"] = dated(conn, first)
             if when.asks_now(plan.req.query):

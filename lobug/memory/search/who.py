@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lobug.memory.search.fts import fold, scan_words
@@ -31,17 +31,16 @@ def speakers(conn: Any, user_id: str) -> list[str]:
     ]
 
 
-def speaker_words(conn: Any, user_id: str) -> set[str]:
+def name_words(names: Iterable[str]) -> set[str]:
     """The words of the speakers' names, folded as the index folds them: they say who, not
     what, so the word lists leave them out (`context`, `echo`)."""
-    return {fold(w) for name in speakers(conn, user_id) for w in scan_words(name)}
+    return {fold(w) for name in names for w in scan_words(name)}
 
 
-def named_speaker(conn: Any, user_id: str, text: str) -> str | None:
-    """The first known speaker of the user's turns that the text names; None when none, or
-    when it joins two of them with "and" ("Jon and Gina", "both Joanna & Nate"): asked about
-    both, the turns of either answer."""
-    names = speakers(conn, user_id)
+def named_speaker(names: Sequence[str], text: str) -> str | None:
+    """The first of the speakers `names` that the text names; None when none, or when it
+    joins two of them with "and" ("Jon and Gina", "both Joanna & Nate"): asked about both,
+    the turns of either answer."""
     found = sorted((m.start(), m.end(), name) for name in names if (m := _word(name).search(text)))
     if any(JOINED.fullmatch(text[a[1] : b[0]]) for a, b in itertools.pairwise(found)):
         return None

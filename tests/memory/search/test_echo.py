@@ -6,6 +6,7 @@ from memory_kit import MemoryEnv
 from test_joint_search import imported, line
 
 from lobug.memory.query import QueryRequest, Reach
+from lobug.memory.search.context import QuestionWords
 from lobug.memory.search.echo import echo_ranks
 
 CHAT = [
@@ -24,12 +25,13 @@ async def test_the_first_answers_words_find_more_turns(mem: MemoryEnv) -> None:
     question = "What hobbies does Mel have?"
     first = [refs["s1/t0"]]  # the answer the question's own words find
 
-    found = mem.db.read_sync(lambda c: echo_ranks(c, question, first, 10, Reach()))
+    asked = QuestionWords("default", question)
+    found = mem.db.read_sync(lambda c: echo_ranks(c, asked, first, 10, Reach()))
     # "pottery" (from the first answer) finds the bowl, which shares no word with the question;
     # the kiln shares a word with the bowl only ("glaze"), not with the first answer.
     assert found[0] == refs["s1/t0"] and refs["s1/t1"] in found
     assert refs["s1/t2"] not in found and refs["s1/t3"] not in found
-    assert mem.db.read_sync(lambda c: echo_ranks(c, question, [], 10, Reach())) == []
+    assert mem.db.read_sync(lambda c: echo_ranks(c, asked, [], 10, Reach())) == []
 
 
 async def test_the_query_path_ranks_the_echo_list(mem: MemoryEnv) -> None:

@@ -115,7 +115,7 @@ async def test_a_question_joining_two_speakers_names_neither(mem: MemoryEnv) -> 
     )
 
     async def named(question: str) -> str | None:
-        return await mem.db.read(who.named_speaker, "default", question)
+        return await mem.db.read(lambda c: who.named_speaker(who.speakers(c, "default"), question))
 
     assert await named("How does Gina unwind?") == "Gina"
     assert await named("What did Jon tell Gina about the shop?") == "Jon"  # the first named
