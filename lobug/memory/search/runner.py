@@ -129,7 +129,10 @@ class Plan:
 
     @classmethod
     def at(cls, req: QueryRequest, weights: ScoringWeights, now: float, **how: Any) -> Plan:
-        """The plan of `req` asked at `now`: with the period its words name, if any."""
+        """The plan of `req` asked at `now`: with the period its words name, if any, and
+        without a recency prior when it asks about what happened (`when.asks_past`)."""
+        if when.asks_past(req.query):
+            weights = weights.timeless()
         return cls(req, weights, period=when.period(req.query, now), now=now, **how)
 
     @cached_property

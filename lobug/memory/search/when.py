@@ -117,6 +117,14 @@ _ASKS_NOW = re.compile(
     r"\b(?:now|nowadays|these days|currently|current|still|any ?more|at the moment|at present)\b",
     re.I,
 )
+# A question about what happened ("When did Melanie sign up for pottery?", "What was the
+# poster's slogan?"), not about how things stand or what was said last ("When did I last see
+# the dentist?", "What did she say recently?"): its answer is as likely in March as in May.
+_ASKS_PAST = re.compile(r"\b(?:did|was|were|had)\b", re.I)
+_ASKS_LATEST = re.compile(r"\b(?:last|latest|lately|recent|recently)\b", re.I)
+_QUESTION = re.compile(
+    r"\?|^\W*(?:what|when|where|who|whom|whose|which|why|how|did|was|were|had)\b", re.I
+)
 _SAYS_WHEN = re.compile(
     rf"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
     rf"|(?:{_NUMBER})\s+(?:day|week|month|year)s?"
@@ -163,6 +171,17 @@ def asks_when(text: str) -> bool:
 def asks_now(text: str) -> bool:
     """Whether the question asks how things stand now ("… now?", "current", "still")."""
     return _ASKS_NOW.search(text) is not None
+
+
+def asks_past(text: str) -> bool:
+    """Whether the question asks about something that happened, whenever it did: neither how
+    things stand now (`asks_now`) nor what was said last. A recency prior has no say in it."""
+    return (
+        _QUESTION.search(text) is not None
+        and _ASKS_PAST.search(text) is not None
+        and _ASKS_LATEST.search(text) is None
+        and not asks_now(text)
+    )
 
 
 def says_when(text: str) -> bool:

@@ -190,3 +190,38 @@ async def test_a_question_about_now_ranks_the_later_statement_of_its_matches(
     assert "latest" not in await lists("Where does Jen live, which flat?")
     assert when.asks_now("Who is her current employer?") and when.asks_now("Does he still swim?")
     assert not when.asks_now("Where did Jen live in 2019?")
+
+
+async def test_a_question_about_what_happened_ranks_old_and_new_turns_alike(
+    mem: MemoryEnv, clock: Any
+) -> None:
+    """ "When did Jen go to Lisbon?" is answered as well by what was said in March as in
+    October: no recency prior (`when.asks_past`), so its results score the same a hundred
+    days later. A question about how things stand, or about the last time, keeps the prior."""
+    start = mem.clock() - 30 * DAY
+    await imported(
+        mem,
+        [
+            line("s1/t1", "Liam", "Jen went to Lisbon for the book fair.", start),
+            line("s1/t2", "Ava", "Did she like Lisbon?", start + 20, "assistant"),
+        ],
+    )
+
+    async def scores(question: str) -> list[float]:
+        found = await mem.service.query(QueryRequest(query=question, kinds=["episode"]))
+        assert found, question
+        return [r.score for r in found]
+
+    questions = (
+        "When did Jen go to Lisbon?",
+        "Where does Jen go for book fairs?",
+        "When did Jen last go to Lisbon?",
+    )
+    before = [await scores(q) for q in questions]
+    clock.advance(100 * DAY)
+    after = [await scores(q) for q in questions]
+    assert after[0] == before[0]
+    assert after[1][0] < before[1][0] and after[2][0] < before[2][0]
+    assert when.asks_past("What was the poster's slogan?")
+    assert not when.asks_past("Where did Jen live now?")
+    assert not when.asks_past("I was at the dentist yesterday.")  # says, does not ask
