@@ -26,7 +26,7 @@ from lobug.memory.summaries.cascades import Cascades
 from lobug.memory.table import rows as store
 from lobug.memory.upkeep import events
 from lobug.memory.upkeep.jobs import UpkeepJobs
-from lobug.memory.vectors import knn
+from lobug.memory.vectors import knn, replies
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.knn import VECTOR_KINDS, VECTOR_STATUSES
 from lobug.memory.vectors.query import RecentVectors
@@ -160,9 +160,19 @@ class MemoryJobs:
             return
         known = [self.recent.get(text) for _, text in todo]
         missing = [text for (_, text), vector in zip(todo, known, strict=True) if vector is None]
-        fresh = iter(await self.embed(missing) if missing else [])
+        keyed = await self.db.read(replies.keys_of, todo)  # a reply: with its question too
+        texts = missing + [key for _, key in keyed]
+        embedded = await self.embed(texts) if texts else []
+        fresh = iter(embedded[: len(missing)])
         vectors = [vector if vector is not None else next(fresh) for vector in known]
-        await self.db.write(partial(store_turn_vectors, now=self.clock()), todo, vectors, others)
+        await self.db.write(
+            partial(store_turn_vectors, now=self.clock()),
+            todo,
+            vectors,
+            others,
+            keyed,
+            embedded[len(missing) :],
+        )
 
     # -- embed_memory: a vector for a memory written without one (remember, restore) ----------
     async def embed_memory(self, job: Job) -> None:
@@ -230,12 +240,15 @@ def store_turn_vectors(
     todo: list[tuple[int, str]],
     vectors: list[list[float]],
     other_jobs: list[int],
+    keyed: Sequence[tuple[int, str]] = (),
+    key_vectors: Sequence[Sequence[float]] = (),
     *,
     now: float,
 ) -> None:
     for (turn_id, _), vector in zip(todo, vectors, strict=True):
         if not knn.has_turn_vector(conn, turn_id):
             knn.put_turn_vector(conn, turn_id, vector)
+    replies.put_keys(conn, keyed, key_vectors)
     # The other jobs' turns are done here: their entities too (this job's are linked already).
     enrich.link_turns_fast(conn, [turn_id for turn_id, _ in todo], now=now)
     for job_id in other_jobs:  # their turns are embedded now; no need to run them

@@ -476,6 +476,14 @@ CREATE TABLE turn_ner (
 );
 """
 
+# A reply's key: the question it answers with the reply, embedded (memory.vectors.replies).
+M014_REPLY_KEYS = """
+CREATE TABLE turn_reply_keys (
+  turn_id   INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
+  embedding BLOB NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -490,6 +498,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m011_session_summaries", _sql(M011_SESSION_SUMMARIES)),
     ("m012_memory_events", _sql(M012_MEMORY_EVENTS)),
     ("m013_turn_entities", _sql(M013_TURN_ENTITIES)),
+    ("m014_reply_keys", _sql(M014_REPLY_KEYS)),
 ]
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
 
+import numpy as np
+
 from lobug.memory.query import (
     EPISODE,
     QueryFilters,
@@ -38,6 +40,7 @@ from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.lexical import texts_of
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
+from lobug.memory.vectors import replies
 from lobug.storage.database import Database
 from lobug.storage.sqlite import has_table
 from lobug.storage.vector_index import index_of
@@ -351,7 +354,9 @@ def rank_all(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: floa
 class Similarity:
     """Cosine similarity (1 − cosine distance) of the query's vector and a result's stored
     vector (sqlite-vec `vec_distance_cosine` on memory_vectors / turn_vectors); None without
-    a query vector, without a stored vector, or for a zero vector (no direction at all)."""
+    a query vector, without a stored vector, or for a zero vector (no direction at all). A
+    reply to a question is as near as the nearer of its own vector and its key, the question
+    with the reply (`vectors.replies`, at its KEY_WEIGHT)."""
 
     def __init__(self, conn: Any, vector: Sequence[float] | None) -> None:
         self.conn = conn
@@ -360,11 +365,25 @@ class Similarity:
         self.blob = None if vector is None else pack(vector)
         self._tables: dict[str, bool] = {}
         self._known: dict[tuple[str, int], float | None] = {}  # the fusion's, for the cut
+        self._unit: np.ndarray | None = None
 
     def __call__(self, item: Ranked) -> float | None:
         return self.of(item.corpus, item.hit.id)
 
     def of(self, corpus: Corpus, row_id: int) -> float | None:
+        own = self._own(corpus, row_id)
+        if corpus is not TURNS or self.vector is None or not self._has(replies.TABLE):
+            return own
+        key = (replies.TABLE, row_id)
+        if key not in self._known:
+            if self._unit is None:
+                query = np.asarray(self.vector, dtype=np.float32)
+                self._unit = query / (float(np.linalg.norm(query)) or 1.0)
+            self._known[key] = replies.similarity(self.conn, self._unit, [row_id]).get(row_id)
+        keyed = self._known[key]
+        return own if keyed is None or (own is not None and own >= keyed) else keyed
+
+    def _own(self, corpus: Corpus, row_id: int) -> float | None:
         if self.blob is None or not self._has(corpus.vectors):
             return None
         key = (corpus.vectors, row_id)

@@ -2,7 +2,8 @@
 
 The new vectors go into staging tables batch by batch; the live tables are swapped in one
 transaction at the end, and only then is the new model/dimension recorded. An interrupted run
-leaves the old vectors (and their recorded model) exactly as they were.
+leaves the old vectors (and their recorded model) exactly as they were. The replies' keys
+(`replies`: the question a turn answers with the turn) are rebuilt with the turns' vectors.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN
 from lobug.llm.embedders import Embedder
+from lobug.memory.vectors import replies
 from lobug.memory.vectors.knn import VECTOR_KINDS, VECTOR_STATUSES
 from lobug.storage.database import Database
 from lobug.storage.vectors import create_vector_tables, pack, write_meta
@@ -29,6 +31,7 @@ SOURCES = {
     "turn_vectors": (f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"),
 }
 KEYS = {"memory_vectors": "memory_id", "turn_vectors": "turn_id"}
+REPLY_KEYS = replies.TABLE
 
 Progress = Callable[[int, int], None]
 
@@ -60,6 +63,9 @@ async def reembed(
             while rows := await db.read(_rows_after, table, last[table], batch_size):
                 vectors = await embedder.embed([text for _, text in rows])
                 await db.write(_stage, table, rows, vectors)
+                if table == "turn_vectors" and (keyed := await db.read(replies.keys_of, rows)):
+                    keys = await embedder.embed([key for _, key in keyed])
+                    await db.write(replies.put_keys, keyed, keys, f"{REPLY_KEYS}_new")
                 last[table] = rows[-1][0]
                 counts[table] += len(rows)
                 done += len(rows)
@@ -79,6 +85,10 @@ async def reembed(
 
 
 def _create_staging(conn: Any, dim: int) -> None:
+    conn.execute(f"DROP TABLE IF EXISTS {REPLY_KEYS}_new")
+    conn.execute(
+        f"CREATE TABLE {REPLY_KEYS}_new (turn_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)"
+    )
     for table, staging in STAGING.items():
         conn.execute(f"DROP TABLE IF EXISTS {staging}")  # left over from an interrupted run
         conn.execute(
@@ -125,6 +135,9 @@ def _swap(conn: Any, last: dict[str, int], *, model: str, dim: int) -> bool:
             f"INSERT INTO {table} ({key}, embedding) SELECT {key}, embedding FROM {staging}"
         )
         conn.execute(f"DROP TABLE {staging}")
+    conn.execute(f"DELETE FROM {REPLY_KEYS}")
+    conn.execute(f"INSERT INTO {REPLY_KEYS} SELECT turn_id, embedding FROM {REPLY_KEYS}_new")
+    conn.execute(f"DROP TABLE {REPLY_KEYS}_new")
     write_meta(conn, "embedding_model", model)
     write_meta(conn, "embedding_dim", str(dim))
     return True

@@ -1,0 +1,95 @@
+"""A reply's key: the question it answers with the reply, embedded beside the reply's own vector.
+
+"A mix of drama and romance!" says nothing of a screenplay on its own; said right after "What
+genre is it?" it is the answer to "What genre is Joanna's screenplay?". So a turn whose
+previous turn, in the same session, asks something is embedded a second time as that turn's
+last question and the reply (`key_text`), and a search takes the nearer of its two vectors,
+the key's at KEY_WEIGHT of its similarity (`similarity`): a reply found by the question it
+answers ranks a little below a statement that says the same thing itself.
+
+The key is only read for results already found (the vector lists' order, the lead, a
+threshold): the KNN lists search the turns' own vectors, so a follow-up question ("So what's
+new with you?") cannot pull unrelated turns into them. The stored and shown text stays the
+turn as said; a turn is keyed when its own vector is stored (`embed_turn`), so the question
+before it exists, and again by `lobug memory reembed`. Turns stored before this existed have
+no key until a reembed. Measured on LoCoMo and the synthetic eval: docs/retrieval-eval.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+
+from lobug.conversation import CONVERSATION_TURN
+from lobug.storage.vectors import pack
+
+TABLE = "turn_reply_keys"
+KEY_WEIGHT = 0.9  # the key's similarity counts at this share of itself (1: LoCoMo alike)
+QUESTION = re.compile(r"[^.!?\n]*\?")
+
+
+def key_text(asked: str, reply: str) -> str | None:
+    """The text a reply is keyed by: the last question of the turn before it, then the reply;
+    None when that turn asks nothing."""
+    questions = [q.strip() for q in QUESTION.findall(asked) if q.strip(" ?")]
+    return f"{questions[-1]}\n{reply}" if questions else None
+
+
+def keys_of(conn: Any, turns: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    """(turn id, key text) of the `turns` (id, text) that reply to a question: the turn before
+    each, of the same session and part of the conversation, asks something. Turns are stored
+    in the order they were said, so that turn is the id before (as `search.context` reads it)."""
+    if not turns:
+        return []
+    ids = [turn_id for turn_id, _ in turns]
+    wanted = sorted(set(ids) | {i - 1 for i in ids})
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT id, session_id, text, {CONVERSATION_TURN} FROM turns WHERE id IN ({marks})",
+        wanted,
+    ).fetchall()
+    by_id = {int(r[0]): (r[1], str(r[2]), bool(r[3])) for r in rows}
+    keyed = []
+    for turn_id, text in turns:
+        this, before = by_id.get(turn_id), by_id.get(turn_id - 1)
+        if this is None or before is None or this[0] is None or before[0] != this[0]:
+            continue
+        if before[2] and (key := key_text(before[1], text)) is not None:
+            keyed.append((turn_id, key))
+    return keyed
+
+
+def put_keys(
+    conn: Any,
+    keyed: Sequence[tuple[int, str]],
+    vectors: Sequence[Sequence[float]],
+    table: str = TABLE,
+) -> None:
+    """Store the keys' vectors (`table`: reembed's staging table while it rebuilds them)."""
+    conn.executemany(
+        f"INSERT OR REPLACE INTO {table} (turn_id, embedding) VALUES (?, ?)",
+        [(turn_id, pack(v)) for (turn_id, _), v in zip(keyed, vectors, strict=True)],
+    )
+
+
+def similarity(conn: Any, query: np.ndarray, turn_ids: Collection[int]) -> dict[int, float]:
+    """KEY_WEIGHT × the cosine similarity of the unit `query` and each keyed turn's key (a key
+    of another dimension, from an embedder the database no longer uses, is skipped)."""
+    if not turn_ids:
+        return {}
+    ids = list(turn_ids)
+    found: dict[int, float] = {}
+    for at in range(0, len(ids), 500):
+        chunk = ids[at : at + 500]
+        marks = ",".join("?" * len(chunk))
+        for turn_id, blob in conn.execute(
+            f"SELECT turn_id, embedding FROM {TABLE} WHERE turn_id IN ({marks})", chunk
+        ):
+            key = np.frombuffer(blob, dtype=np.float32)
+            norm = float(np.linalg.norm(key))
+            if key.shape == query.shape and norm > 0:
+                found[int(turn_id)] = KEY_WEIGHT * float(key @ query) / norm
+    return found
