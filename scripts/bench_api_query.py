@@ -45,7 +45,7 @@ from lobug.config import load_config  # noqa: E402
 from lobug.conversation import insert_turn  # noqa: E402
 from lobug.memory import MemoryService  # noqa: E402
 from lobug.memory.table import rows as store  # noqa: E402
-from lobug.memory.vectors import knn  # noqa: E402
+from lobug.memory.vectors import knn, replies  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
 from lobug.storage.vectors import pack  # noqa: E402
 
@@ -138,18 +138,27 @@ async def fill(app: web.Application, n: int, rng: random.Random) -> float:
     return time.perf_counter() - started
 
 
-async def fill_turns(app: web.Application, n: int, rng: random.Random) -> float:
-    """n imported turns (sessions of 20, a minute apart) with their vectors, 2000 per batch."""
+async def fill_turns(
+    app: web.Application, n: int, rng: random.Random, asking: bool = False
+) -> float:
+    """n imported turns (sessions of 20, a minute apart) with their vectors, 2000 per batch.
+    `asking`: every assistant turn ends with a question, so every user turn after one is a
+    reply and gets its key as `embed_turn` stores it (`vectors/replies`): half the turns."""
     db, embedder = app[keys.DB], embedder_of(app)
     started = time.perf_counter()
     day0 = time.time() - 400 * 86400
     for start in range(0, n, 2000):
         texts = [said(rng) for _ in range(start, min(n, start + 2000))]
+        if asking:
+            texts = [
+                t + (" Where was that?" if (start + i) % 2 else "") for i, t in enumerate(texts)
+            ]
         vectors = await embedder.embed(texts)
 
         def write(
             conn: Any, start: int = start, texts: list[str] = texts, vectors: Any = vectors
-        ) -> None:
+        ) -> list[tuple[int, str]]:
+            stored = []
             for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
                 at = start + i
                 turn = insert_turn(
@@ -157,8 +166,13 @@ async def fill_turns(app: web.Application, n: int, rng: random.Random) -> float:
                     text=text, ts=day0 + at * 60, ref=f"bench:{at}",
                 )  # fmt: skip
                 knn.put_turn_vector(conn, turn.id, vector)
+                stored.append((turn.id, text))
+            return stored
 
-        await db.write(write)
+        keyed = await db.read(replies.keys_of, await db.write(write))
+        if keyed:
+            key_vectors = await embedder.embed([key for _, key in keyed])
+            await db.write(replies.put_keys, keyed, key_vectors)
     await db.write_raw(lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
     return time.perf_counter() - started
 
@@ -211,7 +225,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     memory = service_of(app)
     timed = memory.embedder = TimedEmbedder(memory.embedder)
     if args.turns:
-        fill_s = await fill_turns(app, args.turns, rng)
+        fill_s = await fill_turns(app, args.turns, rng, args.asking)
     else:
         fill_s = await fill(app, args.facts, rng)
     latencies, embed_ms, counts = [], [], []
@@ -248,6 +262,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "facts": 0 if args.turns else args.facts,
         "turns": args.turns,
+        "reply_keys": args.asking,
         "dim": args.dim,
         "queries": args.queries,
         "return": args.mode,
@@ -274,6 +289,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--kinds", default="fact,episode",
                         help="with --turns: the kinds filter sent (\"\" for none)")  # fmt: skip
     parser.add_argument("--person", default="", help="a person filter sent with every query")
+    parser.add_argument(
+        "--asking", action="store_true", help="assistant turns ask: half the turns are keyed"
+    )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--dim", type=int, default=384)

@@ -15,7 +15,7 @@ final fused score.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
@@ -261,6 +261,7 @@ def finish(
     comparable)."""
     present = [corpus for corpus in (MEMORIES, TURNS) if corpus.table in lists]
     similarity = similarity or Similarity(conn, None)
+    similarity.read_keys({i for ids in lists.get(TURNS.table, {}).values() for i in ids})
     if len(present) == 1:
         corpus = present[0]
         hits, rows = hybrid.fuse_and_rescore(
@@ -376,12 +377,21 @@ class Similarity:
             return own
         key = (replies.TABLE, row_id)
         if key not in self._known:
-            if self._unit is None:
-                query = np.asarray(self.vector, dtype=np.float32)
-                self._unit = query / (float(np.linalg.norm(query)) or 1.0)
-            self._known[key] = replies.similarity(self.conn, self._unit, [row_id]).get(row_id)
+            self.read_keys([row_id])
         keyed = self._known[key]
         return own if keyed is None or (own is not None and own >= keyed) else keyed
+
+    def read_keys(self, turn_ids: Collection[int]) -> None:
+        """The replies' keys among these turns, in one read (`finish`: every turn of the
+        lists, before their order is read), so `of` looks none up one by one."""
+        if self.vector is None or not self._has(replies.TABLE):
+            return
+        todo = [i for i in turn_ids if (replies.TABLE, i) not in self._known]
+        if self._unit is None:
+            query = np.asarray(self.vector, dtype=np.float32)
+            self._unit = query / (float(np.linalg.norm(query)) or 1.0)
+        found = replies.similarity(self.conn, self._unit, todo) if todo else {}
+        self._known.update(((replies.TABLE, i), found.get(i)) for i in todo)
 
     def _own(self, corpus: Corpus, row_id: int) -> float | None:
         if self.blob is None or not self._has(corpus.vectors):

@@ -76,20 +76,30 @@ def put_keys(
 
 
 def similarity(conn: Any, query: np.ndarray, turn_ids: Collection[int]) -> dict[int, float]:
-    """KEY_WEIGHT × the cosine similarity of the unit `query` and each keyed turn's key (a key
-    of another dimension, from an embedder the database no longer uses, is skipped)."""
-    if not turn_ids:
-        return {}
+    """KEY_WEIGHT × the cosine similarity of the unit `query` and each keyed turn's key, in
+    one read per 500 turns (a key of another dimension, from an embedder the database no
+    longer uses, is skipped)."""
     ids = list(turn_ids)
     found: dict[int, float] = {}
     for at in range(0, len(ids), 500):
         chunk = ids[at : at + 500]
         marks = ",".join("?" * len(chunk))
-        for turn_id, blob in conn.execute(
-            f"SELECT turn_id, embedding FROM {TABLE} WHERE turn_id IN ({marks})", chunk
-        ):
-            key = np.frombuffer(blob, dtype=np.float32)
-            norm = float(np.linalg.norm(key))
-            if key.shape == query.shape and norm > 0:
-                found[int(turn_id)] = KEY_WEIGHT * float(key @ query) / norm
+        rows = [
+            (int(turn_id), blob)
+            for turn_id, blob in conn.execute(
+                f"SELECT turn_id, embedding FROM {TABLE} WHERE turn_id IN ({marks})", chunk
+            )
+            if len(blob) == 4 * query.shape[0]
+        ]
+        if not rows:
+            continue
+        keys = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+        keys = keys.reshape(len(rows), query.shape[0])
+        norms = np.linalg.norm(keys, axis=1)
+        sims = (keys @ query) / np.where(norms > 0, norms, 1.0)
+        found.update(
+            (turn_id, KEY_WEIGHT * float(sim))
+            for (turn_id, _), sim, norm in zip(rows, sims, norms, strict=True)
+            if norm > 0
+        )
     return found
