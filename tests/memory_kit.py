@@ -9,6 +9,7 @@ import struct
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from lobug.conversation import TurnRecord
 from lobug.llm import client
 from lobug.memory.instructions import SHARED_TASKS, task_of
 from lobug.memory.service import MemoryService
+from lobug.memory.transfer import import_turns as importer
 from lobug.storage.database import Database
 from lobug.workers import runner as workers_runner
 from lobug.workers.runner import JobRunner
@@ -168,6 +170,26 @@ class MemoryEnv:
 
     async def run(self) -> int:
         return await self.runner.run_until_idle(timeout=30)
+
+    async def imported(self, lines: list[dict[str, Any]]) -> dict[str, int]:
+        """Turns stored through the import path (`lobug memory import` lines), jobs run;
+        every turn's ref → id."""
+        parsed, errors = importer.read_lines(
+            [json.dumps(line) for line in lines], max_chars=self.config.chat.max_text_chars
+        )
+        assert errors == []
+        partners, batches = importer.plan(parsed)
+        for batch in batches:
+            store = partial(
+                importer.store_batch,
+                partners=partners,
+                now=self.clock(),
+                user_id="default",
+                result=importer.ImportResult(),
+            )
+            await self.db.write(store, batch)
+        await self.run()
+        return dict(self.rows("SELECT ref, id FROM turns"))
 
     def rows(self, sql: str, *params: Any) -> list[Any]:
         return query(self.config.storage.db_path, sql, *params)

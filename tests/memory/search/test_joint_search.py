@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from functools import partial
 from typing import Any
 
 from memory_kit import MemoryEnv
@@ -11,29 +9,8 @@ from memory_kit import MemoryEnv
 from lobug.memory.query import QueryRequest
 from lobug.memory.search import runner, when, who
 from lobug.memory.search.scoring import WEIGHTS
-from lobug.memory.transfer import import_turns as importer
 
 DAY = 86_400.0
-
-
-async def imported(mem: MemoryEnv, lines: list[dict[str, Any]]) -> dict[str, int]:
-    """Turns stored through the import path (`lobug memory import`), jobs run; ref → id."""
-    parsed, errors = importer.read_lines(
-        [json.dumps(line) for line in lines], max_chars=mem.config.chat.max_text_chars
-    )
-    assert errors == []
-    partners, batches = importer.plan(parsed)
-    for batch in batches:
-        store = partial(
-            importer.store_batch,
-            partners=partners,
-            now=mem.clock(),
-            user_id="default",
-            result=importer.ImportResult(),
-        )
-        await mem.db.write(store, batch)
-    await mem.run()
-    return dict(mem.rows("SELECT ref, id FROM turns"))
 
 
 def line(ref: str, speaker: str, text: str, ts: float, role: str = "user") -> dict[str, Any]:
@@ -43,8 +20,7 @@ def line(ref: str, speaker: str, text: str, ts: float, role: str = "user") -> di
 
 async def test_a_question_naming_a_speaker_prefers_their_turns(mem: MemoryEnv) -> None:
     start = mem.clock()
-    refs = await imported(
-        mem,
+    refs = await mem.imported(
         [
             line(
                 "s1/t1",
@@ -95,7 +71,7 @@ async def test_a_weak_fact_does_not_outrank_the_turn_that_answers(mem: MemoryEnv
     answer = line(
         "s50/t1", "Sam", "We adopted a greyhound called Pepper from the rescue.", start + 50 * DAY
     )
-    refs = await imported(mem, [*filler, answer])
+    refs = await mem.imported([*filler, answer])
     await mem.run()
     req = QueryRequest(
         query="Which dog did we adopt from the rescue?", kinds=["fact", "episode"], top_k=5
@@ -106,8 +82,7 @@ async def test_a_weak_fact_does_not_outrank_the_turn_that_answers(mem: MemoryEnv
 
 async def test_a_question_joining_two_speakers_names_neither(mem: MemoryEnv) -> None:
     start = mem.clock()
-    await imported(
-        mem,
+    await mem.imported(
         [
             line("s1/t1", "Jon", "Dancing is how I unwind after the shop closes.", start),
             line("s1/t2", "Gina", "Same here, a long run clears my head.", start + 20, "assistant"),
@@ -144,8 +119,7 @@ async def test_a_query_embeds_its_meaning_without_the_speakers_names(
     """The name says who (the `who` lists' part); in the vector it would match the turns that
     greet that person ("Thanks, Liam!") rather than what is asked."""
     start = mem.clock()
-    await imported(
-        mem,
+    await mem.imported(
         [
             line("s1/t1", "Liam", "I fixed the boiler at last.", start),
             line("s1/t2", "Ava", "Thanks, Liam!", start + 20, "assistant"),
@@ -171,8 +145,7 @@ async def test_a_question_about_now_ranks_the_later_statement_of_its_matches(
     """ "Where does Jen live now?": of the turns that match, the one said last is how things
     stand (the `latest` list); a question without "now" gets no such list."""
     start = mem.clock() - 200 * DAY
-    refs = await imported(
-        mem,
+    refs = await mem.imported(
         [
             line("s1/t1", "Liam", "Jen lives in Portland, in a flat by the river.", start),
             line("s2/t1", "Liam", "Jen lives in Denver, in a flat by the park.", start + 90 * DAY),
@@ -199,8 +172,7 @@ async def test_a_question_about_what_happened_ranks_old_and_new_turns_alike(
     October: no recency prior (`when.asks_past`), so its results score the same a hundred
     days later. A question about how things stand, or about the last time, keeps the prior."""
     start = mem.clock() - 30 * DAY
-    await imported(
-        mem,
+    await mem.imported(
         [
             line("s1/t1", "Liam", "Jen went to Lisbon for the book fair.", start),
             line("s1/t2", "Ava", "Did she like Lisbon?", start + 20, "assistant"),

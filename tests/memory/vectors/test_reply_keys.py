@@ -3,9 +3,7 @@ the turn's embed job and by `lobug memory reembed`, and the nearer of its two ve
 
 from __future__ import annotations
 
-import json
 import math
-from functools import partial
 from typing import Any
 
 import pytest
@@ -14,32 +12,11 @@ from memory_kit import MemoryEnv
 from lobug.llm.embedders import HashingEmbedder
 from lobug.memory.query import QueryRequest
 from lobug.memory.search import who
-from lobug.memory.transfer import import_turns as importer
 from lobug.memory.vectors import replies
 from lobug.memory.vectors.reembed import reembed
 
 QUESTION = "What genre is your screenplay?"
 REPLY = "A mix of drama and romance!"
-
-
-async def imported(mem: MemoryEnv, lines: list[dict[str, Any]]) -> dict[str, int]:
-    """Turns stored through the import path (`lobug memory import`), jobs run; ref → id."""
-    parsed, errors = importer.read_lines(
-        [json.dumps(line) for line in lines], max_chars=mem.config.chat.max_text_chars
-    )
-    assert errors == []
-    partners, batches = importer.plan(parsed)
-    for batch in batches:
-        store = partial(
-            importer.store_batch,
-            partners=partners,
-            now=mem.clock(),
-            user_id="default",
-            result=importer.ImportResult(),
-        )
-        await mem.db.write(store, batch)
-    await mem.run()
-    return dict(mem.rows("SELECT ref, id FROM turns"))
 
 
 def said(ref: str, speaker: str, text: str, ts: float, role: str) -> dict[str, Any]:
@@ -49,8 +26,7 @@ def said(ref: str, speaker: str, text: str, ts: float, role: str) -> dict[str, A
 
 async def conversation(mem: MemoryEnv) -> dict[str, int]:
     start = mem.clock() - 3600
-    return await imported(
-        mem,
+    return await mem.imported(
         [
             said("s1/t1", "Nate", f"Congrats, Joanna! {QUESTION}", start, "assistant"),
             said("s1/t2", "Joanna", REPLY, start + 10, "user"),
