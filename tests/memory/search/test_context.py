@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_kit import MemoryEnv
-from test_joint_search import imported, line
+from test_joint_search import line
 
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory.query import QueryRequest, Reach
@@ -26,8 +26,7 @@ CHAT = [
 
 async def chat(mem: MemoryEnv) -> dict[str, int]:
     start = mem.clock() - 3600
-    return await imported(
-        mem,
+    return await mem.imported(
         [
             line(f"s1/t{i}", who, text, start + i, "user" if who == "Nate" else "assistant")
             for i, (who, text) in enumerate(CHAT)
@@ -97,8 +96,7 @@ async def test_within_a_speakers_turns_the_reply_carries_the_other_persons_quest
 
 async def test_a_question_asking_when_prefers_the_turns_that_tell_a_time(mem: MemoryEnv) -> None:
     start = mem.clock() - 3600
-    refs = await imported(
-        mem,
+    refs = await mem.imported(
         [
             line("s1/t0", "Mel", "Yesterday I took the kids to the museum.", start),
             line("s1/t1", "Mel", "The kids loved the museum's dinosaur exhibit.", start + 1),
@@ -120,8 +118,7 @@ async def test_a_turn_that_only_asks_ranks_below_what_was_said(mem: MemoryEnv) -
         ("s2", "Joanna", "That sounds great! What's your favorite movie these days?"),
         ("s2", "Nate", "Hard to pick, honestly."),
     ]
-    refs = await imported(
-        mem,
+    refs = await mem.imported(
         [
             line(
                 f"{s}/t{i}", who, text, start + i * 86400, "user" if who == "Nate" else "assistant"
@@ -141,8 +138,7 @@ async def test_with_the_embedder_down_the_context_list_still_finds_a_turn_by_one
     mem: MemoryEnv,
 ) -> None:
     start = mem.clock() - 3600
-    refs = await imported(
-        mem,
+    refs = await mem.imported(
         [
             line("s1/t0", "Sam", "I sold my Honda Civic last month.", start),
             line("s1/t1", "Sam", "I drive a Tesla Model 3 now.", start + 1),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory_kit import MemoryEnv
-from test_joint_search import imported, line
+from test_joint_search import line
 
 from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.context import QuestionWords
@@ -19,8 +19,8 @@ CHAT = [
 
 async def test_the_first_answers_words_find_more_turns(mem: MemoryEnv) -> None:
     start = mem.clock() - 3600
-    refs = await imported(
-        mem, [line(f"s1/t{i}", who, text, start + i) for i, (who, text) in enumerate(CHAT)]
+    refs = await mem.imported(
+        [line(f"s1/t{i}", who, text, start + i) for i, (who, text) in enumerate(CHAT)]
     )
     question = "What hobbies does Mel have?"
     first = [refs["s1/t0"]]  # the answer the question's own words find
@@ -35,7 +35,7 @@ async def test_the_first_answers_words_find_more_turns(mem: MemoryEnv) -> None:
 
 
 async def test_the_query_path_ranks_the_echo_list(mem: MemoryEnv) -> None:
-    refs = await imported(mem, [line("s1/t0", "Mel", CHAT[0][1], mem.clock() - 60)])
+    refs = await mem.imported([line("s1/t0", "Mel", CHAT[0][1], mem.clock() - 60)])
     results = await mem.service.query(
         QueryRequest(query="What hobbies does Mel have?", kinds=["episode"], top_k=1)
     )

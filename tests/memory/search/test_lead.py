@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory_kit import MemoryEnv
 from test_context import chat
-from test_joint_search import imported, line
+from test_joint_search import line
 
 from lobug.memory.query import QueryRequest
 from lobug.memory.search.context import ContextWeights, context_scores
@@ -33,8 +33,7 @@ async def test_a_reply_scores_with_the_question_it_answers(mem: MemoryEnv) -> No
 
 async def test_one_shared_word_scores_nothing_when_the_question_has_more(mem: MemoryEnv) -> None:
     start = mem.clock() - 3600
-    refs = await imported(
-        mem,
+    refs = await mem.imported(
         [
             line("s1/t0", "Mateo", "Big news! How do you feel?", start),
             line("s1/t1", "Mateo", "I spoke to a big audience at the conference.", start + 1),
@@ -73,8 +72,7 @@ async def test_the_query_path_adds_the_context_term_to_the_first_turns(mem: Memo
 
 async def test_a_turn_counts_the_words_it_states_not_those_it_asks_with(mem: MemoryEnv) -> None:
     start = mem.clock() - 3600
-    refs = await imported(
-        mem,
+    refs = await mem.imported(
         [
             line("s1/t0", "Nate", "Sounds fun! What books do you enjoy reading lately?", start),
             line("s1/t1", "Joanna", "I enjoy fantasy books, mostly long series.", start + 1),
