@@ -240,8 +240,8 @@ def store_turn_vectors(
     todo: list[tuple[int, str]],
     vectors: list[list[float]],
     other_jobs: list[int],
-    keyed: Sequence[tuple[int, str]] = (),
-    key_vectors: Sequence[Sequence[float]] = (),
+    keyed: Sequence[tuple[int, str]],
+    key_vectors: Sequence[Sequence[float]],
     *,
     now: float,
 ) -> None:

@@ -31,7 +31,7 @@ SOURCES = {
     "turn_vectors": (f"SELECT id, text FROM turns WHERE {CONVERSATION_TURN}"),
 }
 KEYS = {"memory_vectors": "memory_id", "turn_vectors": "turn_id"}
-REPLY_KEYS = replies.TABLE
+REPLY_KEYS, REPLY_STAGING = replies.TABLE, f"{replies.TABLE}_new"  # the replies' keys
 
 Progress = Callable[[int, int], None]
 
@@ -65,7 +65,7 @@ async def reembed(
                 await db.write(_stage, table, rows, vectors)
                 if table == "turn_vectors" and (keyed := await db.read(replies.keys_of, rows)):
                     keys = await embedder.embed([key for _, key in keyed])
-                    await db.write(replies.put_keys, keyed, keys, f"{REPLY_KEYS}_new")
+                    await db.write(replies.put_keys, keyed, keys, REPLY_STAGING)
                 last[table] = rows[-1][0]
                 counts[table] += len(rows)
                 done += len(rows)
@@ -85,9 +85,9 @@ async def reembed(
 
 
 def _create_staging(conn: Any, dim: int) -> None:
-    conn.execute(f"DROP TABLE IF EXISTS {REPLY_KEYS}_new")
+    conn.execute(f"DROP TABLE IF EXISTS {REPLY_STAGING}")
     conn.execute(
-        f"CREATE TABLE {REPLY_KEYS}_new (turn_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)"
+        f"CREATE TABLE {REPLY_STAGING} (turn_id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)"
     )
     for table, staging in STAGING.items():
         conn.execute(f"DROP TABLE IF EXISTS {staging}")  # left over from an interrupted run
@@ -136,8 +136,8 @@ def _swap(conn: Any, last: dict[str, int], *, model: str, dim: int) -> bool:
         )
         conn.execute(f"DROP TABLE {staging}")
     conn.execute(f"DELETE FROM {REPLY_KEYS}")
-    conn.execute(f"INSERT INTO {REPLY_KEYS} SELECT turn_id, embedding FROM {REPLY_KEYS}_new")
-    conn.execute(f"DROP TABLE {REPLY_KEYS}_new")
+    conn.execute(f"INSERT INTO {REPLY_KEYS} SELECT turn_id, embedding FROM {REPLY_STAGING}")
+    conn.execute(f"DROP TABLE {REPLY_STAGING}")
     write_meta(conn, "embedding_model", model)
     write_meta(conn, "embedding_dim", str(dim))
     return True
