@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from lobug.memory.search.wordforms import forms
 from lobug.storage.sqlite import escape_like, has_table
 
 # Small on purpose: FTS5's bm25 already discounts common words; these only keep a spoken
@@ -121,6 +122,12 @@ def word_rows(conn: Any, vocab: str, token: str) -> int:
     else:
         row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (token,)).fetchone()
     count = int(row[0] or 0) if row is not None else 0
+    if others := forms(token)[1:]:  # rows holding any form: at most the sum of the counts
+        marks = ",".join("?" * len(others))
+        row = conn.execute(
+            f"SELECT sum(doc) FROM {vocab} WHERE term IN ({marks})", others
+        ).fetchone()
+        count += int(row[0] or 0) if row is not None else 0
     if memo is not None:
         if len(memo) > MEMO_MAX:
             memo.clear()
@@ -133,14 +140,26 @@ def fts_term(token: str, *, prefix: bool = True) -> str:
     # Every token becomes an FTS5 string, so AND/OR/NOT/NEAR, `*`, `^`, `:` and column names
     # in the user's text are words, never syntax. Tokens never contain '"', but doubling keeps
     # the quoting correct should the scanner ever change.
-    if prefix and _stems(token):
-        return '"' + stem(token).replace('"', '""') + '"*'
-    return '"' + token.replace('"', '""') + '"'
+    # "win" also finds "won" and "winning", each as the whole word (wordforms), but for the
+    # forms its own prefix finds ("swim"* finds "swims" and "swimming").
+    root = stem(token) if prefix and _stems(token) else None
+    others = [f for f in forms(token)[1:] if root is None or not f.startswith(root)]
+    if not others:
+        return _term(token, prefix=prefix)
+    return "(" + " OR ".join([_term(token, prefix=prefix), *map(_term, others)]) + ")"
+
+
+def _term(word: str, *, prefix: bool = False) -> str:
+    if prefix and _stems(word):
+        return '"' + stem(word).replace('"', '""') + '"*'
+    return '"' + word.replace('"', '""') + '"'
 
 
 def token_matches(token: str, word: str, *, prefix: bool = True) -> bool:
     """Whether `word` (from a document) matches query `token` the way build_fts_query does."""
-    return word == token or (prefix and _stems(token) and word.startswith(stem(token)))
+    if word == token or (prefix and _stems(token) and word.startswith(stem(token))):
+        return True
+    return word in forms(token)[1:]
 
 
 def _stems(token: str) -> bool:

@@ -20,6 +20,7 @@ from lobug.memory.search.fts import (
     stem,
     token_matches,
 )
+from lobug.memory.search.wordforms import forms
 
 MAX_FETCH = 4096
 
@@ -97,11 +98,7 @@ def matcher(tokens: Sequence[str]) -> Callable[[str], int]:
     """A function counting how many of the query's words a text holds, as FTS5 matches them
     (whole word, or prefix for 4+ letters). ASCII text — nearly every memory — is searched
     with one compiled pattern per word; anything else goes through the exact scanner."""
-    ascii_patterns = [
-        re.compile(rf"(?<![a-z0-9]){re.escape(stem(t))}" + ("" if _prefix(t) else r"(?![a-z0-9])"))
-        for t in tokens
-        if t.isascii()
-    ]
+    ascii_patterns = [_pattern(t) for t in tokens if t.isascii()]
 
     def count(text: str) -> int:
         if text.isascii() and len(ascii_patterns) == len(tokens):
@@ -113,8 +110,12 @@ def matcher(tokens: Sequence[str]) -> Callable[[str], int]:
     return count
 
 
-def _prefix(token: str) -> bool:
-    return len(token) >= MIN_PREFIX_CHARS  # as build_fts_query: a prefix match for 4+ letters
+def _pattern(token: str) -> re.Pattern[str]:
+    """The token as build_fts_query matches it: a prefix for 4+ letters, else the whole word,
+    and its other forms (`wordforms`) as whole words."""
+    own = re.escape(stem(token)) + ("" if len(token) >= MIN_PREFIX_CHARS else r"(?![a-z0-9])")
+    others = "".join(f"|{re.escape(f)}(?![a-z0-9])" for f in forms(token)[1:])
+    return re.compile(rf"(?<![a-z0-9])(?:{own}{others})")
 
 
 def texts_of(conn: Any, corpus: Corpus, ids: Sequence[int]) -> dict[int, str]:

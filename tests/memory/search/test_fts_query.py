@@ -228,4 +228,28 @@ def test_the_words_of_now_match_no_statement() -> None:
     """The question "Where does Liam work now?" asks for the latest statement (`asks_now`); as
     a word, "now" matched the stale one ("a payroll officer … for 8 years now")."""
     assert build_fts_query("Where does Liam work now?") == '"liam"* OR "work"*'
-    assert build_fts_query("Does Aisha still swim, currently?") == '"aisha"* OR "swim"*'
+    assert build_fts_query("Does Aisha still paint, currently?") == '"aisha"* OR "paint"*'
+
+
+def test_a_word_finds_the_forms_its_prefix_cannot(conn: Any) -> None:
+    """The question asks with the base form, the turn tells the past: "What did they win?"
+    is answered by "We won the final", "buy" by "bought", "children" by "child"."""
+    assert build_fts_query("win") == '("win" OR "won" OR "wins" OR "winning")'
+    # A 4+ letter word's own prefix already finds its -s and -ing forms.
+    assert build_fts_query("swim") == '("swim"* OR "swam" OR "swum")'
+    told = ["We won the final on penalties.", "I bought Leo a kite.", "One child is ill."]
+    ids = []
+    for text in told:
+        cur = conn.execute(
+            "INSERT INTO memories (content, created_at, updated_at) VALUES (?, 0, 0)", (text,)
+        )
+        ids.append(cur.lastrowid)
+    try:
+        assert match(conn, build_fts_query("What did they win?") or "") == [ids[0]]
+        assert match(conn, build_fts_query("what did I buy") or "") == [ids[1]]
+        assert match(conn, build_fts_query("which children") or "") == [ids[2]]
+        assert match(conn, build_fts_query("winter") or "") == []  # not a form of "win"
+    finally:
+        conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
+    assert token_matches("win", "won") and token_matches("making", "made")
+    assert not token_matches("win", "winter") and not token_matches("find", "foundation")

@@ -197,3 +197,21 @@ async def test_a_question_about_what_happened_ranks_old_and_new_turns_alike(
     assert when.asks_past("What was the poster's slogan?")
     assert not when.asks_past("Where did Jen live now?")
     assert not when.asks_past("I was at the dentist yesterday.")  # says, does not ask
+
+
+async def test_a_question_in_the_base_form_finds_the_turn_in_the_past(mem: MemoryEnv) -> None:
+    """ "What did the team win?" asks with "win"; the turn that answers says "won", which no
+    prefix of "win" finds (`wordforms`). Among turns about the team, it comes first."""
+    start = mem.clock() - 60 * DAY
+    said = [
+        "The team trained in the rain all week.",
+        "Team photos are up on the fridge.",
+        "Our team bus broke down on the way to the away match.",
+        "We even won a trophy at the finals!",
+        "The coach wants the team to stretch more.",
+    ]
+    await mem.imported([line(f"s{i}/t1", "Liam", t, start + i * DAY) for i, t in enumerate(said)])
+    found = await mem.service.query(
+        QueryRequest(query="What did Liam's team win?", kinds=["episode"], top_k=3)
+    )
+    assert [r.text for r in found][0] == "We even won a trophy at the finals!"
