@@ -180,6 +180,7 @@ class RescoreBreakdown:
     memory_norm: float
     confidence: float
     retrievability: float
+    strength: float  # w_strength·retrievability: what it added (0 for a question about the past)
     confidence_mult: float
     related_strength: float
     relation_boost: float
@@ -287,11 +288,8 @@ def rescore(
     conf_mult = floor + (1.0 - floor) * confidence
     boost = weights.w_rel * max(0.0, min(1.0, related_strength))
     status = status_weight(memory_row, weights)
-    relevance = (
-        weights.w_fused * fused.rrf_norm
-        + weights.w_memory * memory_norm
-        + weights.w_strength * kept
-    )
+    strength = weights.w_strength * kept
+    relevance = weights.w_fused * fused.rrf_norm + weights.w_memory * memory_norm + strength
     final = (relevance * conf_mult + boost) * status
     return final, RescoreBreakdown(
         rrf=fused.rrf,
@@ -301,6 +299,7 @@ def rescore(
         memory_norm=memory_norm,
         confidence=confidence,
         retrievability=kept,
+        strength=strength,
         confidence_mult=conf_mult,
         related_strength=related_strength,
         relation_boost=boost,

@@ -125,7 +125,18 @@ def test_rescore_terms() -> None:
     assert b.retrievability == 1.0  # seen now
     assert score == pytest.approx(1.0 + W.w_memory * memory_norm + W.w_strength + 0.08)
     assert b.final == score
+    assert b.strength == pytest.approx(W.w_strength)
     assert b.as_dict()["memory"]["hits"] == 0
+
+
+def test_a_timeless_score_shows_retrievability_adding_nothing() -> None:
+    """A question about the past ranks without a recency prior: its explain still shows how
+    retrievable the row is, and that it added nothing (`strength`, the memory's recency)."""
+    row = {"hits": 0, "importance": 0.5, "created_at": NOW - 30 * 86_400.0, "confidence": 1.0}
+    score, b = rescore(fused(1.0), row, W.timeless(), NOW)
+    assert 0.0 < b.retrievability < 1.0
+    assert b.strength == 0.0 and b.memory.recency == 0.0
+    assert score == pytest.approx(1.0 + W.w_memory * b.memory_norm)
 
 
 def test_confidence_multiplier_has_a_floor() -> None:
