@@ -22,6 +22,8 @@ from lobug.memory.search.fts import (
     stem,
     token_matches,
 )
+from lobug.memory.search.lexical import matcher
+from lobug.memory.search.wordforms import FORMS
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect, escape_like
 
@@ -253,3 +255,27 @@ def test_a_word_finds_the_forms_its_prefix_cannot(conn: Any) -> None:
         conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
     assert token_matches("win", "won") and token_matches("making", "made")
     assert not token_matches("win", "winter") and not token_matches("find", "foundation")
+
+
+def test_fts5_and_the_python_counts_match_the_same_forms(tmp_path: Any) -> None:
+    """The lead and the minimum-should-match filter count words in Python (`token_matches`,
+    `lexical.matcher`); they must find exactly the rows FTS5 finds, forms included."""
+    db = connect(tmp_path / "forms.db")
+    migrate(db)
+    words = sorted(FORMS)[::7] + ["winter", "foundation", "won't", "Swimming!", "adopted"]
+    docs = [" ".join(words[(i * 5 + j * 11) % len(words)] for j in range(5)) for i in range(60)]
+    db.executemany(
+        "INSERT INTO memories (content, created_at, updated_at) VALUES (?, 0, 0)",
+        [(d,) for d in docs],
+    )
+    for word in words:
+        for token in query_tokens(word):
+            found = set(match(db, fts_term(token)))
+            held = {
+                i + 1
+                for i, d in enumerate(docs)
+                if any(token_matches(token, w) for w in scan_words(d))
+            }
+            assert found == held, token
+            assert {i + 1 for i, d in enumerate(docs) if matcher([token])(d)} == held, token
+    db.close()
