@@ -59,6 +59,8 @@ LIST_ORDER = (
     "who_words",
     "who_context",
     "dated",
+    "placed",
+    "counted",
     "latest",
     "echo",
 )

@@ -15,7 +15,7 @@ final fused score.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import Any
@@ -31,7 +31,7 @@ from lobug.memory.query import (
     Source,
     tokens_of,
 )
-from lobug.memory.search import hybrid, when
+from lobug.memory.search import answer, hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import QuestionWords, context_ranks, context_scores
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
@@ -181,8 +181,7 @@ def ranked_lists(
         if corpus is TURNS and "context" in parts:
             first = lists.get("who_context") or lists.get("context", [])
             lists["echo"] = echo_ranks(conn, plan.words, first, plan.depth, flt)
-            if when.asks_when(plan.req.query):
-                lists["dated"] = dated(conn, first)
+            lists.update(answering(conn, plan, first))
             if when.asks_now(plan.req.query):
                 lists["latest"] = latest(conn, first[:LATEST_TOP])
         found[corpus.table] = lists
@@ -199,13 +198,24 @@ def latest(conn: Any, ids: Sequence[int]) -> list[int]:
     return [int(r[0]) for r in sorted(rows, key=lambda r: -float(r[1]))]
 
 
-def dated(conn: Any, ids: Sequence[int]) -> list[int]:
-    """The turns among `ids` (best first) that tell a time ("yesterday", "last Friday"): what
-    a question asking when ("When did Melanie go to the museum?") is answered by."""
-    if not ids:
-        return []
+def answering(conn: Any, plan: Plan, ids: Sequence[int]) -> dict[str, list[int]]:
+    """For a question asking when, where or how many, the turns among `ids` (the context
+    list's, best first) that could give such an answer: `dated` (they tell a time: "When did
+    Melanie go to the museum?"), `placed` (they name a place, `answer.names_place`),
+    `counted` (they tell an amount). Nothing for any other question."""
+    question = plan.req.query
+    tells: dict[str, Callable[[str], bool]] = {}
+    if when.asks_when(question):
+        tells["dated"] = when.says_when
+    if answer.asks_where(question):
+        names = who.name_words(plan.words.speakers(conn))
+        tells["placed"] = partial(answer.names_place, speakers=names)
+    if answer.asks_amount(question):
+        tells["counted"] = answer.tells_amount
+    if not tells or not ids:
+        return {}
     texts = texts_of(conn, TURNS, ids)
-    return [i for i in ids if when.says_when(texts.get(i, ""))]
+    return {name: [i for i in ids if says(texts.get(i, ""))] for name, says in tells.items()}
 
 
 def narrowed_lists(

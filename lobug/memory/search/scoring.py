@@ -11,7 +11,8 @@ computed from an explicit `now`):
         rrf(d) = Σ_lists  w_list / (k + rank_list(d))          ranks from 1, k = 60
         rrf_norm(d) = rrf(d) / Σ_answering lists w_list/(k + 1)   1.0 = first in every list
         weights: vector 1.0, bm25 0.5, entity 0.5, context 1.0 (turns: search.context),
-        dated 0.5 (a question asking when: runner.dated), echo 0.5 (search.echo);
+        dated 0.5, placed 1, counted 1 (a question asking when, where, how many:
+        runner.answering), latest 2 (one asking about now), echo 0.5 (search.echo);
         a BM25 hit joins only if it shares bm25_min_words (2) of the query's words — why:
         docs/retrieval-eval.md
 
@@ -64,7 +65,8 @@ DAY = 86_400.0
 ORDINARY_DECAY_RATE = 0.05  # a memory of importance 0.5; what a raw turn fades like
 # Vector similarity leads; the lexical and entity lists corroborate (see docs/retrieval-eval.md).
 # context: the turns scored with the question they answer (search.context).
-# dated: the context list's turns that tell a time, for a question asking when (runner.dated).
+# dated, placed, counted: the context list's turns that tell a time, name a place, tell an
+# amount, for a question asking when, where, how many (runner.answering, search.answer).
 # echo: the question widened with the words of its first answers (search.echo).
 # when_*, who_*: the same lists within the period (search.when) or among the turns of the
 # speaker (search.who) the question names, if it names one.
@@ -80,6 +82,8 @@ LIST_WEIGHTS = {
     "who_words": 0.5,
     "who_context": 1.0,
     "dated": 0.5,
+    "placed": 1.0,
+    "counted": 1.0,
     "latest": 2.0,
     "echo": 0.5,
 }
