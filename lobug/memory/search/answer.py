@@ -2,10 +2,10 @@
 
 "Where does Jen live?" is answered by a turn that names a place ("She moved to Denver in
 May"), "How many kids does Sam have?" by one that tells an amount ("We've got three now"), as
-"When did…" is by a turn that tells a time
-(`when.asks_when`, `when.says_when`). These are the expected answer types of question
-answering. Here they only rank: among the context list's turns, the ones that could hold such
-an answer form one more list (`runner`: `placed`, `counted`).
+"When did…" is by a turn that tells a time (`when.asks_when`, `when.says_when`). These are the
+expected answer types of question answering. Here they only rank: among the context list's
+turns, the ones that could hold such an answer form one more list (`runner.answering`:
+`placed`, `counted`).
 
 A turn names a place when it holds a capitalised word inside a sentence that is not the name
 of someone talking, a month or a day: the names of places, shops, teams and titles alike.
@@ -42,7 +42,8 @@ def asks_where(text: str) -> bool:
 
 
 def asks_amount(text: str) -> bool:
-    """Whether the question asks how many, how much or how old."""
+    """Whether the question asks how many, how much, how long or how old: an amount, of
+    things or of time ("for three years")."""
     return _ASKS_AMOUNT.search(text) is not None
 
 
