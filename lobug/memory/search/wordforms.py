@@ -67,13 +67,14 @@ def _inflect(base: str) -> tuple[str, str]:
 
 
 def _table() -> dict[str, tuple[str, ...]]:
+    """Each form of the table -> every form of its word, that form first."""
     table: dict[str, tuple[str, ...]] = {}
     groups = [(g.split(), True) for g in _VERBS.split(";")]
     groups += [(g.split(), False) for g in _NOUNS.split(";")]
     for words, verb in groups:
-        forms = tuple(dict.fromkeys(words + (list(_inflect(words[0])) if verb else [])))
-        for form in forms:
-            table[form] = forms
+        group = tuple(dict.fromkeys(words + (list(_inflect(words[0])) if verb else [])))
+        for form in group:
+            table[form] = (form, *(f for f in group if f != form))
     return table
 
 
@@ -83,7 +84,4 @@ FORMS = _table()
 def forms(word: str) -> tuple[str, ...]:
     """Every form of `word` (itself first) when it has forms a prefix cannot find; else
     just the word."""
-    found = FORMS.get(word)
-    if found is None:
-        return (word,)
-    return (word, *(f for f in found if f != word))
+    return FORMS.get(word, (word,))
