@@ -163,6 +163,7 @@ class QuestionWords:
         self.user_id = user_id
         self.text = text
         self._speakers = None if speakers is None else list(speakers)  # the caller's read
+        self._names: set[str] | None = None
         self._tokens: list[str] | None = None
         self._match: str | None = None
         self._best: dict[int, float] = {}  # rowid -> −bm25, best first
@@ -174,13 +175,20 @@ class QuestionWords:
             self._speakers = who.speakers(conn, self.user_id)
         return self._speakers
 
+    def names(self, conn: Any) -> set[str]:
+        """The folded words of the speakers' names (`who.name_words`), worked out once: they
+        say who, not what (the question's words, `echo`'s, a place's name)."""
+        if self._names is None:
+            self._names = who.name_words(self.speakers(conn))
+        return self._names
+
     def named_speaker(self, conn: Any) -> str | None:
         """The speaker the question names, if one (`who.named_speaker`)."""
         return who.named_speaker(self.speakers(conn), self.text)
 
     def tokens(self, conn: Any) -> list[str]:
         if self._tokens is None:
-            names = who.name_words(self.speakers(conn))
+            names = self.names(conn)
             self._tokens = [t for t in query_tokens(self.text) if fold(t) not in names]
         return self._tokens
 

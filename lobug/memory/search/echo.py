@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from lobug.memory.query import Reach
-from lobug.memory.search import who
 from lobug.memory.search.context import QuestionWords
 from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.fts import (
@@ -57,7 +56,7 @@ def echo_ranks(
     texts = [
         str(r[0]) for r in conn.execute(f"SELECT text FROM turns WHERE id IN ({marks})", seeds)
     ]
-    names = who.name_words(question.speakers(conn))
+    names = question.names(conn)
     asked = [fold(t) for t in question.tokens(conn)]
     seen: Counter[str] = Counter()
     for text in texts:

@@ -31,7 +31,7 @@ from lobug.memory.query import (
     Source,
     tokens_of,
 )
-from lobug.memory.search import answer, hybrid, when, who
+from lobug.memory.search import answer, hybrid, when
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import QuestionWords, context_ranks, context_scores
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
@@ -208,8 +208,7 @@ def answering(conn: Any, plan: Plan, ids: Sequence[int]) -> dict[str, list[int]]
     if when.asks_when(question):
         tells["dated"] = when.says_when
     if answer.asks_where(question):
-        names = who.name_words(plan.words.speakers(conn))
-        tells["placed"] = partial(answer.names_place, speakers=names)
+        tells["placed"] = partial(answer.names_place, speakers=plan.words.names(conn))
     if answer.asks_amount(question):
         tells["counted"] = answer.tells_amount
     if not tells or not ids:
