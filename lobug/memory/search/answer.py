@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from lobug.memory.search.when import MONTHS
+from lobug.memory.search.when import MONTHS, WEEKDAYS
 
 _ASKS_WHERE = re.compile(
     r"^\W*where\b|\bwhich\s+(?:city|country|town|state|place|island|region|restaurant|store|shop)\b",
@@ -31,9 +31,7 @@ _TELLS_AMOUNT = re.compile(
 )
 # A capitalised word that does not begin the text or a sentence.
 _INNER_NAME = re.compile(r"(?<![.!?]\s)(?<![.!?\n])(?<!^)\b[A-Z][a-z]+")
-_CALENDAR = frozenset(MONTHS) | {
-    f"{day}day" for day in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
-}
+_CALENDAR = frozenset(MONTHS) | frozenset(WEEKDAYS)
 
 
 def asks_where(text: str) -> bool:

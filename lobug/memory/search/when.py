@@ -52,6 +52,7 @@ MONTHS = {
     )
     for name in names
 }
+WEEKDAYS = tuple(f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun"))
 SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month
 NUMBERS = {
     "a": 1,
@@ -73,6 +74,7 @@ NUMBERS = {
 }
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _SEASON = "|".join(SEASONS)
+_WEEKDAY = "|".join(WEEKDAYS)
 _NUMBER = r"\d{1,3}|" + "|".join(sorted(NUMBERS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d{2}"
 
@@ -129,7 +131,7 @@ _SAYS_WHEN = re.compile(
     rf"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
     rf"|(?:{_NUMBER})\s+(?:day|week|month|year)s?"
     r"|(?:last|this|next|past|previous)\s+(?:week|weekend|month|year|night|morning|evening"
-    rf"|{_SEASON}|\w+day)|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend"
+    rf"|{_SEASON}|\w+day)|{_WEEKDAY}|weekend"
     rf"|{_YEAR}|the\s+\d{{1,2}}(?:st|nd|rd|th)|(?:in|on|since|until)\s+(?:{_MONTH})"
     r"|(?:january|february|march|april|june|july|august|september|october|november|december)"
     r")\b",
