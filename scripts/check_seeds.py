@@ -9,8 +9,11 @@ The audit's tables have the columns `caller` and `test`. A cell names code by ba
                                        sets on `self`, found by parsing the file with `ast`
   `tests/path/test_x.py::test_name`    a test function (also `::Class::test_name`)
   `::test_name`                        a test function of the last test file named in that cell
-Every such token in any column of a row must exist. A `wired` row's caller cell names code in
-`lobug/`, and its test cell names a test or says `no test yet` (counted). The status is one of
+  `section.key`                        a setting, when `section` is a section of the config
+                                       (`memory.top_k`): a field of that section's class
+Every such token in a row must exist (but in `what it says`, which quotes the seed). A `wired` row's caller cell names code in
+`lobug/`, and its test cell names a test, or for a speed goal the benchmark under `scripts/` that
+measures it (tests never time speed), or says `no test yet` (counted). The status is one of
 `wired`, `decided against`, `open`. The counts are printed, and the summary table in the doc
 (the one whose first header cell is `seed` and that has an `all` row) must state them.
 
@@ -32,10 +35,13 @@ ROOT_DIRS = ("lobug/", "tests/", "scripts/")  # a token's path under these is fr
 STATUSES = ("wired", "decided against", "open")
 NO_TEST = "no test yet"
 SEEDS = ("004", "000", "001", "002", "003")
+QUOTED = "what it says"  # the seed's own words (its names, not ours): not checked
 
 TICKS = re.compile(r"`([^`]+)`")
 CODE = re.compile(r"^(?P<path>[\w./-]+\.py)(?::(?P<symbol>[A-Za-z_][\w.]*))?$")
 TEST = re.compile(r"^(?P<path>tests/[\w./-]+\.py)?::(?P<symbol>\w+(?:::\w+)?)$")
+SETTING = re.compile(r"^(?P<section>[a-z_]+)\.(?P<key>[a-z_0-9]+)$")
+CONFIG_FILES = ("lobug/config/models.py", "lobug/config/memory_sections.py")
 
 
 @dataclass
@@ -105,6 +111,24 @@ def _collect(body: list[ast.stmt], prefix: str, found: set[str]) -> None:
             _collect(node.orelse, prefix, found)
 
 
+@cache
+def settings() -> dict[str, frozenset[str]]:
+    """The config's sections and their keys: `Config`'s fields, each typed by a section class."""
+    fields: dict[str, dict[str, str]] = {}  # class -> field -> annotation
+    for path in CONFIG_FILES:
+        for node in ast.parse((ROOT / path).read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                fields[node.name] = {
+                    item.target.id: ast.unparse(item.annotation)
+                    for item in node.body
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                }
+    return {
+        section: frozenset(fields.get(kind, {}))
+        for section, kind in fields.get("Config", {}).items()
+    }
+
+
 def resolve(path: str) -> Path:
     """A token's file: from the root when it starts with a root folder, else under lobug/."""
     return ROOT / path if path.startswith(ROOT_DIRS) else ROOT / "lobug" / path
@@ -124,9 +148,14 @@ def check_token(token: str, last_test_file: str | None) -> tuple[str | None, str
         if symbol not in module_names(file):
             return f"`{token}`: no test {symbol} in {path}", path
         return None, path
+    setting = SETTING.match(token)
+    if setting and setting["section"] in settings():
+        if setting["key"] not in settings()[setting["section"]]:
+            return f"`{token}`: no setting {setting['key']} in [{setting['section']}]", None
+        return None, None
     code = CODE.match(token)
     if code is None:
-        return None, None  # a setting, a table, a value: not a code token
+        return None, None  # a table, a value, a route: not a code token
     file = resolve(code["path"])
     if not file.is_file():
         return f"`{token}`: no file {file.relative_to(ROOT)}", None
@@ -160,10 +189,11 @@ def check_row(row: Row, report: Report) -> None:
         report.problems.append(f"{row.label}: status {status!r} is not one of {STATUSES}")
     tokens: dict[str, list[str]] = {}
     for column in row.cells:
-        tokens[column] = check_cell(row, column, report)
+        if column != QUOTED:
+            tokens[column] = check_cell(row, column, report)
     report.counts[(row.cells.get("seed", "?").strip(), status)] += 1
     callers = [t for t in tokens.get("caller", []) if not t.startswith(("tests/", "::"))]
-    tests = [t for t in tokens.get("test", []) if TEST.match(t)]
+    tests = [t for t in tokens.get("test", []) if TEST.match(t) or t.startswith("scripts/")]
     no_test = NO_TEST in row.cells.get("test", "")
     report.no_test += no_test
     if status != "wired":
