@@ -5,17 +5,17 @@ The audit's tables have the columns `caller` and `test`. A cell names code by ba
   `path/file.py`                       a file (under `lobug/` unless the path starts with
                                        `lobug/`, `tests/` or `scripts/`)
   `path/file.py:Name` or `:Class.attr` a symbol in that file: a function, class, method,
-                                       module- or class-level name, or an attribute a method
-                                       sets on `self`, found by parsing the file with `ast`
+                                       module- or class-level name, or an attribute
+                                       `__init__` sets on `self` (the file parsed by `ast`)
   `tests/path/test_x.py::test_name`    a test function (also `::Class::test_name`)
   `::test_name`                        a test function of the last test file named in that cell
   `section.key`                        a setting, when `section` is a section of the config
                                        (`memory.top_k`): a field of that section's class
-Every such token in a row must exist (but in `what it says`, which quotes the seed). A `wired` row's caller cell names code in
-`lobug/`, and its test cell names a test, or for a speed goal the benchmark under `scripts/` that
-measures it (tests never time speed), or says `no test yet` (counted). The status is one of
-`wired`, `decided against`, `open`. The counts are printed, and the summary table in the doc
-(the one whose first header cell is `seed` and that has an `all` row) must state them.
+Every such token in a row must exist (but in `what it says`, which quotes the seed). A `wired`
+row's caller cell names code in `lobug/`, and its test cell names a test, or for a speed goal the
+benchmark under `scripts/` that measures it (tests never time speed), or says `no test yet`
+(counted). The status is one of `wired`, `decided against`, `open`. The counts are printed, and
+the summary table of the doc (the one whose first header cell is `seed`) must state them.
 
 Usage: python scripts/check_seeds.py [docs/seeds.md]   (non-zero exit and one line per problem)
 """
@@ -23,12 +23,16 @@ Usage: python scripts/check_seeds.py [docs/seeds.md]   (non-zero exit and one li
 from __future__ import annotations
 
 import ast
+import json
+import os
 import re
 import sys
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOT_DIRS = ("lobug/", "tests/", "scripts/")  # a token's path under these is from the root
@@ -65,24 +69,54 @@ class Report:
     no_test: int = 0
 
 
-def module_names(path: Path) -> frozenset[str]:
+class Names:
+    """The names each file defines, kept between runs in the temp directory by the file's size
+    and modification time: parsing ~180 files is most of a run, and few change between two."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.changed = False
+        try:
+            self.known: dict[str, list[Any]] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.known = {}
+
+    def __call__(self, file: Path) -> frozenset[str]:
+        stat = file.stat()
+        key, stamp = str(file), [stat.st_mtime_ns, stat.st_size]
+        entry = self.known.get(key)
+        if entry is None or entry[:2] != stamp:
+            entry = [*stamp, sorted(parse_names(file))]
+            self.known[key] = entry
+            self.changed = True
+        return frozenset(entry[2])
+
+    def save(self) -> None:
+        if self.changed:
+            own = self.path.with_suffix(f".{os.getpid()}")  # then renamed: a reader never
+            try:  # sees half a file
+                own.write_text(json.dumps(self.known), encoding="utf-8")
+                os.replace(own, self.path)
+            except OSError:
+                pass  # only slower next time
+
+
+module_names = Names(Path(tempfile.gettempdir()) / f"lobug-check-seeds-{os.getuid()}.json")
+
+
+def parse_names(path: Path) -> set[str]:
     """The dotted names a file defines: top-level names, and `Class.member` down the classes."""
-    return _names(path.resolve())
-
-
-@cache
-def _names(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: set[str] = set()
     _collect(tree.body, "", found)
-    return frozenset(found)
+    return found
 
 
 def _collect(body: list[ast.stmt], prefix: str, found: set[str]) -> None:
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.add(prefix + node.name)
-            if prefix:  # a method: what it sets on self is the class's attribute too
+            if prefix and node.name == "__init__":  # what it sets on self: the class's too
                 owner = prefix
                 for sub in ast.walk(node):
                     if (
@@ -100,9 +134,7 @@ def _collect(body: list[ast.stmt], prefix: str, found: set[str]) -> None:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
                         found.add(prefix + name.id)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(
-            node.target, ast.Name
-        ):
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
             found.add(prefix + node.target.id)
         elif isinstance(node, (ast.If, ast.Try)):  # names defined under a guard
             _collect(node.body, prefix, found)
@@ -262,6 +294,7 @@ def check(doc: Path) -> Report:
         check_row(row, report)
     numbers = Counter(row.cells.get("#") for row in rows)
     report.problems += [f"row {n} appears {k} times" for n, k in numbers.items() if k > 1]
+    module_names.save()
     for seed, cells in summary_rows(report).items():
         if summary.get(seed) != cells:
             report.problems.append(
