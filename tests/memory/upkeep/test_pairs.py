@@ -31,7 +31,8 @@ async def pairs_now(mem: MemoryEnv) -> list[tuple[int, int]]:
     def read(conn: Any) -> list[tuple[int, int]]:
         now = mem.clock()
         facts = pool(conn, "default", now=now)
-        return [(p.older.id, p.newer.id) for p in candidate_pairs(conn, facts, now=now, vectors=True)]
+        found = candidate_pairs(conn, facts, now=now, vectors=True)
+        return [(p.older.id, p.newer.id) for p in found]
 
     return await mem.db.read(read)
 
