@@ -142,6 +142,11 @@ class MemoryCounts(BaseModel):
     mean_age_days: float | None = Field(
         None, description="The active memories' mean age in days (null: none)."
     )
+    latest_at: float | None = Field(
+        None,
+        description="When the newest of these memories was made, Unix time in seconds (UTC;"
+        " null: none): whether Lo-Bug is still learning.",
+    )
 
 
 class Stats(BaseModel):

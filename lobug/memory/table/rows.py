@@ -291,11 +291,12 @@ DAY_S = 86400.0
 def figures(conn: Any, now: float, where: str = "1", params: Iterable[Any] = ()) -> dict[str, Any]:
     """Seed 000's memory metrics over the memories `m` that `where` admits: how many were made
     in the last day, and the active ones' mean stored score (the daily upkeep's, None before
-    its first pass) and mean age in days."""
+    its first pass) and mean age in days; and seed 003's latest record: when the newest was
+    made (None: none)."""
     row = conn.execute(
         "SELECT SUM(m.created_at >= ?),"
         " AVG(CASE WHEN m.status = 'active' THEN json_extract(m.attributes, '$.score') END),"
-        " AVG(CASE WHEN m.status = 'active' THEN (? - m.created_at) / ? END)"
+        " AVG(CASE WHEN m.status = 'active' THEN (? - m.created_at) / ? END), MAX(m.created_at)"
         f" FROM memories m WHERE {where}",
         [now - DAY_S, now, DAY_S, *params],
     ).fetchone()
@@ -303,4 +304,5 @@ def figures(conn: Any, now: float, where: str = "1", params: Iterable[Any] = ())
         "created_last_day": int(row[0] or 0),
         "mean_score": None if row[1] is None else round(float(row[1]), 4),
         "mean_age_days": None if row[2] is None else round(float(row[2]), 4),
+        "latest_at": None if row[3] is None else float(row[3]),
     }
