@@ -22,6 +22,7 @@ from lobug.chat.service import ChatService
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
+from lobug.host.connections import body_deadline
 from lobug.host.looplag import LoopLagMonitor
 from lobug.memory.graph.vocabulary import MemoryVocabulary
 from lobug.parts import parts
@@ -46,6 +47,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     max_body = max(config.speech.max_audio_bytes, config.server.max_json_bytes) + 64 * 1024
     app = web.Application(
         middlewares=[
+            body_deadline,  # first: a body that never ends holds no connection forever
             access_log_middleware,
             metrics.metrics_middleware,  # outside the error middleware: sees every outcome
             openai_api.openai_error_middleware,  # OpenAI's error shape on its routes
