@@ -19,6 +19,7 @@ from lobug.api.middleware import access_log_middleware, error_middleware
 from lobug.chat.prompt import load_personality
 from lobug.chat.sensors import SensorService
 from lobug.chat.service import ChatService
+from lobug.chat.strangers import StrangerAllowance
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
@@ -145,6 +146,11 @@ def _services(
             personality=load_personality(config.chat.personality_file),
             clock=overrides.clock,
             memory=memory,
+            strangers=StrangerAllowance(
+                config.storage.db_path,
+                config.storage.max_page_count,
+                config.chat.stranger_bytes_per_day,
+            ),
         )
         app[keys.HEALTH] = HealthService(
             db=db,

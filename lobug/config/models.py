@@ -178,6 +178,12 @@ class ChatConfig:
     session_idle_minutes: float = Field(
         default=30.0, description="a new session starts after this much silence"
     )
+    stranger_bytes_per_day: int = Field(
+        default=2 * 1024 * 1024,
+        ge=0,
+        description="the text all public-trust callers (strangers) together may store a day;"
+        " past it their turns answer 503 until the household's midnight (docs/security.md)",
+    )
     max_text_chars: int = Field(
         default=4000, ge=1, le=1_000_000, description="longer typed messages are refused"
     )
