@@ -27,6 +27,7 @@ HEADER_TIMEOUT_S = 10.0  # a request head must arrive this soon after the connec
 # A request body must have arrived this soon after its head: the largest body (10 MiB of audio)
 # takes ~10 s on a weak 2.4 GHz link; the device's few hundred KiB, well under one.
 BODY_TIMEOUT_S = 30.0
+LINGER_S = 10.0  # aiohttp's own: how long the unread rest of a body is read and dropped
 
 
 def default_max_connections() -> int:
@@ -140,7 +141,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 @web.middleware
 async def body_deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Bounds how long a request's body may take to arrive, whoever reads it and however."""
+    """Bounds how long a request's body may take to arrive, whoever reads it and however.
+    The rest of a body its handler did not read is dropped here, after the answer is written
+    (as aiohttp's lingering would), so a body that cannot be decoded (a broken gzip) ends its
+    connection quietly instead of in aiohttp's traceback (issue 38)."""
     if request.content.is_eof():  # no body, or all of it already here
         return await handler(request)
     late = BodyDeadline(request)
@@ -148,13 +152,26 @@ async def body_deadline(request: web.Request, handler: Handler) -> web.StreamRes
         response = await handler(request)
     finally:
         late.cancel()
-    if late.fired and request.protocol is not None:
-        # Written now, then the connection closed: aiohttp would otherwise linger up to 10 s
-        # draining a body that is not coming.
-        await response.prepare(request)
-        await response.write_eof()
+    if request.content.is_eof() or request.protocol is None:
+        return response
+    # Answered before the body was all read: an early error, a route that takes none, the
+    # deadline. Written now; then the rest is dropped, or the connection closed.
+    await response.prepare(request)
+    await response.write_eof()
+    if late.fired or not await _drained(request.content):
         request.protocol.force_close()
     return response
+
+
+async def _drained(content: Any) -> bool:
+    """Read and drop the rest of a body for up to LINGER_S; False when it did not end well."""
+    try:
+        async with asyncio.timeout(LINGER_S):
+            while not content.is_eof():
+                await content.readany()
+    except Exception:  # noqa: BLE001 - slow, undecodable or cut: the connection ends either way
+        return False
+    return True
 
 
 class BodyDeadline:
