@@ -42,9 +42,6 @@ class FakeOpenAIState(FakeOllamaState):
     # Set: a request without `Authorization: Bearer <api_key>` gets 401 quoting the key it
     # sent, whole (OpenAI's "Incorrect API key provided: …"; some proxies do not mask it).
     api_key: str | None = None
-    # Set: every request is answered with this redirect status to `redirect_to` + its path.
-    redirect: int | None = None
-    redirect_to: str = ""
 
 
 def error_body(message: str, kind: str, code: str | int | None = None) -> dict[str, Any]:

@@ -75,7 +75,9 @@ class OpenAIChat(LLMClient):
                 "json_schema": {"name": schema.name, "schema": schema.schema},
             }
         body["model"] = await self._model_name()
-        async with self._client().post(f"{self.url}/chat/completions", json=body) as resp:
+        async with self._client().post(
+            f"{self.url}/chat/completions", json=body, allow_redirects=False
+        ) as resp:
             data = await _json(resp)
         return _message_text(data)
 
@@ -91,11 +93,14 @@ class OpenAIChat(LLMClient):
         with self._mapped_errors(timeout):
             body["model"] = await self._model_name()
             resp = await asyncio.wait_for(
-                self._client().post(f"{self.url}/chat/completions", json=body), timeout
+                self._client().post(
+                    f"{self.url}/chat/completions", json=body, allow_redirects=False
+                ),
+                timeout,
             )
         try:
             with self._mapped_errors(timeout):
-                if resp.status >= 400:
+                if resp.status >= 300:
                     await _json(resp)  # raises ServerError with the server's message
             while True:
                 with self._mapped_errors(timeout):
@@ -140,7 +145,9 @@ class OpenAIChat(LLMClient):
 
     async def _list_models(self) -> tuple[str, ...]:
         timeout = aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
-        async with self._client().get(f"{self.url}/models", timeout=timeout) as resp:
+        async with self._client().get(
+            f"{self.url}/models", timeout=timeout, allow_redirects=False
+        ) as resp:
             data = await _json(resp)
         listed = data.get("data") if isinstance(data, dict) else None
         if not isinstance(listed, list):
@@ -170,12 +177,15 @@ class OpenAIChat(LLMClient):
 
 
 async def _json(resp: aiohttp.ClientResponse) -> Any:
-    """The body as JSON; an error status (or an `error` object) is a ServerError."""
+    """The body as JSON; an error status (or an `error` object) is a ServerError, and so is a
+    redirect: never followed, so the prompt goes to the configured server or nowhere."""
     text = await resp.text(errors="replace")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         data = None
+    if 300 <= resp.status < 400:
+        raise ServerError(resp.status, f"a redirect to {resp.headers.get('Location', '?')}")
     if resp.status >= 400 or (isinstance(data, dict) and "error" in data):
         raise ServerError(resp.status, _error_message(data) or text[:200] or resp.reason or "")
     if data is None:
