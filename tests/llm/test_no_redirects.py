@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fake_ollama import FakeOllamaState, build_app as build_ollama
-from fake_openai_llm import FakeOpenAIState, build_app as build_openai
+from fake_ollama import FakeOllamaState
+from fake_ollama import build_app as build_ollama
+from fake_openai_llm import FakeOpenAIState
+from fake_openai_llm import build_app as build_openai
 
 from lobug.config import Config
 from lobug.llm.embedders import EmbeddingUnavailable, close_embedder, make_embedder
