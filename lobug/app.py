@@ -115,7 +115,9 @@ def _speech(
             config.speech,
             lane=app[keys.LLM].lane,
             # The household's names from the memory: what Whisper alone mishears ("Pirukas").
-            vocabulary=MemoryVocabulary(app[keys.DB]) if config.memory.enabled else None,
+            vocabulary=MemoryVocabulary(app[keys.DB], clock=overrides.clock)
+            if config.memory.enabled
+            else None,
         )
         app[keys.SPEECH] = speech
         # Loading Whisper takes seconds on a Pi: do it in the background so text turns work
