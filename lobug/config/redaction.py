@@ -12,7 +12,8 @@ HIDDEN = "***"
 # key that short protects nothing anyway.
 MIN_SECRET_CHARS = 4
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#@\s]*@")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[^\s,;\"']+")
+# An Authorization value: a scheme, then a credential (long: "basic setup" is not one).
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[^\s,;\"']{8,}")
 
 
 def redact_url(url: str) -> str:

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from lobug.memory.vectors.reembed import REPLY_STAGING, STAGING
-from lobug.storage.migrations import MIGRATIONS
+from lobug.storage.migrations import MIGRATIONS, applied
 from lobug.storage.sqlite import connect
 from lobug.storage.vector_index import KEYS
 from lobug.storage.vectors import create_vector_tables
@@ -27,9 +27,7 @@ def schema_problems(conn: Any) -> list[str]:
         return [f"its migrations {done} are not a prefix of Lo-Bug's {known}"]
     reference = connect(":memory:")
     try:
-        reference.execute(
-            "CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-        )
+        applied(reference)  # schema_migrations, made as every database makes it
         for _, apply in MIGRATIONS[: len(done)]:
             apply(reference)
         if dim := _vector_dim(conn):  # made at the first start, for the embedder's size
