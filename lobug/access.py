@@ -36,6 +36,11 @@ STORES_BY_TRUST: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "public": (),
     }
 )
+# A stranger: a device without the token, an unknown Wyoming peer, a `public` token. Reads no
+# store, and its turns have their own disk allowance and retention (docs/security.md).
+STRANGER = "public"
+# The owner's trust: the household's activity (/metrics, /v1/stats operations) is its alone.
+OWNER_TRUST = "full"
 DEFAULT_STORE_BY_TRUST: Mapping[str, str] = MappingProxyType(
     {"full": "private", "inner": "shared", "familiar": "social", "public": "social"}
 )

@@ -19,9 +19,11 @@ from lobug.api.middleware import access_log_middleware, error_middleware
 from lobug.chat.prompt import load_personality
 from lobug.chat.sensors import SensorService
 from lobug.chat.service import ChatService
+from lobug.chat.strangers import StrangerAllowance
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
 from lobug.health import HealthService
+from lobug.host.connections import body_deadline
 from lobug.host.looplag import LoopLagMonitor
 from lobug.memory.graph.vocabulary import MemoryVocabulary
 from lobug.parts import parts
@@ -46,6 +48,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     max_body = max(config.speech.max_audio_bytes, config.server.max_json_bytes) + 64 * 1024
     app = web.Application(
         middlewares=[
+            body_deadline,  # first: a body that never ends holds no connection forever
             access_log_middleware,
             metrics.metrics_middleware,  # outside the error middleware: sees every outcome
             openai_api.openai_error_middleware,  # OpenAI's error shape on its routes
@@ -112,7 +115,9 @@ def _speech(
             config.speech,
             lane=app[keys.LLM].lane,
             # The household's names from the memory: what Whisper alone mishears ("Pirukas").
-            vocabulary=MemoryVocabulary(app[keys.DB]) if config.memory.enabled else None,
+            vocabulary=MemoryVocabulary(app[keys.DB], clock=overrides.clock)
+            if config.memory.enabled
+            else None,
         )
         app[keys.SPEECH] = speech
         # Loading Whisper takes seconds on a Pi: do it in the background so text turns work
@@ -143,6 +148,11 @@ def _services(
             personality=load_personality(config.chat.personality_file),
             clock=overrides.clock,
             memory=memory,
+            strangers=StrangerAllowance(
+                config.storage.db_path,
+                config.storage.max_page_count,
+                config.chat.stranger_bytes_per_day,
+            ),
         )
         app[keys.HEALTH] = HealthService(
             db=db,

@@ -57,6 +57,10 @@ class FakeOllamaState:
     stream_cut_after: int | None = None
     stream_cut: str = "reset"  # reset | error
     stream_delay_s: float = 0.0  # between streamed chunks
+    # Set: every request is answered with this redirect status to `redirect_to` + its path
+    # (a server moved, or an attacker's proxy: a client must not follow it with the prompt).
+    redirect: int | None = None
+    redirect_to: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def prompt_text(self, index: int = -1) -> str:
@@ -198,6 +202,9 @@ def build_app(state: FakeOllamaState) -> web.Application:
         record = {"path": request.path, "body": await _body(request), "started": time.monotonic()}
         state.requests.append(record)
         request[RECORD] = record  # its own, however many requests are in flight
+        if state.redirect is not None:
+            location = state.redirect_to + request.path_qs
+            return web.Response(status=state.redirect, headers={"Location": location})
         if state.fail_next > 0:
             state.fail_next -= 1
             return web.json_response({"error": "fake transient failure"}, status=500)

@@ -39,6 +39,9 @@ class FakeOpenAIState(FakeOllamaState):
     ignore_schema: bool = False  # answer as if `response_format` were not sent
     # llama-server's mid-stream failure is an `error:` event; OpenAI's a `data:` error object.
     stream_error_style: str = "data"  # data | llama
+    # Set: a request without `Authorization: Bearer <api_key>` gets 401 quoting the key it
+    # sent, whole (OpenAI's "Incorrect API key provided: …"; some proxies do not mask it).
+    api_key: str | None = None
 
 
 def error_body(message: str, kind: str, code: str | int | None = None) -> dict[str, Any]:
@@ -108,6 +111,20 @@ def build_app(state: FakeOpenAIState) -> web.Application:
         }
         state.requests.append(record)
         request[RECORD] = record
+        if state.redirect is not None:
+            location = state.redirect_to + request.path_qs
+            return web.Response(status=state.redirect, headers={"Location": location})
+        sent = (request.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if state.api_key is not None and sent != state.api_key:
+            return web.json_response(
+                error_body(
+                    f"Incorrect API key provided: {sent}. You can find your API key in your"
+                    " account settings.",
+                    "invalid_request_error",
+                    "invalid_api_key",
+                ),
+                status=401,
+            )
         if state.fail_next > 0:
             state.fail_next -= 1
             return web.json_response(

@@ -37,12 +37,15 @@ def main() -> None:
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--header-timeout-s", type=float, help="connections.HEADER_TIMEOUT_S")
+    parser.add_argument("--body-timeout-s", type=float, help="connections.BODY_TIMEOUT_S")
     args = parser.parse_args()
     # The test daemon's pace: every health check asks the fake Ollama, idle workers look often.
     client.HEALTH_CACHE_S = 0.0
     runner.POLL_INTERVAL_S = 0.1
     if args.header_timeout_s is not None:
         connections.HEADER_TIMEOUT_S = args.header_timeout_s
+    if args.body_timeout_s is not None:
+        connections.BODY_TIMEOUT_S = args.body_timeout_s
     config = load_config(args.config, overrides=overrides_from_args(args))
     setup_logging(config.log.level)
     transcriber = FakeTranscriber(args.stt_text, delay_s=args.stt_delay)

@@ -7,6 +7,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from lobug import errors
 from lobug.errors import ApiError
@@ -56,6 +57,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
                 "command); retry in a few seconds. Nothing already accepted was lost."
             )
         )
+    except (web.RequestPayloadError, HttpProcessingError) as exc:
+        # A body aiohttp could not decode while the handler read it (a Content-Encoding its
+        # bytes do not match, broken chunking): the client's mistake, not ours (issue 38).
+        return error_response(
+            errors.invalid_request(f"the request body cannot be read: {_payload_problem(exc)}")
+        )
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -72,6 +79,13 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except Exception:
         errlog.exception("unhandled error in %s %s", request.method, request.path)
         return error_response(ApiError(500, "internal", "internal error; see the daemon log"))
+
+
+def _payload_problem(exc: BaseException) -> str:
+    """aiohttp's reason in one line ("Can not decode content-encoding: gzip")."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, HttpProcessingError) else exc
+    message = getattr(cause, "message", None) or str(cause)
+    return " ".join(str(message).split())[:200]
 
 
 @web.middleware

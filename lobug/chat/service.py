@@ -14,6 +14,7 @@ from lobug.access import STORES, trust_of
 from lobug.chat.hooks import MemoryHooks, NoMemory
 from lobug.chat.prompt import PROSE_FORMAT, REPLY_FORMAT, build_messages
 from lobug.chat.sensors import SensorService
+from lobug.chat.strangers import StrangerAllowance
 from lobug.chat.stream import StreamedTurn
 from lobug.chat.working_memory import Message, WorkingMemory
 from lobug.config import ChatConfig
@@ -60,8 +61,10 @@ class ChatService:
         personality: str,
         clock: Callable[[], float],
         memory: MemoryHooks | None = None,
+        strangers: StrangerAllowance | None = None,
     ) -> None:
         self.db = db
+        self.strangers = strangers  # what strangers' turns may take of the disk
         self.llm = llm
         self.working_memory = working_memory
         self.sensors = sensors
@@ -260,6 +263,8 @@ class ChatService:
         trust: str = "full",
     ) -> TurnRecord:
         now = self.clock()
+        if self.strangers is not None:
+            self.strangers.admit(conn, trust, text, now)
         sid = turns.resolve_session(
             conn,
             device_id=device_id,
@@ -294,6 +299,8 @@ class ChatService:
         turns.set_action(conn, user.id, action)
         assistant = None
         if response is not None:
+            if self.strangers is not None:
+                self.strangers.count(conn, user.session_id, response, now)
             assistant = turns.insert_turn(
                 conn,
                 session_id=user.session_id,

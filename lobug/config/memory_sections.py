@@ -126,6 +126,12 @@ class LifecycleConfig:
         description="a mid-layer memory unused this long is archived (out of the prompt, still"
         " found by search and restorable)",
     )
+    stranger_turn_days: float = Field(
+        default=7.0,
+        gt=0,
+        description="a public-trust caller's (a stranger's) turns are deleted after this"
+        " (docs/security.md)",
+    )
 
 
 @dataclass(frozen=True, config=SECTION)

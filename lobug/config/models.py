@@ -31,6 +31,7 @@ from lobug.config.memory_sections import (
     ReflectionConfig,
     UpkeepConfig,
 )
+from lobug.config.redaction import redact_url
 
 DB_FILE = "lobug.db"  # the database's name in storage.data_dir
 
@@ -109,6 +110,8 @@ def _hidden(key: str | None) -> str | None:
 
 # `config show` says only whether one is set; any length (local servers take any string).
 ApiKey = Annotated[OptionalStr, PlainSerializer(_hidden)]
+# A server's address: `config show` hides its user, password and query values.
+ServerUrl = Annotated[str, PlainSerializer(redact_url)]
 
 
 @dataclass(frozen=True, config=SECTION)
@@ -118,7 +121,7 @@ class LLMConfig:
     use [ollama] timeout_s and temperature."""
 
     backend: Literal["ollama", "openai"] = Field(default="ollama", description="ollama | openai")
-    base_url: str = Field(
+    base_url: ServerUrl = Field(
         default="http://127.0.0.1:8080/v1",
         description='openai backend (and embedding.backend = "openai"): the API root, e.g.'
         " llama-server :8080/v1, LM Studio :1234/v1, vLLM :8000/v1",
@@ -143,7 +146,7 @@ class LLMConfig:
 
 @dataclass(frozen=True, config=SECTION)
 class OllamaConfig:
-    host: str = Field(
+    host: ServerUrl = Field(
         default="http://127.0.0.1:11434",
         description="also accepts host, host:port or :port; $OLLAMA_HOST if unset",
     )
@@ -174,6 +177,12 @@ class ChatConfig:
     )
     session_idle_minutes: float = Field(
         default=30.0, description="a new session starts after this much silence"
+    )
+    stranger_bytes_per_day: int = Field(
+        default=2 * 1024 * 1024,
+        ge=0,
+        description="the text all public-trust callers (strangers) together may store a day;"
+        " past it their turns answer 503 until the household's midnight (docs/security.md)",
     )
     max_text_chars: int = Field(
         default=4000, ge=1, le=1_000_000, description="longer typed messages are refused"

@@ -1,9 +1,10 @@
-"""Connection limits in front of aiohttp, which has neither: a cap below the fd limit (~1,000
+"""Connection limits in front of aiohttp, which has none: a cap below the fd limit (~1,000
 idle sockets reached systemd's default of 1,024 fds and took /health and /chat/text down,
-issue 16) and a deadline for the first request head (slowloris: a head arriving a byte at a
-time held its socket as long as the client liked). Past the cap a new connection is closed at
-once (the OS backlog absorbs a burst). Not covered: a later head on a kept-alive connection
-(aiohttp's `keepalive_timeout` ends idle ones), and a body sent slowly.
+issue 16), a deadline for the first request head (slowloris: a head arriving a byte at a
+time held its socket as long as the client liked) and one for each request's body (a body
+that stopped half-way held its socket forever; 480 of them locked the owner out, issue 38).
+Past the cap a new connection is closed at once (the OS backlog absorbs a burst). Not
+covered: a later head on a kept-alive connection (aiohttp's `keepalive_timeout` ends idle ones).
 """
 
 from __future__ import annotations
@@ -11,16 +12,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+
+from lobug.errors import ApiError
 
 log = logging.getLogger(__name__)
 
 FD_RESERVE = 128  # descriptors kept for the database, the log, Ollama and model files
 HEAD_END = b"\r\n\r\n"
 HEADER_TIMEOUT_S = 10.0  # a request head must arrive this soon after the connection opens
+# A request body must have arrived this soon after its head: the largest body (10 MiB of audio)
+# takes ~10 s on a weak 2.4 GHz link; the device's few hundred KiB, well under one.
+BODY_TIMEOUT_S = 30.0
+LINGER_S = 10.0  # aiohttp's own: how long the unread rest of a body is read and dropped
 
 
 def default_max_connections() -> int:
@@ -127,3 +134,65 @@ class GuardedSite(web.TCPSite):
             reuse_address=self._reuse_address,
             reuse_port=self._reuse_port,
         )
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def body_deadline(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Bounds how long a request's body may take to arrive, whoever reads it and however.
+    The rest of a body its handler did not read is dropped here, after the answer is written
+    (as aiohttp's lingering would), so a body that cannot be decoded (a broken gzip) ends its
+    connection quietly instead of in aiohttp's traceback (issue 38)."""
+    if request.content.is_eof():  # no body, or all of it already here
+        return await handler(request)
+    late = BodyDeadline(request)
+    try:
+        response = await handler(request)
+    finally:
+        late.cancel()
+    if request.content.is_eof() or request.protocol is None:
+        return response
+    # Answered before the body was all read: an early error, a route that takes none, the
+    # deadline. Written now; then the rest is dropped, or the connection closed.
+    await response.prepare(request)
+    await response.write_eof()
+    if late.fired or not await _drained(request.content):
+        request.protocol.force_close()
+    return response
+
+
+async def _drained(content: Any) -> bool:
+    """Read and drop the rest of a body for up to LINGER_S; False when it did not end well."""
+    try:
+        async with asyncio.timeout(LINGER_S):
+            while not content.is_eof():
+                await content.readany()
+    except Exception:  # noqa: BLE001 - slow, undecodable or cut: the connection ends either way
+        return False
+    return True
+
+
+class BodyDeadline:
+    """Fails the body's reader with a clear error if the body is not all here in time."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.fired = False
+        self.timer = asyncio.get_running_loop().call_later(BODY_TIMEOUT_S, self._expire)
+
+    def _expire(self) -> None:
+        if self.request.content.is_eof():
+            return
+        self.fired = True
+        self.request.content.set_exception(
+            ApiError(
+                408,
+                "invalid_request",
+                f"the request body did not arrive within {BODY_TIMEOUT_S:g} s of its head",
+            )
+        )
+
+    def cancel(self) -> None:
+        self.timer.cancel()

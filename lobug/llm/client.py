@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -17,12 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.config import OllamaConfig
+from lobug.config.redaction import Redactor
 from lobug.llm.lane import LLMLane
+
+log = logging.getLogger(__name__)
 
 # The health probe (/health, the device's status): one model listing may take this long, and
 # its answer is reused this long (a burst of status calls asks the server once).
 HEALTH_TIMEOUT_S = 1.0
 HEALTH_CACHE_S = 5.0
+SAID_CHARS = 300  # of a server's error message, in the log and `lobug doctor`
 
 
 class LLMUnavailable(Exception):
@@ -45,9 +50,13 @@ class OutputSchema:
 
 @dataclass(frozen=True)
 class LLMHealth:
+    """`error`: why the server is not usable, safe to show anyone (/health); `said`: the
+    server's own message, secrets masked, for the owner's eyes (the log, `lobug doctor`)."""
+
     reachable: bool
     models: tuple[str, ...] = ()
     error: str | None = None
+    said: str | None = None
 
     def has_model(self, name: str) -> bool:
         wanted = name if ":" in name else f"{name}:latest"  # Ollama's implicit tag
@@ -63,7 +72,10 @@ class LLMClient(abc.ABC):
     Without one, calls go straight to the server (the CLI, doctor)."""
 
     backend: str  # "ollama" | "openai": named by /health, doctor and /metrics
-    where: str  # the server's address, for messages
+    where: str  # the server's address for messages, credentials hidden (redact_url)
+    # Masks the server's credentials and key in any text shown or logged: its error messages,
+    # an exception's text (which may quote the URL).
+    redact: Redactor
 
     def __init__(self, config: OllamaConfig, *, lane: LLMLane | None, schemas: bool) -> None:
         self.config = config  # timeouts, temperature
@@ -162,7 +174,11 @@ class LLMClient(abc.ABC):
                 names = await asyncio.wait_for(self._list_models(), HEALTH_TIMEOUT_S)
                 health = LLMHealth(reachable=True, models=names)
             except Exception as exc:  # noqa: BLE001 - health reports, never raises
-                health = LLMHealth(reachable=False, error=f"{type(exc).__name__}: {exc}")
+                found = self._classify(exc, HEALTH_TIMEOUT_S)
+                why = found[0] if found else f"{type(exc).__name__}: {exc}"
+                health = LLMHealth(reachable=False, error=self.redact(why), said=self._said(exc))
+                if health != self._health:
+                    log.warning("%s server: %s%s", self.backend, health.error, _quoted(health))
             self._health, self._health_at = health, time.monotonic()
             return health
 
@@ -173,7 +189,16 @@ class LLMClient(abc.ABC):
     @abc.abstractmethod
     def _classify(self, exc: Exception, timeout: float) -> tuple[str, str, str | None] | None:
         """A backend's failure as (message, LLMUnavailable.kind, why the server is down or
-        None); None for an exception that is not the backend's."""
+        None); None for an exception that is not the backend's. The message never quotes the
+        server's own words (`_server_words`): it reaches /health and API callers."""
+
+    def _server_words(self, exc: Exception) -> str | None:
+        """What the server itself said in an error answer (None: nothing)."""
+        return None
+
+    def _said(self, exc: Exception) -> str | None:
+        words = self._server_words(exc)
+        return self.redact(words[:SAID_CHARS]) if words else None
 
     @contextlib.contextmanager
     def _mapped_errors(self, timeout: float, *, chat: bool = True) -> Iterator[None]:
@@ -188,9 +213,11 @@ class LLMClient(abc.ABC):
             if found is None:
                 raise
             message, kind, down = found
+            if said := self._said(exc):
+                log.warning("%s server: %s; it said: %s", self.backend, self.redact(message), said)
             if down is not None:
-                self._mark_down(down, chat)
-            raise self._failed(message, kind, chat) from None
+                self._mark_down(self.redact(down), chat)
+            raise self._failed(self.redact(message), kind, chat) from None
 
     def _failed(self, message: str, kind: str = "down", chat: bool = True) -> LLMUnavailable:
         (self.errors if chat else self.memory_errors)[kind] += 1
@@ -203,3 +230,7 @@ class LLMClient(abc.ABC):
             return
         self._health = LLMHealth(reachable=False, error=reason)
         self._health_at = time.monotonic()
+
+
+def _quoted(health: LLMHealth) -> str:
+    return f"; it said: {health.said}" if health.said else ""

@@ -19,6 +19,7 @@ import httpx
 import ollama
 
 from lobug.config import Config, EmbeddingConfig, LLMConfig
+from lobug.config.redaction import Redactor, redact_url
 from lobug.llm.client import LLMClient
 from lobug.llm.ollama_chat import OllamaChat
 from lobug.llm.transport import LazySession, ollama_client
@@ -99,6 +100,8 @@ class OllamaEmbedder(_Batched):
     ) -> None:
         super().__init__(config, f"Ollama model {config.model}")
         self.host = host
+        self.where = redact_url(host)
+        self.redact = Redactor.of_server(host)
         self._owned = client is None  # `client`: the chat's, lent (make_embedder)
         self.client = client or ollama_client(host)
 
@@ -117,11 +120,12 @@ class OllamaEmbedder(_Batched):
             ) from None
         except ollama.ResponseError as exc:
             hint = f"; run `ollama pull {self.name}`" if exc.status_code == 404 else ""
-            raise EmbeddingUnavailable(
-                f"Ollama embed answered {exc.status_code}: {exc.error}{hint}"
-            ) from None
+            log.warning("Ollama embed answered %d: %s", exc.status_code, self.redact(exc.error))
+            raise EmbeddingUnavailable(f"Ollama embed answered {exc.status_code}{hint}") from None
         except (httpx.HTTPError, OSError, ValueError) as exc:
-            raise EmbeddingUnavailable(f"cannot embed via Ollama at {self.host}: {exc}") from None
+            raise EmbeddingUnavailable(
+                self.redact(f"cannot embed via Ollama at {self.where}: {exc}")
+            ) from None
         return [list(map(float, v)) for v in response.embeddings]
 
 
@@ -131,7 +135,9 @@ class OpenAIEmbedder(_Batched):
 
     def __init__(self, config: EmbeddingConfig, llm: LLMConfig) -> None:
         self.url = llm.base_url.rstrip("/") + "/embeddings"
-        super().__init__(config, f"model {config.model} at {self.url}")
+        self.where = redact_url(self.url)
+        self.redact = Redactor.of_server(llm.base_url, llm.api_key)
+        super().__init__(config, f"model {config.model} at {self.where}")
         headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
         self._client = LazySession(headers=headers, trust_env=False)
 
@@ -142,23 +148,27 @@ class OpenAIEmbedder(_Batched):
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
         body = {"model": self.name, "input": batch}
         try:
-            async with self._client().post(self.url, json=body, timeout=timeout) as resp:
+            # No redirects: the texts go to the configured server or nowhere.
+            async with self._client().post(
+                self.url, json=body, timeout=timeout, allow_redirects=False
+            ) as resp:
                 text = await resp.text(errors="replace")
-                if resp.status >= 400:
-                    raise EmbeddingUnavailable(
-                        f"embedding at {self.url} answered {resp.status}: {text[:200]}"
-                    )
+                if resp.status >= 300:
+                    log.warning("embedding at %s: %s", self.where, self.redact(text[:300]))
+                    raise EmbeddingUnavailable(f"embedding at {self.where} answered {resp.status}")
             rows = sorted(json.loads(text)["data"], key=lambda row: row["index"])
             return [list(map(float, row["embedding"])) for row in rows]
         except TimeoutError:
             raise EmbeddingUnavailable(
-                f"embedding at {self.url} timed out after {self.config.timeout_s:.0f}s"
+                f"embedding at {self.where} timed out after {self.config.timeout_s:.0f}s"
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
-            raise EmbeddingUnavailable(f"cannot embed via {self.url}: {exc}") from None
+            raise EmbeddingUnavailable(
+                self.redact(f"cannot embed via {self.where}: {exc}")
+            ) from None
         except (ValueError, KeyError, TypeError) as exc:
             raise EmbeddingUnavailable(
-                f"embedding at {self.url}: malformed reply ({exc})"
+                self.redact(f"embedding at {self.where}: malformed reply ({exc})")
             ) from None
 
 
@@ -236,7 +246,7 @@ def make_embedder(config: Config, llm: LLMClient | None = None) -> Embedder:
     if emb.backend == "openai":
         return OpenAIEmbedder(emb, config.llm)
     host = config.ollama.host
-    shared = llm.client if isinstance(llm, OllamaChat) and llm.where == host else None
+    shared = llm.client if isinstance(llm, OllamaChat) and llm.config.host == host else None
     return OllamaEmbedder(emb, host, shared)
 
 

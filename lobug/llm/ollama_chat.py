@@ -13,6 +13,7 @@ import httpx
 import ollama
 
 from lobug.config import OllamaConfig
+from lobug.config.redaction import Redactor, redact_url
 from lobug.llm.client import LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
 from lobug.llm.transport import ollama_client
@@ -29,7 +30,8 @@ class OllamaChat(LLMClient):
         self, config: OllamaConfig, *, lane: LLMLane | None = None, schemas: bool = True
     ) -> None:
         super().__init__(config, lane=lane, schemas=schemas)
-        self.where = config.host
+        self.where = redact_url(config.host)
+        self.redact = Redactor.of_server(config.host)
         # One client for plain, streamed and health calls (and the Ollama embedder, which
         # borrows it: lobug.llm.embedders.make_embedder); each call sets its own timeout.
         self.client = ollama_client(config.host)
@@ -110,12 +112,15 @@ class OllamaChat(LLMClient):
             return message, "timeout", f"chat timed out after {timeout:.0f}s"
         if isinstance(exc, ollama.ResponseError):
             kind = "model_missing" if exc.status_code == 404 else "error"
-            return f"Ollama answered {exc.status_code}: {exc.error}", kind, None
+            return f"Ollama at {self.where} answered {exc.status_code}", kind, None
         if isinstance(exc, httpx.HTTPError | ConnectionError | OSError):
-            return f"cannot reach Ollama at {self.config.host}: {exc}", "down", str(exc)
+            return f"cannot reach Ollama at {self.where}: {exc}", "down", str(exc)
         if isinstance(exc, ValueError | TypeError | KeyError):  # a reply that is not Ollama's JSON
             return f"Ollama sent a malformed reply: {exc}", "error", None
         return None
+
+    def _server_words(self, exc: Exception) -> str | None:
+        return exc.error if isinstance(exc, ollama.ResponseError) else None
 
     async def _list_models(self) -> tuple[str, ...]:
         listed = await self.client.list()

@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 
 from lobug.config import LLMConfig, OllamaConfig
+from lobug.config.redaction import Redactor, redact_url
 from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
 from lobug.llm.transport import LazySession
@@ -29,11 +30,13 @@ class NoModel(Exception):
 
 
 class ServerError(Exception):
-    """The server answered with an error status or an error object."""
+    """The server answered with an error status or an error object; `said` is its message
+    (which may quote the key: shown only masked, to the owner)."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, status: int, said: str) -> None:
+        super().__init__(f"HTTP {status}")
         self.status = status
+        self.said = said
 
 
 class OpenAIChat(LLMClient):
@@ -43,7 +46,9 @@ class OpenAIChat(LLMClient):
         self, llm: LLMConfig, limits: OllamaConfig, *, lane: LLMLane | None = None
     ) -> None:
         super().__init__(limits, lane=lane, schemas=llm.schemas)
-        self.where = llm.base_url.rstrip("/")
+        self.url = llm.base_url.rstrip("/")
+        self.where = redact_url(self.url)
+        self.redact = Redactor.of_server(llm.base_url, llm.api_key)
         self._chat_model = llm.chat_model
         self._first_model = ""  # llm.chat_model unset: the server's first, once known
         headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
@@ -70,7 +75,9 @@ class OpenAIChat(LLMClient):
                 "json_schema": {"name": schema.name, "schema": schema.schema},
             }
         body["model"] = await self._model_name()
-        async with self._client().post(f"{self.where}/chat/completions", json=body) as resp:
+        async with self._client().post(
+            f"{self.url}/chat/completions", json=body, allow_redirects=False
+        ) as resp:
             data = await _json(resp)
         return _message_text(data)
 
@@ -86,11 +93,14 @@ class OpenAIChat(LLMClient):
         with self._mapped_errors(timeout):
             body["model"] = await self._model_name()
             resp = await asyncio.wait_for(
-                self._client().post(f"{self.where}/chat/completions", json=body), timeout
+                self._client().post(
+                    f"{self.url}/chat/completions", json=body, allow_redirects=False
+                ),
+                timeout,
             )
         try:
             with self._mapped_errors(timeout):
-                if resp.status >= 400:
+                if resp.status >= 300:
                     await _json(resp)  # raises ServerError with the server's message
             while True:
                 with self._mapped_errors(timeout):
@@ -135,7 +145,9 @@ class OpenAIChat(LLMClient):
 
     async def _list_models(self) -> tuple[str, ...]:
         timeout = aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
-        async with self._client().get(f"{self.where}/models", timeout=timeout) as resp:
+        async with self._client().get(
+            f"{self.url}/models", timeout=timeout, allow_redirects=False
+        ) as resp:
             data = await _json(resp)
         listed = data.get("data") if isinstance(data, dict) else None
         if not isinstance(listed, list):
@@ -149,10 +161,10 @@ class OpenAIChat(LLMClient):
         if isinstance(exc, NoModel):  # counted as the call's: the chat's or memory work's
             return str(exc), "model_missing", None
         if isinstance(exc, ServerError):
-            missing = exc.status == 404 and "model" in str(exc).lower()
+            missing = exc.status == 404 and "model" in exc.said.lower()
             if missing:
                 self._first_model = ""  # the server changed models: look again next time
-            message = f"the server at {self.where} answered {exc.status}: {exc}"
+            message = f"the server at {self.where} answered {exc.status}"
             return message, "model_missing" if missing else "error", None
         if isinstance(exc, aiohttp.ClientError | OSError):
             return f"cannot reach the server at {self.where}: {exc}", "down", str(exc)
@@ -160,14 +172,20 @@ class OpenAIChat(LLMClient):
             return f"the server sent a malformed reply: {exc}", "error", None
         return None
 
+    def _server_words(self, exc: Exception) -> str | None:
+        return exc.said if isinstance(exc, ServerError) else None
+
 
 async def _json(resp: aiohttp.ClientResponse) -> Any:
-    """The body as JSON; an error status (or an `error` object) is a ServerError."""
+    """The body as JSON; an error status (or an `error` object) is a ServerError, and so is a
+    redirect: never followed, so the prompt goes to the configured server or nowhere."""
     text = await resp.text(errors="replace")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         data = None
+    if 300 <= resp.status < 400:
+        raise ServerError(resp.status, f"a redirect to {resp.headers.get('Location', '?')}")
     if resp.status >= 400 or (isinstance(data, dict) and "error" in data):
         raise ServerError(resp.status, _error_message(data) or text[:200] or resp.reason or "")
     if data is None:

@@ -112,4 +112,8 @@ def ollama_client(host: str) -> ollama.AsyncClient:
     """An Ollama client on this transport, with no client-wide timeout: every call bounds
     itself (`asyncio.wait_for`), so the chat, memory work, the health probe and the embedder
     can share one client and its connection pool. Closed with `await client.close()`."""
-    return ollama.AsyncClient(host=host, timeout=None, transport=AiohttpTransport())
+    # No redirects (the ollama client follows them by default): a prompt goes to ollama.host
+    # or nowhere, never re-sent to whatever origin a 307 names (issue 38).
+    return ollama.AsyncClient(
+        host=host, timeout=None, transport=AiohttpTransport(), follow_redirects=False
+    )

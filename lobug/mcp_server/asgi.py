@@ -58,13 +58,15 @@ async def call_asgi(app: App, request: web.Request, extra: dict[str, Any]) -> we
     """
     response: web.StreamResponse | None = None
     body_done = gone = False
+    # The whole body (one JSON-RPC message, within client_max_size) before the app starts: one
+    # that cannot be read (a broken gzip) is the caller's 400 (api.middleware), not an SDK error.
+    body = await request.read()
 
     async def receive() -> Message:
         nonlocal body_done
         if not body_done and not gone:
-            chunk = await request.content.readany()
-            body_done = request.content.at_eof()
-            return {"type": "http.request", "body": chunk, "more_body": not body_done}
+            body_done = True
+            return {"type": "http.request", "body": body, "more_body": False}
         while not gone and not _gone(request):  # after the body only a disconnect can come
             await asyncio.sleep(DISCONNECT_POLL_S)
         return {"type": "http.disconnect"}

@@ -19,8 +19,8 @@ from prometheus_client import (
     generate_latest,
 )
 
-from lobug import keys
-from lobug.access import Unauthorized
+from lobug import errors, keys
+from lobug.access import OWNER_TRUST, Unauthorized
 from lobug.api.middleware import Handler, error_response
 from lobug.metrics.collector import StateCollector
 from lobug.speech.hints import NO_HINTS, Hints
@@ -120,15 +120,25 @@ def _outcome(request: web.Request, response: web.StreamResponse) -> str:
 
 
 async def _scrape(request: web.Request) -> web.Response:
-    """The Prometheus text format, for loopback or a /v1 bearer token only: the /v1 rule
-    (AccessControl.principal_for). Counts of jobs and memories are no content, but they tell a
-    stranger on the LAN how the household lives."""
+    """The Prometheus text format, for the owner only: loopback or a full-trust bearer token
+    (the /v1 rule, AccessControl.principal_for, then the trust). Counts of jobs, memories and
+    turns are no content, but they tell anyone else how the household lives (issue 38); a
+    scraper gets a full token whose agent has an empty category allowlist."""
     try:
-        request.app[keys.ACCESS].principal_for(request.headers.get("Authorization"), request.remote)
+        principal = request.app[keys.ACCESS].principal_for(
+            request.headers.get("Authorization"), request.remote
+        )
     except Unauthorized as exc:
         response = error_response(exc)
         response.headers["WWW-Authenticate"] = exc.challenge
         return response
+    if principal.trust != OWNER_TRUST:
+        return error_response(
+            errors.forbidden(
+                f"/metrics needs full trust (the household's activity); "
+                f"{principal.describe()} has less"
+            )
+        )
     registry = request.app[METRICS].registry
     # The exposition reads the database (StateCollector): on a reader thread, off the loop.
     body = await request.app[keys.DB].read(lambda _conn: generate_latest(registry))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lobug.ops.files import fsync, fsync_dir, remove_db_files
+from lobug.ops.schema import schema_problems
 from lobug.storage.sqlite import Error, connect, sqlite3
 from lobug.storage.vector_index import KEYS
 
@@ -163,6 +164,8 @@ def verify(path: Path, *, quick: bool = False) -> Verification:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "schema_migrations" not in names:
             problems.append("not a Lo-Bug database (it has no schema_migrations table)")
+        else:
+            problems += [f"schema: {p}" for p in schema_problems(conn)]
         for table in ("turns", "memories", "jobs", *KEYS):
             if table in names:
                 tables[table] = _count(conn, table, problems)

@@ -111,8 +111,9 @@ async def _llm(config: Config) -> list[Check]:
             if ollama
             else "start the server (llama-server, LM Studio, vLLM) or set llm.base_url"
         )
+        said = f"; it said: {health.said}" if health.said else ""  # masked (LLMClient.redact)
         checks = [
-            Check(backend, FAIL, llm.problem(health) or "unreachable", fix),
+            Check(backend, FAIL, (llm.problem(health) or "unreachable") + said, fix),
             Check("chat model", SKIP, f"{model or 'the first model'}: cannot check without it"),
         ]
         if config.embedding.backend in ("ollama", "openai"):

@@ -9,6 +9,7 @@ from wyoming.info import AsrModel, AsrProgram, Attribution, HandleModel, HandleP
 
 from lobug import __version__
 from lobug.config import Config
+from lobug.config.redaction import redact_url
 
 PROGRAM = "lobug"
 LOBUG = Attribution(name="Lo-Bug", url="")  # self-hosted: no public home page to name
@@ -50,7 +51,9 @@ def describe(config: Config, *, speech_ready: bool) -> Info:
         name=(config.llm.chat_model or "the server's first model")
         if openai
         else config.ollama.chat_model,
-        attribution=Attribution(name="OpenAI-compatible server", url=config.llm.base_url)
+        attribution=Attribution(
+            name="OpenAI-compatible server", url=redact_url(config.llm.base_url)
+        )
         if openai
         else OLLAMA,
         installed=True,

@@ -148,7 +148,10 @@ def _door(openai_config: Callable[..., Config]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("cut", ["data", "llama", "reset"])
 async def test_a_stream_cut_short_is_llm_unavailable(
-    openai_config: Callable[..., Config], openai_llm: tuple[FakeOpenAIState, str], cut: str
+    openai_config: Callable[..., Config],
+    openai_llm: tuple[FakeOpenAIState, str],
+    cut: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     state, _ = openai_llm
     state.reply = "one two three four five"
@@ -166,8 +169,10 @@ async def test_a_stream_cut_short_is_llm_unavailable(
     # A reset may lose what was still in the server's buffers; an error event comes after it.
     assert got == ["one ", "two "] if cut != "reset" else ["one ", "two "][: len(got)] == got
     assert raised.value.kind == ("down" if cut == "reset" else "error")
-    if cut != "reset":
-        assert "stopped mid-stream" in str(raised.value)
+    if cut != "reset":  # the server's words go to the owner's log, not to callers
+        assert "answered 500" in str(raised.value)
+        assert "stopped mid-stream" not in str(raised.value)
+        assert "it said: fake server: the model stopped mid-stream" in caplog.text
 
 
 async def test_extraction_and_embeddings_run_on_the_openai_server(

@@ -121,9 +121,16 @@ async def test_resources_over_http(make_client: Any) -> None:
     with conn:
         conn.execute("INSERT INTO base_memory (user_id, content, updated_at)"
                      " VALUES ('default', '# Alex\n- likes green tea', 0)")  # fmt: skip
-        conn.execute(
+        entity = conn.execute(
             "INSERT INTO entities (user_id, canonical_name, type, store, created_at,"
             " last_mentioned) VALUES ('default', 'Mia', 'person', 'social', 0, 0)"
+        ).lastrowid
+        memory = conn.execute(  # a name is in the index while a live memory names it
+            "INSERT INTO memories (content, store, created_at, updated_at)"
+            " VALUES ('Mia is the user''s niece.', 'social', 0, 0)"
+        ).lastrowid
+        conn.execute(
+            "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)", (memory, entity)
         )
     conn.close()
     async with http_session(mcp_url(app)) as mcp:  # loopback: the owner, every category

@@ -358,3 +358,39 @@ def test_data_dir_lock_is_exclusive_and_released(tmp_path: Path) -> None:
     assert is_locked(tmp_path) is None
     with DataDirLock(tmp_path):
         pass
+
+
+async def test_restore_refuses_a_backup_whose_schema_was_added_to(tmp_path: Path) -> None:
+    """Issue 38, finding 11: a backup with an added trigger (it copied private memories to the
+    social store), view or changed table was restored as it was. Its schema is now compared
+    with the one its own migrations create, and any difference refuses it."""
+    data_dir = tmp_path / "data"
+    config = load_config(None, env={}, overrides={"storage.data_dir": str(data_dir)})
+    open_database(config).close_sync()
+    live = config.storage.db_path
+    seed_memories_and_vectors(live)
+    clean = tmp_path / "clean.db"
+    backup_database(live, clean)
+    assert verify(clean).ok, verify(clean).problems  # an untouched backup passes
+    live_bytes = live.read_bytes()
+    tampering = {
+        "trigger": "CREATE TRIGGER leak AFTER INSERT ON memories BEGIN"
+        " UPDATE memories SET store = 'social' WHERE id = new.id; END",
+        "view": "CREATE VIEW everything AS SELECT content FROM memories",
+        "table": "ALTER TABLE memories ADD COLUMN note TEXT",
+        "index": "DROP INDEX idx_memories_hash",
+    }
+    for what, sql in tampering.items():
+        bad = tmp_path / f"with-{what}.db"
+        backup_database(live, bad)
+        conn = connect(bad)
+        conn.execute(sql)
+        conn.close()
+        with pytest.raises(RestoreError, match="nothing was changed: schema: "):
+            restore_database(data_dir, live, bad)
+    code, out = await lobug_cli(data_dir, "restore", str(tmp_path / "with-trigger.db"))
+    assert code == 1, out
+    assert "an added trigger 'leak'" in out and "nothing was changed" in out, out
+    assert live.read_bytes() == live_bytes
+    code, out = await lobug_cli(data_dir, "restore", str(clean))
+    assert code == 0, out

@@ -218,4 +218,7 @@ def summary(report: RecordReport) -> str:
         text += f"\nalready present (skipped): {skipped}"
     if report.remapped:
         text += f"\nnew ids (the old ones were taken) for: {', '.join(report.remapped)}"
+    if report.errors:
+        text += f"\nnot imported ({len(report.errors)} row(s)):"
+        text += "".join(f"\n  {error}" for error in report.errors)
     return text

@@ -30,6 +30,8 @@ _USER_NAME = re.compile(
     r" (?:prefers|wants|likes) to be called) (?P<name>[A-Z][\w'’ -]{0,38}?)\s*[.;!]?$"
 )
 
+_UNEXPIRED = "(m.expires_at IS NULL OR m.expires_at > ?)"
+
 Stamp = tuple[Any, ...]
 Cached = tuple[Stamp, float, list[str]]  # fingerprint, when read (monotonic), terms
 
@@ -43,10 +45,12 @@ class MemoryVocabulary:
         *,
         user_id: str = DEFAULT_USER,
         monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._db = db
         self._user_id = user_id
         self._monotonic = monotonic
+        self._clock = clock  # wall time: a memory past its `expires_at` names no one
         self._cache: dict[str, Cached] = {}
 
     async def __call__(self, trust: str) -> list[str]:
@@ -61,33 +65,36 @@ class MemoryVocabulary:
         return fresh[2]
 
     def _read(self, conn: Any, stores: Sequence[str], cached: Cached | None) -> Cached:
-        stamp = fingerprint(conn, self._user_id)
+        now = self._clock()
+        stamp = fingerprint(conn, self._user_id, now)
         if cached is not None and cached[0] == stamp:
             return cached
-        return stamp, self._monotonic(), household_terms(conn, self._user_id, stores)
+        return stamp, self._monotonic(), household_terms(conn, self._user_id, stores, now=now)
 
 
-def fingerprint(conn: Any, user_id: str) -> Stamp:
+def fingerprint(conn: Any, user_id: str, now: float) -> Stamp:
     """Changes whenever a memory is added, edited, moved between stores, forgotten or restored
-    (each logs a change for the delta header) and whenever an entity is added. Index lookups
-    only: it runs before every utterance. Retrieval hits log no change, so a conversation keeps
-    the cache."""
+    (each logs a change for the delta header), whenever an entity is added, and when a memory's
+    `expires_at` passes (before any GC pass notices). Index lookups only: it runs before every
+    utterance. Retrieval hits log no change, so a conversation keeps the cache."""
     row = conn.execute(
         "SELECT (SELECT max(id) FROM change_log), (SELECT max(id) FROM memories),"
         " (SELECT max(updated_at) FROM memories WHERE user_id = :u),"
-        " (SELECT max(id) FROM entities)",
-        {"u": user_id},
+        " (SELECT max(id) FROM entities),"
+        " (SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= :now)",
+        {"u": user_id, "now": now},
     ).fetchone()
     return tuple(row)
 
 
 def household_terms(
-    conn: Any, user_id: str, stores: Sequence[str], limit: int = MAX_TERMS
+    conn: Any, user_id: str, stores: Sequence[str], limit: int = MAX_TERMS, *, now: float
 ) -> list[str]:
     """The user's own name first, then entity names and their aliases by how often the memory
     mentions them. Only entities linked to a live memory in `stores` count: a name the owner
-    told in private is never suggested to a guest's microphone."""
-    terms = user_names(conn, user_id, stores)
+    told in private is never suggested to a guest's microphone, and one from a memory forgotten
+    or past its `expires_at` to no one."""
+    terms = user_names(conn, user_id, stores, now=now)
     marks = ",".join("?" * len(stores))
     types = ",".join("?" * len(SPOKEN_TYPES))
     # Ranked first, then checked in order until `limit` pass: the visibility test runs on the
@@ -98,8 +105,9 @@ def household_terms(
         f" FROM entities WHERE user_id = ? AND type IN ({types})"
         f" ORDER BY mention_count DESC, last_mentioned DESC, id LIMIT -1) e"
         f" WHERE EXISTS (SELECT 1 FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
-        f" WHERE me.entity_id = e.id AND m.status = 'active' AND m.store IN ({marks})) LIMIT ?",
-        (user_id, *SPOKEN_TYPES, *stores, limit),
+        f" WHERE me.entity_id = e.id AND m.status = 'active' AND m.store IN ({marks})"
+        f" AND {_UNEXPIRED}) LIMIT ?",
+        (user_id, *SPOKEN_TYPES, *stores, now, limit),
     ).fetchall()
     for row in rows:
         terms.append(row[0])
@@ -107,15 +115,15 @@ def household_terms(
     return _clean(terms)[:limit]
 
 
-def user_names(conn: Any, user_id: str, stores: Sequence[str]) -> list[str]:
+def user_names(conn: Any, user_id: str, stores: Sequence[str], *, now: float) -> list[str]:
     """The names the user goes by, newest fact first, from live facts in `stores`."""
     marks = ",".join("?" * len(stores))
     rows = conn.execute(  # the full-text index finds the candidates; the pattern decides
         f"SELECT m.content FROM memories_fts f JOIN memories m ON m.id = f.rowid"
         f" WHERE memories_fts MATCH 'user AND (name OR called OR goes)' AND m.user_id = ?"
-        f" AND m.status = 'active' AND m.store IN ({marks})"
+        f" AND m.status = 'active' AND m.store IN ({marks}) AND {_UNEXPIRED}"
         f" ORDER BY m.updated_at DESC, m.id DESC LIMIT 5",
-        (user_id, *stores),
+        (user_id, *stores, now),
     ).fetchall()
     found = (_USER_NAME.match(row[0].strip()) for row in rows)
     return [match["name"].strip() for match in found if match]

@@ -16,10 +16,20 @@ from typing import Any
 from lobug.config import LifecycleConfig
 from lobug.memory import enqueue
 from lobug.memory.lifecycle.policies import run_gc
+from lobug.memory.lifecycle.strangers import prune_stranger_turns
 from lobug.memory.table import delta, memory_events
 from lobug.memory.vectors.knn import facts_without_vector
 
-GC_KEYS = ("rescored", "promoted", "demoted", "archived", "soft_deleted", "expired", "purged")
+GC_KEYS = (
+    "rescored",
+    "promoted",
+    "demoted",
+    "archived",
+    "soft_deleted",
+    "expired",
+    "purged",
+    "stranger_turns_pruned",
+)
 _VANISHED = {
     "ARCHIVE": "deleted",
     "SOFT_DELETE": "soft_deleted",
@@ -55,4 +65,7 @@ def gc_pass(conn: Any, *, now: float, cfg: LifecycleConfig, actor: str) -> dict[
         delta.bump(conn, None, None, event, {"summary": summary, "count": n}, now, user_id)
     for memory_id in facts_without_vector(conn, VECTOR_SWEEP):
         enqueue.embed_memory(conn, memory_id, now=now)
+    counts["stranger_turns_pruned"] = prune_stranger_turns(
+        conn, now=now, keep_days=cfg.stranger_turn_days
+    )
     return {key: int(counts.get(key, 0)) for key in GC_KEYS}

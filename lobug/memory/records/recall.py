@@ -211,7 +211,11 @@ class Recall:
         self, scope: Scope, session_id: str, user_id: str
     ) -> tuple[list[delta.Change], int]:
         """The session's changes this caller has not seen, marked seen for this caller only
-        (`reader_of`): another caller reading the same session never empties its delta."""
+        (`reader_of`): another caller reading the same session never empties its delta.
+        A caller that may see no change (a stranger) has no delta, and no `revisions` row is
+        written for it: one per fresh session id would pile up unpruned (issue 38)."""
+        if not scope.stores or scope.categories == frozenset():
+            return [], 0
         changes, since, _ = await self.db.write(
             partial(
                 delta.take,

@@ -181,15 +181,18 @@ def visible_memory(conn: Any, scope: Scope, memory_id: int, user_id: str) -> Any
 
 
 def entity_visible_sql(scope: Scope, alias: str = "e") -> tuple[str, list[Any]]:
-    """An entity is visible through a visible, not soft-deleted memory that mentions it."""
-    if scope.unrestricted:
-        return "1", []
+    """An entity is visible through a visible memory that mentions it, neither forgotten
+    (soft-deleted) nor past its `expires_at`; to the owner also through the conversation log
+    that names it. A name whose every memory went leaves the people index with it (issue 38)."""
     where, params = scope.where("m")
-    return (
+    memory = (
         f"EXISTS (SELECT 1 FROM memory_entities me JOIN memories m ON m.id = me.memory_id"
-        f" WHERE me.entity_id = {alias}.id AND m.status != 'soft_deleted' AND {where})",
-        params,
+        f" WHERE me.entity_id = {alias}.id AND m.status != 'soft_deleted' AND {where})"
     )
+    if scope.unrestricted:
+        spoken = f"EXISTS (SELECT 1 FROM turn_entities te WHERE te.entity_id = {alias}.id)"
+        return f"({memory} OR {spoken})", params
+    return memory, params
 
 
 def within_scope(conn: Any, found: dict[str, Any], *, scope: Scope, user_id: str) -> dict[str, Any]:

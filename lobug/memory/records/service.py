@@ -18,6 +18,7 @@ from lobug.access import (
     CLI_AGENT,
     LOCAL_AGENT,
     MCP_AGENT,
+    OWNER_TRUST,
     CategoryPolicy,
     Principal,
     check_write_store,
@@ -197,9 +198,12 @@ class Records:
         return found
 
     async def stats(self, principal: Principal, *, user_id: str = USER) -> dict[str, Any]:
-        """Counts of what the caller may see, and the operations of the last days (counts,
-        latencies, merges, the validator's pass rate: no memory's content)."""
+        """Counts of what the caller may see, and for full trust the operations of the last
+        days (counts, latencies, merges, the validator's pass rate: no memory's content, but
+        when and how much the household talks, which is the owner's to know; issue 38)."""
         found = await self.db.read(stats, self.scope(principal), user_id, self.clock())
+        if principal.trust != OWNER_TRUST:
+            return found
         ops = await self.db.read(partial(events.operations, now=self.clock()))
         return {**found, "operations": ops}
 

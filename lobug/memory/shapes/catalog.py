@@ -30,6 +30,9 @@ class GcResult(BaseModel):
         description="Memories past their `expires_at` (seed 002), soft-deleted by this pass."
     )
     purged: Count
+    stranger_turns_pruned: Count = absent(
+        description="Strangers' (public-trust) turns past `lifecycle.stranger_turn_days`, deleted."
+    )
 
 
 class Entity(BaseModel):

@@ -2,11 +2,15 @@
 "Export and import"): a table's rows keep their ids when none is taken in the target, else they
 get new ids and every reference is rewritten; rows already present are matched and skipped, so
 importing the same file twice adds nothing. Columns the target does not have are dropped (an
-older schema); `user_id` is the target's.
+older schema); `user_id` is the target's. A row whose values the schema would take but the code
+could not read (a number column holding "high", JSON columns holding "not json"), or that a
+CHECK or NOT NULL refuses, is not imported and is reported by line (issue 38): a tampered file
+must not make every read of the memory fail.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,6 +23,18 @@ from lobug.memory.vectors.knn import VECTOR_KINDS
 from lobug.storage.sqlite import storable_text
 
 ID_TABLES = {"turn": "turns", "memory": "memories", "entity": "entities"}
+# Columns holding JSON text, by name in every table, and what the code reads them as.
+JSON_COLUMNS: dict[str, type] = {
+    "tags": list,
+    "pii": list,
+    "rules": list,
+    "aliases": list,
+    "turn_ids": list,
+    "decisions": list,
+    "open_items": list,
+    "attributes": dict,
+    "meta": dict,
+}
 OWN_ID_TABLES = {**ID_TABLES, "relation": "relations", "history": "history"}
 
 
@@ -95,19 +111,30 @@ def import_records(
     maps: dict[str, dict[int, int]] = {kind: {} for kind in ID_TABLES}
     columns = _Columns(conn)
 
-    def insert(kind: str, table: str, data: dict[str, Any], **fixed: Any) -> int:
+    def insert(kind: str, table: str, lineno: int, data: dict[str, Any], **fixed: Any) -> int:
+        """The new row's id; 0 when it is already here (skipped) or refused (an error)."""
         row = {k: v for k, v in data.items() if k in columns[table] and k != "user_id"}
         if kind in OWN_ID_TABLES and not keep[kind]:
             row.pop("id", None)
         row.update(fixed)
         if "user_id" in columns[table]:
             row["user_id"] = user_id
+        for name, value in row.items():
+            if problem := _column_problem(name, value, columns[table][name]):
+                report.errors.append(f"line {lineno}: {kind} '{name}' {problem}; not imported")
+                return 0
         names = list(row)
-        cur = conn.execute(
-            f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"
-            f" VALUES ({', '.join('?' * len(names))})",
-            [row[n] for n in names],
-        )
+        # DO NOTHING covers a row already here (a unique key) only: a CHECK or NOT NULL that
+        # refuses the row is an error, not "skipped" (OR IGNORE counted it so).
+        try:
+            cur = conn.execute(
+                f"INSERT INTO {table} ({', '.join(names)})"
+                f" VALUES ({', '.join('?' * len(names))}) ON CONFLICT DO NOTHING",
+                [row[n] for n in names],
+            )
+        except Exception as exc:  # noqa: BLE001 - the driver's IntegrityError, either driver
+            report.errors.append(f"line {lineno}: {kind} refused by the schema: {exc}")
+            return 0
         if cur.rowcount:
             report.added[kind] += 1
         else:
@@ -121,13 +148,13 @@ def import_records(
             report.skipped[kind] += 1
             return 0
         fixed = {"supersedes": None} if kind == "memory" else {}
-        new = _guard(report, lineno, lambda: insert(kind, ID_TABLES[kind], data, **fixed))
+        new = insert(kind, ID_TABLES[kind], lineno, data, **fixed)
         if new:
             maps[kind][data["id"]] = new
         return new
 
-    for _, data in groups["session"]:
-        insert("session", "sessions", data)
+    for lineno, data in groups["session"]:
+        insert("session", "sessions", lineno, data)
     for lineno, data in groups["turn"]:
         found = conn.execute(
             "SELECT id FROM turns WHERE user_id = ? AND session_id IS ? AND role IS ? AND ts IS ?"
@@ -151,13 +178,13 @@ def import_records(
             conn.execute(
                 "UPDATE memories SET supersedes = ? WHERE id = ?", (maps["memory"][old], new)
             )
-    for _, data in groups["memory_source"]:
+    for lineno, data in groups["memory_source"]:
         ids = _mapped(maps, memory=data.get("memory_id"), turn=data.get("turn_id"))
         if ids is None:
             report.skipped["memory_source"] += 1
             continue
-        insert("memory_source", "memory_sources", data, memory_id=ids[0], turn_id=ids[1])
-    for _, data in groups["base_memory"]:
+        insert("memory_source", "memory_sources", lineno, data, memory_id=ids[0], turn_id=ids[1])
+    for lineno, data in groups["base_memory"]:
         current = conn.execute(
             "SELECT updated_at FROM base_memory WHERE user_id = ?", (user_id,)
         ).fetchone()
@@ -165,7 +192,7 @@ def import_records(
             report.skipped["base_memory"] += 1
             continue
         conn.execute("DELETE FROM base_memory WHERE user_id = ?", (user_id,))
-        insert("base_memory", "base_memory", data)
+        insert("base_memory", "base_memory", lineno, data)
     for lineno, data in groups["entity"]:
         found = conn.execute(
             "SELECT id FROM entities WHERE user_id = ? AND canonical_name = ? AND type = ?",
@@ -176,20 +203,20 @@ def import_records(
         ("memory_entity", "memory_entities", "memory"),
         ("turn_entity", "turn_entities", "turn"),
     ):
-        for _, data in groups[kind]:
+        for lineno, data in groups[kind]:
             linked = maps[owner].get(data.get(f"{owner}_id"))  # type: ignore[arg-type]
             entity = maps["entity"].get(data.get("entity_id"))  # type: ignore[arg-type]
             if linked is None or entity is None:
                 report.skipped[kind] += 1
                 continue
-            insert(kind, table, data, **{f"{owner}_id": linked, "entity_id": entity})
-    for _, data in groups["relation"]:
+            insert(kind, table, lineno, data, **{f"{owner}_id": linked, "entity_id": entity})
+    for lineno, data in groups["relation"]:
         ends = _mapped(maps, memory=data.get("from_id"), other=data.get("to_id"))
         if ends is None:
             report.skipped["relation"] += 1
             continue
-        insert("relation", "relations", data, from_id=ends[0], to_id=ends[1])
-    for _, data in groups["history"]:
+        insert("relation", "relations", lineno, data, from_id=ends[0], to_id=ends[1])
+    for lineno, data in groups["history"]:
         original = data.get("memory_id")
         target: int | None = maps["memory"].get(original) if original is not None else None
         if original is not None and target is None:
@@ -204,7 +231,7 @@ def import_records(
             # Already here: a memory imported before, or (same file again) a purged one's event.
             report.skipped["history"] += 1
             continue
-        insert("history", "history", data, memory_id=target)
+        insert("history", "history", lineno, data, memory_id=target)
     return report
 
 
@@ -243,20 +270,43 @@ def _mapped(maps: dict[str, dict[int, int]], **ids: Any) -> tuple[int, int] | No
     return None if a is None or b is None else (a, b)
 
 
-def _guard(report: RecordReport, lineno: int, action: Any) -> int:
-    try:
-        return int(action())
-    except Exception as exc:  # noqa: BLE001 - the driver's IntegrityError/InterfaceError
-        report.errors.append(f"line {lineno}: {exc}")
-        return 0
+def _column_problem(name: str, value: Any, declared: tuple[str, bool]) -> str | None:
+    """Why the code could not read `value` from column `name` of its declared (type, not
+    null), or None. SQLite would store "high" in a REAL column; every read would then fail."""
+    kind, not_null = declared
+    if value is None:
+        return "must not be null" if not_null else None
+    if any(word in kind for word in ("INT", "REAL", "NUM")):
+        if not isinstance(value, int | float):
+            return f"must be a number, got {_shown(value)}"
+    shape = JSON_COLUMNS.get(name)
+    if shape is not None:
+        what = "a JSON array" if shape is list else "a JSON object"
+        try:
+            parsed = json.loads(value) if isinstance(value, str) else None
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, shape):
+            return f"must be {what} (as text), got {_shown(value)}"
+    return None
 
 
-class _Columns(dict[str, frozenset[str]]):
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+class _Columns(dict[str, dict[str, tuple[str, bool]]]):
+    """Each table's columns: name → (declared type, upper case; NOT NULL)."""
+
     def __init__(self, conn: Any) -> None:
         super().__init__()
         self.conn = conn
 
-    def __missing__(self, table: str) -> frozenset[str]:
-        names = frozenset(r[1] for r in self.conn.execute(f"PRAGMA table_info({table})"))
+    def __missing__(self, table: str) -> dict[str, tuple[str, bool]]:
+        names = {
+            str(r[1]): (str(r[2] or "").upper(), bool(r[3]))
+            for r in self.conn.execute(f"PRAGMA table_info({table})")
+        }
         self[table] = names
         return names

@@ -29,15 +29,20 @@ _EPOCH = date(1970, 1, 1).toordinal()
 DAY_S = 86400.0
 
 
-def take(conn: Any, name: str, user_id: str, now: float, limit: int) -> bool:
-    """Spend one of today's `limit` calls of `name` for `user_id`; False (nothing spent) when
-    they are gone. Call in a write transaction."""
+def take(conn: Any, name: str, user_id: str, now: float, limit: int, amount: int = 1) -> bool:
+    """Spend `amount` of today's `limit` of `name` for `user_id` (calls, or bytes); False
+    (nothing spent) when they are gone. Call in a write transaction."""
     if spent(conn, name, user_id, now) >= limit:
         return False
+    spend(conn, name, user_id, now, amount)
+    return True
+
+
+def spend(conn: Any, name: str, user_id: str, now: float, amount: int) -> None:
+    """Count `amount` into today's `name`, whatever is left (what was already accepted)."""
     prefix, key = _prefix(name, user_id), _key(_prefix(name, user_id), now)
     conn.execute("DELETE FROM meta WHERE key LIKE ? AND key != ?", (prefix + "%", key))
-    meta_add(conn, key)
-    return True
+    meta_add(conn, key, amount)
 
 
 def spent(conn: Any, name: str, user_id: str, now: float) -> int:

@@ -130,3 +130,30 @@ async def test_an_alias_merged_without_a_memory_write_is_heard_after_the_refresh
     assert "Ros" not in await vocabulary("full")  # cached: no memory changed
     now[0] += REFRESH_S + 1
     assert "Ros" in await vocabulary("full")
+
+
+async def test_names_of_expired_and_forgotten_memories_leave_the_hints_and_the_people_index(
+    make_client: Callable[..., Any], clock: Any
+) -> None:
+    """Issue 38, finding 15: a name stayed in Whisper's hints and in the people index after its
+    memory expired (until a GC pass, or for good in the index) or was forgotten."""
+    app = await vocabulary_app(make_client)
+    speech = app.client.app[keys.SPEECH]
+    now = clock()
+    await app.remember("The user's friend Gwendolyn visits on Fridays.", expires_at=now + 60)
+    cat = await app.remember("The user's cat Pirukas sleeps on the radiator.")
+
+    async def people() -> set[str]:
+        listed = await app.local.get("/v1/entities?type=person&limit=100")
+        return {e["canonical_name"] for e in listed["entities"]}
+
+    assert "Gwendolyn" in words((await speech.hints("full")).hotwords)
+    assert "Gwendolyn" in await people()
+    clock.advance(120)  # past its expiry; no GC pass has run
+    assert "Gwendolyn" not in words((await speech.hints("full")).hotwords)
+    assert "Gwendolyn" not in await people()
+    await app.local.delete(f"/v1/memories/{cat['id']}")  # forgotten (soft-deleted)
+    assert "Pirukas" not in words((await speech.hints("full")).hotwords)
+    listed = await app.local.get("/v1/entities?q=Pirukas")
+    assert listed["entities"] == []
+    assert "Rosalind" in await people()  # a live memory's name stays
