@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import partial
 
 from aiohttp import web
 
@@ -21,6 +22,7 @@ from lobug.chat.sensors import SensorService
 from lobug.chat.service import ChatService
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
+from lobug.devices import unpaired_note
 from lobug.health import HealthService
 from lobug.host.looplag import LoopLagMonitor
 from lobug.memory.graph.vocabulary import MemoryVocabulary
@@ -90,6 +92,7 @@ def _parts(
         async with parts(config, policy=policy, clock=clock, memory=memory, daemon=True) as got:
             app[keys.DB], app[keys.LLM], app[keys.MEMORY] = got.db, got.llm, got.memory
             app[keys.RECORDS], app[keys.RECALL] = got.records, got.recall
+            app[keys.DEVICES] = got.devices
             # The runner is created here, before any service, so every job handler is
             # registered before it starts claiming jobs (in _workers, the last ctx).
             app[keys.RUNNER] = runner = JobRunner(got.db, config.workers, clock)
@@ -150,10 +153,29 @@ def _services(
             speech=app[keys.SPEECH],
             loop=app[keys.LOOP],
             embedding=memory.embedding_status if memory is not None else None,
+            devices=partial(
+                app[keys.DEVICES].status,
+                device_token=config.api.device_token is not None,
+                unknown_trust=config.api.unknown_device_trust,
+            ),
         )
+        await _say_how_to_pair(app, config)
         yield
 
     return ctx
+
+
+async def _say_how_to_pair(app: web.Application, config: Config) -> None:
+    """Never silent about a device that cannot remember (issue 40): the start-up log says so
+    while nothing is paired and no device token is set."""
+    paired = await app[keys.DEVICES].paired_count()
+    note = unpaired_note(
+        paired,
+        device_token=config.api.device_token is not None,
+        unknown_trust=config.api.unknown_device_trust,
+    )
+    if note is not None:
+        log.warning("%s", note)
 
 
 async def _workers(app: web.Application) -> AsyncIterator[None]:
