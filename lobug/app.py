@@ -14,7 +14,7 @@ from aiohttp import web
 
 from lobug import keys, mcp_server, metrics, openai_api, ui, wyoming_server
 from lobug.access import AccessControl
-from lobug.api import device, memory_routes, proposal_routes
+from lobug.api import device, devices_routes, memory_routes, proposal_routes
 from lobug.api.auth import auth_middleware
 from lobug.api.middleware import access_log_middleware, error_middleware
 from lobug.chat.prompt import load_personality
@@ -61,6 +61,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app.add_routes(device.routes)
     app.add_routes(memory_routes.routes)
     app.add_routes(proposal_routes.routes)
+    app.add_routes(devices_routes.routes)
     openai_api.setup(app)  # /v1/chat/completions, /v1/models; open streams end at shutdown
     metrics.setup(app, overrides.clock)  # GET /metrics
     ui.setup(app)  # the memory browser at /ui/ (lobug/ui)

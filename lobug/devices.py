@@ -287,4 +287,3 @@ def _prune_strangers(conn: Any) -> None:
         " WHERE trust IS NULL ORDER BY last_seen DESC, id DESC LIMIT ?)",
         (MAX_STRANGERS,),
     )
-

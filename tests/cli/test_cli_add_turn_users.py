@@ -20,8 +20,9 @@ async def test_add_turn_for_another_user_does_not_join_a_users_session(
                             "--no-extract")  # fmt: skip
     assert mine["session_id"] == "chat-1"
     bobs = [
-        await lobug_json(config, "memory", "add-turn", "chat-1", "user", words, "--user", "bob",
-                         "--no-extract")  # fmt: skip
+        await lobug_json(
+            config, "memory", "add-turn", "chat-1", "user", words, "--user", "bob", "--no-extract"
+        )  # fmt: skip
         for words in ("hello", "it's Bob again")
     ]
     assert bobs[0]["session_id"] != "chat-1"

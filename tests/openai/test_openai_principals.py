@@ -68,9 +68,7 @@ async def test_an_agent_token_does_not_join_the_owners_door_conversation(
         assert "7311" in last_prompt(ollama)
 
 
-async def test_two_tokens_of_one_trust_do_not_read_each_others_chats(
-    app: App, ollama: Any
-) -> None:
+async def test_two_tokens_of_one_trust_do_not_read_each_others_chats(app: App, ollama: Any) -> None:
     async with client(app, KID_A) as a, client(app, KID_B) as b:
         first = await say(a, "my diary says I like Sam", user="diary")
         other = await say(b, "what does my diary say?", user="diary")
