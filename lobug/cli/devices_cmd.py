@@ -44,7 +44,7 @@ def register(sub: Any) -> None:
     pair.add_argument("--seconds", type=float, default=WINDOW_S,
                       help=f"how long the window stays open (default {WINDOW_S:g})")  # fmt: skip
     pair.add_argument("--no-wait", action="store_true",
-                      help="open the window and return (the daemon logs who is paired)")  # fmt: skip
+                      help="open the window and return (the log says who is paired)")  # fmt: skip
     pair.add_argument("--json", action="store_true", help="machine-readable output")
     pair.set_defaults(func=_command(_pair))
     trust = actions.add_parser("trust", help="pair a listed device, or confirm its new address")
