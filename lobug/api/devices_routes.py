@@ -9,7 +9,7 @@ from lobug import keys
 from lobug.access import Principal
 from lobug.api import v1_params as p
 from lobug.api.auth import principal_of
-from lobug.api.devices_shapes import PairRequest, TrustRequest
+from lobug.devices.shapes import PairRequest, TrustRequest
 
 routes = web.RouteTableDef()
 

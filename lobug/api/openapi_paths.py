@@ -12,7 +12,7 @@ from aiohttp.web import RouteDef
 from pydantic import BaseModel
 
 from lobug.api import devices_routes, memory_routes, proposal_routes
-from lobug.api.devices_shapes import Device, DeviceList, PairingWindow, PairRequest, TrustRequest
+from lobug.devices.shapes import Device, DeviceList, PairingWindow, PairRequest, TrustRequest
 from lobug.memory.query import QueryRequest
 from lobug.memory.shapes import MemoryCreate, MemoryPatch, TurnCreate
 from lobug.memory.shapes.catalog import (

@@ -1,5 +1,5 @@
-"""The /v1/devices bodies and answers (pairing, issue 40), for the handlers and the OpenAPI
-document."""
+"""The /v1/devices bodies and answers and the Devices page's forms (pairing, issue 40), for
+the handlers and the OpenAPI document."""
 
 from __future__ import annotations
 
