@@ -1,5 +1,5 @@
 """/v1/devices: the devices heard on the firmware routes, and pairing (issue 40; the rules:
-lobug/devices.py). Full trust and every category only, like /v1/gc (403 otherwise)."""
+lobug/devices/). Full trust and every category only, like /v1/gc (403 otherwise)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`lobug devices [pair|trust|forget]`: the devices heard on the firmware routes, and pairing
-the owner's (issue 40; the rules: lobug/devices.py). The CLI is the owner (full trust)."""
+the owner's (issue 40; the rules: lobug/devices/). The CLI is the owner (full trust)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Devices page (issue 40): the devices heard on the firmware routes, the pairing window,
 who was paired (with the way to undo it at once), trust and forget. The owner's only: full
-trust with every category, like /v1/devices (the rules: lobug/devices.py)."""
+trust with every category, like /v1/devices (the rules: lobug/devices/)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from aiohttp import web
 
 from lobug import keys
 from lobug.access import Principal
-from lobug.devices.shapes import PairRequest, TrustRequest
 from lobug.devices import WINDOW_S, Devices
+from lobug.devices.shapes import PairRequest, TrustRequest
 from lobug.memory.shapes import parse
 from lobug.ui import forms, pages
 from lobug.ui.browse_routes import path_id
