@@ -51,6 +51,9 @@ MCP_AGENT = "mcp"  # `lobug mcp` over stdio
 CONTEXT_MODES = ("all", "rag", "none")  # "none": only on explicit request (seed 001 §12)
 UNCATEGORIZED = "general"
 WILDCARD = "*"
+# Whose a conversation is (issue 38, `conversation.resolve_session`): the household's owner
+# (loopback, the CLI, the device token), one bearer token, one paired device, one stranger.
+OWNER = "owner"
 MAX_REQUESTED_CATEGORIES = 64
 MAX_CATEGORY_CHARS = 64
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -64,6 +67,7 @@ class Principal:
     trust: str
     token_name: str | None = None
     via: Via = "token"
+    token_id: str | None = None  # which token, without it (`token_identity`)
 
     def __post_init__(self) -> None:
         if self.trust not in TRUST_LEVELS:
@@ -72,6 +76,14 @@ class Principal:
     @property
     def stores(self) -> tuple[str, ...]:
         return visible_stores(self)
+
+    @property
+    def owner(self) -> str:
+        """Whose the conversations it opens are: each token its own, whatever its trust or
+        name (two tokens of one trust never share one); loopback and the CLI are the owner."""
+        if self.via != "token":
+            return OWNER
+        return f"token:{self.token_id or 'agent-' + self.agent}"
 
     def describe(self) -> str:
         """For messages and logs; never holds the token."""
@@ -150,6 +162,18 @@ def secret_matches(presented: str | None, expected: str) -> bool:
     return hmac.compare_digest(_digest(presented or ""), _digest(expected)) and bool(presented)
 
 
+def token_identity(secret: str) -> str:
+    """A token's lasting name for what it owns (its conversations): a salted digest, so the
+    database never holds anything that could be presented as the token."""
+    salted = hashlib.sha256(b"lobug token identity\0" + secret.encode("utf-8", "surrogatepass"))
+    return salted.hexdigest()[:16]
+
+
+def peer_owner(address: str | None) -> str:
+    """Whose the conversations of a caller known only by its address are (a stranger's)."""
+    return f"peer:{address or 'unknown'}"
+
+
 def is_loopback(remote: str | None) -> bool:
     """127.0.0.0/8, ::1 and IPv4-mapped loopback; a Unix socket or garbage is not loopback."""
     if not remote:
@@ -215,7 +239,9 @@ class AccessControl:
                 found = entry
         if found is None:
             return None
-        return Principal(found.agent, found.trust, found.name or None, "token")
+        return Principal(
+            found.agent, found.trust, found.name or None, "token", token_identity(found.token)
+        )
 
     def principal_for(self, authorization: str | None, remote: str | None) -> Principal:
         """The caller of a token-guarded door (/v1, /mcp, /metrics), or `Unauthorized`. A wrong

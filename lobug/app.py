@@ -8,12 +8,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import partial
 
 from aiohttp import web
 
 from lobug import keys, mcp_server, metrics, openai_api, ui, wyoming_server
 from lobug.access import AccessControl
-from lobug.api import device, memory_routes, proposal_routes
+from lobug.api import device, devices_routes, memory_routes, proposal_routes
 from lobug.api.auth import auth_middleware
 from lobug.api.middleware import access_log_middleware, error_middleware
 from lobug.chat.prompt import load_personality
@@ -22,6 +23,7 @@ from lobug.chat.service import ChatService
 from lobug.chat.strangers import StrangerAllowance
 from lobug.chat.working_memory import WorkingMemory
 from lobug.config import Config
+from lobug.devices import unpaired_note
 from lobug.health import HealthService
 from lobug.host.connections import body_deadline
 from lobug.host.looplag import LoopLagMonitor
@@ -62,6 +64,7 @@ def create_app(config: Config, overrides: Overrides | None = None) -> web.Applic
     app.add_routes(device.routes)
     app.add_routes(memory_routes.routes)
     app.add_routes(proposal_routes.routes)
+    app.add_routes(devices_routes.routes)
     openai_api.setup(app)  # /v1/chat/completions, /v1/models; open streams end at shutdown
     metrics.setup(app, overrides.clock)  # GET /metrics
     ui.setup(app)  # the memory browser at /ui/ (lobug/ui)
@@ -93,6 +96,7 @@ def _parts(
         async with parts(config, policy=policy, clock=clock, memory=memory, daemon=True) as got:
             app[keys.DB], app[keys.LLM], app[keys.MEMORY] = got.db, got.llm, got.memory
             app[keys.RECORDS], app[keys.RECALL] = got.records, got.recall
+            app[keys.DEVICES] = got.devices
             # The runner is created here, before any service, so every job handler is
             # registered before it starts claiming jobs (in _workers, the last ctx).
             app[keys.RUNNER] = runner = JobRunner(got.db, config.workers, clock)
@@ -160,10 +164,29 @@ def _services(
             speech=app[keys.SPEECH],
             loop=app[keys.LOOP],
             embedding=memory.embedding_status if memory is not None else None,
+            devices=partial(
+                app[keys.DEVICES].status,
+                device_token=config.api.device_token is not None,
+                unknown_trust=config.api.unknown_device_trust,
+            ),
         )
+        await _say_how_to_pair(app, config)
         yield
 
     return ctx
+
+
+async def _say_how_to_pair(app: web.Application, config: Config) -> None:
+    """Never silent about a device that cannot remember (issue 40): the start-up log says so
+    while nothing is paired and no device token is set."""
+    paired = await app[keys.DEVICES].paired_count()
+    note = unpaired_note(
+        paired,
+        device_token=config.api.device_token is not None,
+        unknown_trust=config.api.unknown_device_trust,
+    )
+    if note is not None:
+        log.warning("%s", note)
 
 
 async def _workers(app: web.Application) -> AsyncIterator[None]:

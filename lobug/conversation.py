@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
+import secrets
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from lobug.access import OWNER
 
 # `turns.ref` of a user turn that came from /chat/audio. Device turns have no caller id of their
 # own, so `ref` (free text, an importer's id for /v1/turns) says how the words arrived: spoken
 # profile fields need the user's yes before they are kept (seed 001 §10, memory.write.consent).
 VOICE_REF = "voice"
+SESSION_KEY = "session_key"  # meta: the secret behind `scoped_session_id`
 
 
 @dataclass(frozen=True)
@@ -55,51 +60,78 @@ def resolve_session(
     idle_s: float,
     user_id: str = "default",
     trust: str = "full",
+    owner: str = OWNER,
 ) -> str:
     """The given session, or the device's current one, or a new one after an idle gap.
 
-    A session belongs to the trust of the caller that opened it (issue 25): a caller never
-    joins a session of another trust, whether by device or by name, so one below the owner sees
-    only turns it took part in. A named session of another trust stands for the caller's own
-    session of that name (`scoped_session_id`), so a client that keeps sending the id it was
-    given keeps one conversation, and neither caller can take a name from the other."""
+    A session belongs to the principal that opened it (issue 38; `access.Principal.owner`:
+    the household's owner, one bearer token, one paired device, one stranger's address), for
+    one user and at one trust: no other caller joins it, by device or by name, so each sees
+    only turns it took part in. A name another caller holds stands for the caller's own
+    session of that name (`scoped_session_id`, keyed by a secret of this database, so nobody
+    can claim it in advance): a client that keeps sending the name it chose, or the id it was
+    given, keeps one conversation, and no caller can take a name from another."""
     if session_id is None:
         row = conn.execute(
-            "SELECT id, last_active FROM sessions WHERE device_id = ? AND trust = ?"
-            " ORDER BY last_active DESC LIMIT 1",
-            (device_id, trust),
+            "SELECT id, last_active FROM sessions WHERE device_id = ? AND owner = ?"
+            " AND user_id = ? AND trust = ? ORDER BY last_active DESC LIMIT 1",
+            (device_id, owner, user_id, trust),
         ).fetchone()
         if row is not None and now - row["last_active"] <= idle_s:
             session_id = row["id"]
         else:
             session_id = new_session_id()
-    elif _session_trust(conn, session_id) not in (None, trust):
-        session_id = scoped_session_id(session_id, trust)
-        if _session_trust(conn, session_id) not in (None, trust):
-            session_id = new_session_id()  # that name was taken on purpose: a fresh session
+    else:
+        session_id = named_session(conn, session_id, owner=owner, user_id=user_id, trust=trust)
     conn.execute(
-        "INSERT INTO sessions (id, user_id, device_id, started_at, last_active, trust)"
-        " VALUES (?, ?, ?, ?, ?, ?)"
+        "INSERT INTO sessions (id, user_id, device_id, started_at, last_active, trust, owner)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT(id) DO UPDATE SET last_active = MAX(last_active, excluded.last_active)",
-        (session_id, user_id, device_id, now, now, trust),
+        (session_id, user_id, device_id, now, now, trust, owner),
     )
     return session_id
 
 
-def scoped_session_id(session_id: str, trust: str) -> str:
-    """The id, for a caller of `trust`, of a named session that another trust holds."""
-    digest = hashlib.sha256(f"{trust}\0{session_id}".encode("utf-8", "surrogatepass"))
-    return f"{trust}-{digest.hexdigest()[:16]}"
+def named_session(conn: Any, session_id: str, *, owner: str, user_id: str, trust: str) -> str:
+    """The session a caller means by a name (`resolve_session`), which may not exist yet."""
+    if _may_join(conn, session_id, owner, user_id, trust):
+        return session_id
+    scoped = scoped_session_id(conn, session_id, owner, user_id, trust)
+    if _may_join(conn, scoped, owner, user_id, trust):
+        return scoped
+    return new_session_id()  # only a forged or colliding id: a fresh session
+
+
+def scoped_session_id(conn: Any, session_id: str, owner: str, user_id: str, trust: str) -> str:
+    """The id of a caller's own session of a name another caller holds: a keyed hash, so it
+    looks like any new session's id and cannot be worked out, or taken first, by anyone else."""
+    key = _session_key(conn)
+    message = "\0".join((owner, user_id, trust, session_id)).encode("utf-8", "surrogatepass")
+    return "s-" + hmac.new(key, message, hashlib.sha256).hexdigest()[:16]
+
+
+def _may_join(conn: Any, session_id: str, owner: str, user_id: str, trust: str) -> bool:
+    row = conn.execute(
+        "SELECT owner, user_id, trust FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return row is None or tuple(row) == (owner, user_id, trust)
+
+
+def _session_key(conn: Any) -> bytes:
+    """This database's secret for scoped session ids, made on first use (in the caller's
+    write transaction); it never leaves the file."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SESSION_KEY,)).fetchone()
+    if row is not None:
+        return bytes.fromhex(row[0])
+    key = secrets.token_bytes(32)
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (SESSION_KEY, key.hex()))
+    return key
 
 
 def session_trust(conn: Any, session_id: str) -> str:
     """The trust of the caller whose session it is ("full" for one not recorded)."""
-    return _session_trust(conn, session_id) or "full"
-
-
-def _session_trust(conn: Any, session_id: str) -> str | None:
     row = conn.execute("SELECT trust FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else str(row[0])
+    return "full" if row is None else str(row[0])
 
 
 def insert_turn(

@@ -37,6 +37,10 @@ class HealthService:
     # problem: `status` says whether the device's dependencies are up, and a Wyoming port
     # clash leaves the device's routes working.
     wyoming: Callable[[], dict[str, Any]] | None = None
+    # Paired devices and the pairing window (lobug.devices); its `note` says, while no device
+    # can remember, that devices are answered without memory and how to pair one. Reported,
+    # not a problem: answering a stranger without memory is the daemon working as it should.
+    devices: Callable[[], Awaitable[dict[str, Any]]] | None = None
     started: float = field(default_factory=time.monotonic)
     _last_embedding: dict[str, Any] | None = None
 
@@ -61,6 +65,7 @@ class HealthService:
         if embedding and embedding.get("problem"):
             problems.append(str(embedding["problem"]))
         wyoming = self.wyoming() if self.wyoming is not None else None
+        devices = await self._devices() if db_ok else None
         return {
             "status": "ok" if not problems else "degraded",
             "version": __version__,
@@ -74,7 +79,16 @@ class HealthService:
             "loop": self.loop.snapshot() if self.loop else {},  # recent: since the last read
             **({"embedding": embedding} if embedding is not None else {}),
             **({"wyoming": wyoming} if wyoming is not None else {}),
+            **({"devices": devices} if devices is not None else {}),
         }
+
+    async def _devices(self) -> dict[str, Any] | None:
+        if self.devices is None:
+            return None
+        try:
+            return await self.devices()
+        except Exception as exc:  # noqa: BLE001 - health reports, never raises
+            return {"problem": f"device list unknown: {exc}"}
 
     async def _storage(self) -> list[str]:
         """A full disk or page budget (writes answer 503 storage_full meanwhile)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from lobug.access import CategoryPolicy
 from lobug.config import Config
+from lobug.devices import Devices
 from lobug.llm.backends import make_llm
 from lobug.llm.client import LLMClient
 from lobug.llm.embedders import Embedder, close_embedder, make_embedder
@@ -34,6 +35,7 @@ class Parts:
     memory: MemoryService | None  # None: memory.enabled is off, or the command needs none
     records: Records
     recall: Recall
+    devices: Devices
 
 
 def make_database(config: Config) -> Database:
@@ -97,4 +99,4 @@ async def parts(
             max_text_chars=config.chat.max_text_chars,
             working_memory_size=config.chat.working_memory_size,
         )
-        yield Parts(db, llm, embedder, service, records, recall)
+        yield Parts(db, llm, embedder, service, records, recall, Devices(db, clock))

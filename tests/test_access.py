@@ -68,8 +68,12 @@ def test_tokens_authenticate_and_every_token_is_compared(monkeypatch: pytest.Mon
         TokenConfig("c" * 24, "familiar", "stylist", "guest"),
     ]
     control = AccessControl(tokens)
-    assert control.authenticate("b" * 20) == Principal("planner", "inner", None, "token")
-    assert control.authenticate("a" * 20) == Principal("supervisor", "full", "main", "token")
+    planner, main = control.authenticate("b" * 20), control.authenticate("a" * 20)
+    assert planner is not None and main is not None
+    assert planner == Principal("planner", "inner", None, "token", planner.token_id)
+    assert main == Principal("supervisor", "full", "main", "token", main.token_id)
+    # Each token owns its own conversations (issue 38), and its id is not the token.
+    assert planner.owner != main.owner and "b" * 20 not in planner.owner
     calls: list[int] = []
     real = access.hmac.compare_digest
 
@@ -274,7 +278,9 @@ def test_startup_warns_about_tokens_that_will_see_nothing(
     )
     with caplog.at_level(logging.WARNING, logger="lobug.access"):
         control = AccessControl.from_config(config.api)
-    assert control.authenticate(secret) == Principal("guest-bot", "inner", "kiosk", "token")
+    kiosk = control.authenticate(secret)
+    assert kiosk is not None and kiosk.token_id is not None
+    assert kiosk == Principal("guest-bot", "inner", "kiosk", "token", kiosk.token_id)
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1 and "kiosk" in messages[0] and "guest-bot" in messages[0]
     assert secret not in caplog.text

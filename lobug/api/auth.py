@@ -6,12 +6,14 @@ spelled path cannot reach a handler without passing the check that route needs:
 - firmware routes (`DEVICE_ROUTES`; /health is never guarded): a device that presents the
   configured `api.device_token` in `X-Device-Token` (constant-time compare), or a loopback peer
   while `api.allow_loopback` is on, is the owner's device: its prompts draw on every store.
-  Any other caller still gets answers (the firmware contract is frozen: a device without a
-  token must work) but at `api.unknown_device_trust` (default `public`: no stored memory in
-  its prompt), so a stranger on the LAN cannot ask for the owner's PIN (issue 16, item 4). A
-  token that is presented but wrong is 401. The device-id allowlist needs the id from the JSON
-  body, which only the handler reads (once, size-limited), so handlers call
-  `require_device(request, device_id)` before they store anything.
+  Any other caller is known by its device id and address (`lobug.devices`): a device the
+  owner paired gets the trust it was given; every other still gets answers (the firmware
+  contract is frozen: a device without a token must work) but at `api.unknown_device_trust`
+  (default `public`: no stored memory in its prompt), so a stranger on the LAN cannot ask for
+  the owner's PIN (issue 16, item 4). A token that is presented but wrong is 401. The device id
+  and the device-id allowlist need the JSON body, which only the handler reads (once,
+  size-limited), so handlers call `admit_device(request, device_id)` before they store
+  anything.
 - /v1 routes (except `PUBLIC_V1`): a bearer token, or loopback, as `AccessControl.principal_for`
   rules. A POST must be `application/json`, even without a body (`browser.json_refusal`).
 - every route but the firmware routes and /health (/v1, the OpenAI door, /ui, /mcp, /metrics):
@@ -27,10 +29,11 @@ import logging
 from aiohttp import web
 
 from lobug import errors, keys
-from lobug.access import Principal, Unauthorized, is_loopback, secret_matches
+from lobug.access import OWNER, Principal, Unauthorized, is_loopback, peer_owner, secret_matches
 from lobug.api import browser
 from lobug.api.middleware import Handler, error_response
 from lobug.config import ApiConfig
+from lobug.devices import Caller
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +92,9 @@ def _route_of(request: web.Request) -> str:
     return resource.canonical if resource is not None else request.path
 
 
-def _device_trust(request: web.Request) -> str:
+def _device_trust(request: web.Request) -> str | None:
+    """The trust a token or loopback gives a firmware route's caller; None when it is known
+    only by its address (`admit_device` asks the device list)."""
     api = request.app[keys.CONFIG].api
     presented = request.headers.get(DEVICE_TOKEN_HEADER)
     if presented is not None:
@@ -102,8 +107,10 @@ def _device_trust(request: web.Request) -> str:
             )
         return "full"
     if browser.refusal(request) is not None:  # a page on a rebound name or another origin
-        return api.unknown_device_trust
-    return peer_trust(api, request.remote)
+        return api.unknown_device_trust  # never recorded, never paired
+    if api.allow_loopback and is_loopback(request.remote):
+        return "full"
+    return None
 
 
 def peer_trust(api: ApiConfig, remote: str | None, *, trusted: bool = False) -> str:
@@ -115,9 +122,20 @@ def peer_trust(api: ApiConfig, remote: str | None, *, trusted: bool = False) -> 
     return api.unknown_device_trust
 
 
-def device_trust(request: web.Request) -> str:
-    """The trust of a firmware route's caller (set by `auth_middleware`)."""
-    return request.get(keys.DEVICE_TRUST, "public")
+async def admit_device(request: web.Request, device_id: str, *, turn: bool) -> Caller:
+    """A firmware route's caller, once its handler has read the device id: refused (403) when
+    the id is not in `api.device_allowlist`; the owner's with the device token or from
+    loopback; else known by its id and address (`lobug.devices`: recorded, paired in an open
+    window, a stranger at `api.unknown_device_trust` until paired). Call it before storing
+    anything; `turn`: the request is one the device talks in (counted in the list)."""
+    require_device(request, device_id)
+    trust = request.get(keys.DEVICE_TRUST, "public")
+    if trust is not None:
+        return Caller(trust, OWNER if trust == "full" else peer_owner(request.remote))
+    unknown = request.app[keys.CONFIG].api.unknown_device_trust
+    return await request.app[keys.DEVICES].admit(
+        device_id, request.remote, unknown_trust=unknown, turn=turn
+    )
 
 
 def _authenticate(request: web.Request) -> Principal:

@@ -80,6 +80,7 @@ PATH_IDS = {
     "proposals": ("ProposalId", "A proposal id."),
     "entities": ("EntityId", None),
     "sessions": ("SessionPathId", "A session id (`session_id` of its turns)."),
+    "devices": ("DeviceId", "A row of the device list (`id`)."),
 }
 PATH_SCHEMAS = {"SessionPathId": "SessionId"}  # the rest are integer ids
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from aiohttp.web import RouteDef
 from pydantic import BaseModel
 
-from lobug.api import memory_routes, proposal_routes
+from lobug.api import devices_routes, memory_routes, proposal_routes
+from lobug.devices.shapes import Device, DeviceList, PairingWindow, PairRequest, TrustRequest
 from lobug.memory.query import QueryRequest
 from lobug.memory.shapes import MemoryCreate, MemoryPatch, TurnCreate
 from lobug.memory.shapes.catalog import (
@@ -46,7 +47,7 @@ def _camel(name: str) -> str:
 # (method, path) by operationId, from the route tables.
 ROUTES = {
     _camel(route.handler.__name__): (route.method.lower(), route.path)
-    for table in (memory_routes.routes, proposal_routes.routes)
+    for table in (memory_routes.routes, proposal_routes.routes, devices_routes.routes)
     for route in table
     if isinstance(route, RouteDef)
 }
@@ -342,6 +343,53 @@ OPERATIONS = (
         "Counts and sizes",
         ok=(200, "Counters of the memory.", Stats),
         errors="400 401 403 500 503",
+    ),
+    Operation(
+        "listDevices",
+        "devices",
+        "The devices heard on the firmware routes, paired or not",
+        description=(
+            "Issue 40: a device with no token is known by its `device_id` and address "
+            "together, and is a stranger (`api.unknown_device_trust`) until the owner pairs "
+            "it. Devices that send the device token, and loopback, are the owner's without "
+            "pairing and are not listed. Needs full trust and every category (403 otherwise)."
+        ),
+        ok=(200, "The device list and the open pairing window.", DeviceList),
+        errors="400 401 403 500 503",
+    ),
+    Operation(
+        "openPairing",
+        "devices",
+        "Open the pairing window: the next device that talks is the owner's",
+        description=(
+            "For `seconds` (default 120), the next device with no token that calls a firmware "
+            "route is paired at full trust and the window closes. The body may be empty. "
+            "Needs full trust and every category (403 otherwise)."
+        ),
+        body=PairRequest,
+        ok=(200, "When the window closes.", PairingWindow),
+        errors="400 401 403 413 415 500 503",
+    ),
+    Operation(
+        "trustDevice",
+        "devices",
+        "Pair a listed device, or confirm it at a new address",
+        description=(
+            "Gives the row's device id at the row's address `trust` (default full); any other "
+            "address of that device id loses its trust (the device moved). The body may be "
+            "empty. 404 for an unknown row. Needs full trust and every category."
+        ),
+        body=TrustRequest,
+        ok=(200, "The device, paired.", Device),
+        errors="400 401 403 404 413 415 500 503",
+    ),
+    Operation(
+        "forgetDevice",
+        "devices",
+        "Forget a device: a paired one is a stranger again at once",
+        description="404 for an unknown row. Needs full trust and every category.",
+        ok=(200, "The device as it was.", Device),
+        errors="400 401 403 404 500 503",
     ),
     Operation(
         "openapi",

@@ -10,7 +10,7 @@ from typing import Any
 
 from lobug import conversation as turns
 from lobug import errors
-from lobug.access import STORES, trust_of
+from lobug.access import OWNER, STORES, trust_of
 from lobug.chat.hooks import MemoryHooks, NoMemory
 from lobug.chat.prompt import PROSE_FORMAT, REPLY_FORMAT, build_messages
 from lobug.chat.sensors import SensorService
@@ -93,16 +93,23 @@ class ChatService:
         session_id: str | None = None,
         voice: bool = False,
         stores: Sequence[str] = STORES,
+        owner: str = OWNER,
     ) -> TurnResult:
         """Handle one user utterance. The user turn is durable before the LLM is called.
 
         `voice`: transcribed from /chat/audio; the turn is stored with `ref` VOICE_REF so that
         memory asks before keeping spoken profile fields (seed 001 §10). `stores`: what the
         caller's prompt may draw on (an unknown device: none; lobug.api.auth); they also name
-        its trust, and so the sessions it may join (`conversation.resolve_session`)."""
+        its trust. `owner`: whose the conversation is (`access.Principal.owner`); with the
+        trust, it decides the sessions the turn may join (`conversation.resolve_session`)."""
         async with self.llm.lane.turn():  # memory work gives way until the reply is out
             user, messages = await self._begin(
-                text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
+                text,
+                device_id=device_id,
+                session_id=session_id,
+                voice=voice,
+                stores=stores,
+                owner=owner,
             )
             try:
                 raw = await self.llm.chat(
@@ -134,6 +141,7 @@ class ChatService:
         session_id: str | None = None,
         voice: bool = False,
         stores: Sequence[str] = STORES,
+        owner: str = OWNER,
         categories: frozenset[str] | None = None,
         instructions: str | None = None,
         temperature: float | None = None,
@@ -157,6 +165,7 @@ class ChatService:
                 session_id=session_id,
                 voice=voice,
                 stores=stores,
+                owner=owner,
                 categories=categories,
                 reply_format=PROSE_FORMAT,
                 extra_sections=extra,
@@ -181,11 +190,12 @@ class ChatService:
         device_id: str,
         session_id: str | None,
         stores: Sequence[str] = STORES,
+        owner: str = OWNER,
     ) -> TurnResult:
         """Log an utterance that needs no answer (e.g. silence after VAD) without an LLM call."""
         device_id = clean_id(device_id, "device_id") or "default"
         session_id = clean_id(session_id, "session_id")
-        commit = partial(self._commit_user_turn, trust=trust_of(stores))
+        commit = partial(self._commit_user_turn, trust=trust_of(stores), owner=owner)
         user = await self.db.write(commit, text, device_id, session_id, "IGNORE")
         return TurnResult("", "IGNORE", user.session_id, user.id)
 
@@ -197,6 +207,7 @@ class ChatService:
         session_id: str | None,
         voice: bool = False,
         stores: Sequence[str] = STORES,
+        owner: str = OWNER,
         categories: frozenset[str] | None = None,
         reply_format: str = REPLY_FORMAT,
         extra_sections: Sequence[str] = (),
@@ -206,7 +217,7 @@ class ChatService:
         device_id = clean_id(device_id, "device_id") or "default"
         session_id = clean_id(session_id, "session_id")
         ref = turns.VOICE_REF if voice else None
-        commit = partial(self._commit_user_turn, trust=trust_of(stores))
+        commit = partial(self._commit_user_turn, trust=trust_of(stores), owner=owner)
         user = await self.db.write(commit, text, device_id, session_id, None, ref)
         self.memory.wake()
         await self.working_memory.append(user)
@@ -260,7 +271,8 @@ class ChatService:
         action: str | None = None,
         ref: str | None = None,
         *,
-        trust: str = "full",
+        trust: str,
+        owner: str,
     ) -> TurnRecord:
         now = self.clock()
         if self.strangers is not None:
@@ -272,6 +284,7 @@ class ChatService:
             now=now,
             idle_s=self.config.session_idle_minutes * 60,
             trust=trust,
+            owner=owner,
         )
         user = turns.insert_turn(
             conn,

@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "lobug.cli.ops_cmd",
     "lobug.cli.memory",
     "lobug.cli.mcp_cmd",
+    "lobug.cli.devices_cmd",
 )
 
 

@@ -60,6 +60,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
             device_id=DEVICE_ID,
             session_id=session_id,
             stores=STORES_BY_TRUST[principal.trust],
+            owner=principal.owner,  # each token its own conversations, whatever its trust
             categories=app[keys.ACCESS].policy.allowed(principal),
             instructions=wanted.instructions,
             temperature=wanted.temperature,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lobug.config import Config
+from lobug.devices import unpaired_note
 from lobug.llm.backends import make_llm
 from lobug.llm.client import LLMHealth
 from lobug.llm.embedders import (
@@ -208,6 +209,21 @@ async def _speech(config: Config, transcriber: Transcriber | None) -> Check:
     return Check("speech model", OK, f"{transcriber.name} loads ({where}, {elapsed:.1f} s)")
 
 
+def _devices(config: Config, conn: Any) -> Check:
+    """Never silent about a device that cannot remember (issue 40): nothing paired, no device
+    token, and strangers answered without memory."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'devices'").fetchone():
+        return Check("devices", SKIP, "the device list needs the pending migrations")
+    paired = conn.execute("SELECT count(*) FROM devices WHERE trust IS NOT NULL").fetchone()[0]
+    token = config.api.device_token is not None
+    note = unpaired_note(paired, device_token=token, unknown_trust=config.api.unknown_device_trust)
+    if note is not None:
+        return Check("devices", WARN, "nothing is paired and no device token is set: " + note,
+                     "lobug devices pair, then say something to Lo-Bug")  # fmt: skip
+    named = [f"{paired} paired device(s)"] + (["the device token is set"] if token else [])
+    return Check("devices", OK, "; ".join(named) + " (lobug devices lists them)")
+
+
 def _database(config: Config) -> list[Check]:
     path = config.storage.db_path
     if not path.exists():
@@ -245,6 +261,7 @@ def _database(config: Config) -> list[Check]:
         checks.append(_migrations(conn))
         checks.append(_dimension(config, conn))
         checks.append(_queue(conn))
+        checks.append(_devices(config, conn))
         if config.storage.max_page_count:
             checks.append(_page_budget(config, conn))
     finally:

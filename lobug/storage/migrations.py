@@ -484,6 +484,30 @@ CREATE TABLE turn_reply_keys (
 );
 """
 
+# Issue 38: a session belongs to the principal that opened it (lobug.access.Principal.owner),
+# not to a trust level. Sessions from before were the owner's when at full trust; the others
+# were shared by everyone at their trust, so nobody joins them again.
+# Issue 40: the devices heard on the firmware routes, one row per device id and address (a
+# paired device is known by both); `trust` is NULL until the owner pairs it (lobug.devices).
+M016_DEVICES = """
+ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT 'owner';
+UPDATE sessions SET owner = 'before-38:' || trust WHERE trust != 'full';
+CREATE INDEX idx_sessions_owner ON sessions(device_id, owner, last_active DESC);
+CREATE TABLE devices (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  device_id  TEXT NOT NULL,
+  address    TEXT NOT NULL,
+  first_seen REAL NOT NULL,
+  last_seen  REAL NOT NULL,
+  turns      INTEGER NOT NULL DEFAULT 0,
+  trust      TEXT CHECK (trust IN ('full', 'inner', 'familiar', 'public')),
+  paired_at  REAL,
+  paired_by  TEXT,
+  UNIQUE (device_id, address)
+);
+CREATE INDEX idx_devices_seen ON devices(last_seen DESC);
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -499,6 +523,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m012_memory_events", _sql(M012_MEMORY_EVENTS)),
     ("m013_turn_entities", _sql(M013_TURN_ENTITIES)),
     ("m014_reply_keys", _sql(M014_REPLY_KEYS)),
+    ("m016_devices", _sql(M016_DEVICES)),
 ]
 
 

@@ -12,7 +12,15 @@ import jinja2
 from aiohttp import web
 
 from lobug import errors, keys
-from lobug.ui import auth, browse_routes, login_routes, memory_routes, pages, proposal_routes
+from lobug.ui import (
+    auth,
+    browse_routes,
+    devices_routes,
+    login_routes,
+    memory_routes,
+    pages,
+    proposal_routes,
+)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PREFIX = "/ui"
@@ -48,7 +56,7 @@ def create_ui_app() -> web.Application:
     )
     env.filters["when"] = when
     for table in (browse_routes.routes, memory_routes.routes, proposal_routes.routes,
-                  login_routes.routes):  # fmt: skip
+                  devices_routes.routes, login_routes.routes):  # fmt: skip
         ui.add_routes(table)
     ui.router.add_static("/static/", str(resources.files("lobug.ui") / "static"), name="static")
     return ui

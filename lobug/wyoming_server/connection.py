@@ -19,7 +19,7 @@ from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
 
 from lobug import conversation
-from lobug.access import STORES_BY_TRUST
+from lobug.access import OWNER, STORES_BY_TRUST, peer_owner
 from lobug.api.auth import peer_trust
 from lobug.chat.service import ChatService
 from lobug.config import Config
@@ -202,14 +202,18 @@ class WyomingHandler:
             message = f"device {handle.DEVICE_ID!r} is not allowed (api.device_allowlist)"
             await self.write_event(NotHandled(text=message, context=context).event())
             return
-        stores = STORES_BY_TRUST[self._trust()]
+        trust = self._trust()
+        # A peer the owner trusts speaks for the owner; any other is a stranger known by its
+        # address, whose conversations are its own (issue 38).
+        owner = OWNER if trust == "full" else peer_owner(self.peer)
         try:
             await handle.reply(
                 self.services.chat,
                 self.write_event,
                 text,
                 session_id=session,
-                stores=stores,
+                stores=STORES_BY_TRUST[trust],
+                owner=owner,
                 context=context,
             )
         except ApiError as exc:  # not text, empty or over-long, a full disk: a refusal

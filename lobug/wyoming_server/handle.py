@@ -58,6 +58,7 @@ async def reply(
     *,
     session_id: str,
     stores: Sequence[str],
+    owner: str,
     context: dict[str, Any],
 ) -> None:
     """One turn. The user's words are committed before the model is called; when the model is
@@ -66,7 +67,12 @@ async def reply(
     apology = chat.config.apology
     try:
         turn = await chat.stream_turn(
-            text, device_id=DEVICE_ID, session_id=session_id, voice=True, stores=stores
+            text,
+            device_id=DEVICE_ID,
+            session_id=session_id,
+            voice=True,
+            stores=stores,
+            owner=owner,
         )
     except LLMUnavailable as exc:
         log.warning("Wyoming turn answered with the apology: %s", exc)

@@ -47,6 +47,11 @@ CONTRACT_ROUTES = {
     ("get", "/v1/proposals"),
     ("post", "/v1/proposals/{id}/accept"),
     ("post", "/v1/proposals/{id}/reject"),
+    # Issue 40: the devices heard on the firmware routes, and pairing (full trust only).
+    ("get", "/v1/devices"),
+    ("post", "/v1/devices/pair"),
+    ("post", "/v1/devices/{id}/trust"),
+    ("delete", "/v1/devices/{id}"),
 }
 
 

@@ -17,7 +17,9 @@ import pytest
 from audio_fixtures import FakeTranscriber
 from fake_ollama import FakeOllamaState
 
+from lobug.access import cli_principal
 from lobug.config import Config
+from lobug.devices import HOW_TO_PAIR, Devices
 from lobug.ops import doctor
 from lobug.ops.lock import DataDirLock
 from lobug.parts import open_database
@@ -53,7 +55,7 @@ def migrated(config: Config) -> Config:
 
 
 async def test_healthy_install_is_all_ok(ollama_config: Callable[..., Config]) -> None:
-    config = migrated(ollama_config())
+    config = migrated(ollama_config(**{"api.device_token": "device-token-0123456789"}))
     with DataDirLock(config.storage.data_dir):  # what the running daemon holds
         checks = await doctor.run_checks(config, transcriber=FakeTranscriber())
     found = by_name(checks)
@@ -69,6 +71,7 @@ async def test_healthy_install_is_all_ok(ollama_config: Callable[..., Config]) -
         "schema",
         "embedding dimension",
         "job queue",
+        "devices",
         "disk space",
     }
     assert f"pid {os.getpid()}" in found["daemon"].detail
@@ -76,7 +79,7 @@ async def test_healthy_install_is_all_ok(ollama_config: Callable[..., Config]) -
     assert "FTS5 and sqlite-vec" in found["sqlite extensions"].detail
     assert not doctor.failed(checks)
     text = doctor.render(checks)
-    assert "fix:" not in text and text.endswith("11 ok, 0 warning(s), 0 failed, 0 skipped")
+    assert "fix:" not in text and text.endswith("12 ok, 0 warning(s), 0 failed, 0 skipped")
     assert doctor.as_json(checks)["ok"] is True
 
 
@@ -177,6 +180,24 @@ async def test_damaged_database_and_stale_queue(ollama_config: Callable[..., Con
     assert "sqlite extensions" not in found  # no point checking a damaged file further
 
 
+async def test_never_silent_while_no_device_can_remember(
+    ollama_config: Callable[..., Config], clock: Any
+) -> None:
+    config = migrated(ollama_config())  # no device token, nothing paired
+    check = by_name(await doctor.run_checks(config, transcriber=FakeTranscriber()))["devices"]
+    assert (check.status, check.fix) == ("warn", "lobug devices pair, then say something to Lo-Bug")
+    assert HOW_TO_PAIR in check.detail
+    db = open_database(config)
+    try:  # the owner pairs the M5Stack: the window, then the device talks
+        devices = Devices(db, clock)
+        await devices.open_window(cli_principal())
+        await devices.admit("m5stack", "192.168.1.20", unknown_trust="public", turn=True)
+    finally:
+        db.close_sync()
+    check = by_name(await doctor.run_checks(config, transcriber=FakeTranscriber()))["devices"]
+    assert check.status == "ok" and check.detail.startswith("1 paired device(s)")
+
+
 async def test_cli_text_and_json(
     ollama_config: Callable[..., Config], ollama: tuple[FakeOllamaState, str], tmp_path: Path
 ) -> None:
@@ -221,4 +242,4 @@ async def test_cli_text_and_json(
     fail = next(i for i, ln in enumerate(lines) if ln.startswith("FAIL") and "speech model" in ln)
     assert lines[fail + 1].strip().startswith("fix: ")
     assert any(ln.startswith("ok    ollama") for ln in lines), out
-    assert lines[-1].startswith("11 checks:")
+    assert lines[-1].startswith("12 checks:")

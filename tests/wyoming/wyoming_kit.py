@@ -20,8 +20,21 @@ READ_TIMEOUT_S = 15.0
 AUDIO = {"rate": 16000, "width": 2, "channels": 1}
 
 
-def client(port: int) -> AsyncTcpClient:
-    return AsyncTcpClient("127.0.0.1", port, connect_timeout=5, read_timeout=READ_TIMEOUT_S)
+def client(port: int, address: str | None = None) -> AsyncTcpClient:
+    """The real client; `address`: connect from that local address (a peer of its own)."""
+    if address is None:
+        return AsyncTcpClient("127.0.0.1", port, connect_timeout=5, read_timeout=READ_TIMEOUT_S)
+    return _FromAddress(address, port)
+
+
+class _FromAddress(AsyncTcpClient):
+    def __init__(self, address: str, port: int) -> None:
+        super().__init__("127.0.0.1", port, connect_timeout=5, read_timeout=READ_TIMEOUT_S)
+        self.address = address
+
+    async def connect(self) -> None:
+        connect = asyncio.open_connection(self.host, self.port, local_addr=(self.address, 0))
+        self._reader, self._writer = await asyncio.wait_for(connect, 5)
 
 
 async def until(conn: AsyncTcpClient, *types: str) -> list[Event]:

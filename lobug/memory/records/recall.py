@@ -55,7 +55,8 @@ class Recall:
     ) -> dict[str, Any]:
         scope = self.records.scope(principal)
         scope.require_turns()
-        turn, job_id = await self.db.write(partial(self._commit, user_id=user_id), fields)
+        commit = partial(self._commit, user_id=user_id, principal=principal)
+        turn, job_id = await self.db.write(commit, fields)
         if self.records.memory is not None:
             self.records.memory.wake()
         state, extracted = "off", []
@@ -70,13 +71,13 @@ class Recall:
         }
 
     def _commit(
-        self, conn: Any, fields: dict[str, Any], *, user_id: str
+        self, conn: Any, fields: dict[str, Any], *, user_id: str, principal: Principal
     ) -> tuple[turns.TurnRecord, int | None]:
         now = self.records.clock()
         ts = fields["ts"] if fields["ts"] is not None else now
         sid = turns.resolve_session(
             conn, device_id=API_DEVICE, session_id=fields["session_id"], now=ts, idle_s=0,
-            user_id=user_id,
+            user_id=user_id, owner=principal.owner, trust=principal.trust,
         )  # fmt: skip
         turn = turns.insert_turn(
             conn, session_id=sid, role=fields["role"], text=fields["text"], ts=ts,

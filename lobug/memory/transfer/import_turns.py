@@ -22,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from lobug.conversation import insert_turn, resolve_session
+from lobug.access import OWNER
+from lobug.conversation import insert_turn, named_session, resolve_session
 from lobug.memory import enqueue
 from lobug.memory.summaries.cascades import short_cascade_due
 from lobug.storage.sqlite import storable_text
@@ -157,9 +158,12 @@ class _Stored:
         self.refs: set[tuple[str, str]] = set()
         self.count: Counter[tuple[object, ...]] = Counter()
         for session_id in sorted(set(sessions)):
+            # The turns of the session this user's import lands in (another user's session of
+            # that name is not it: `conversation.resolve_session`).
+            target = named_session(conn, session_id, owner=OWNER, user_id=user_id, trust="full")
             rows = conn.execute(
                 "SELECT role, ts, text, ref, user_id FROM turns WHERE session_id = ?",
-                (session_id,),
+                (target,),
             ).fetchall()
             for role, ts, text, ref, owner in rows:
                 if ref is not None:
