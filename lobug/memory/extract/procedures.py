@@ -47,7 +47,7 @@ PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
     ),
 ]
 _STEP_SPLIT = re.compile(
-    r"\s*(?:,\s*(?:and\s+)?then|;\s*(?:then\s+)?|\bthen\b|,\s*after that,?|,?\s*and finally|"
+    r"(?<!\s)\s*+(?:,\s*(?:and\s+)?then|;\s*(?:then\s+)?|\bthen\b|,\s*after that,?|,?\s*and finally|"
     r",\s*finally|,\s*next,?|,\s*and\s+(?=I\b))\s*",
     re.I,
 )
