@@ -484,6 +484,12 @@ CREATE TABLE turn_reply_keys (
 );
 """
 
+# How often the process died while a job ran (lobug.workers.queue.recover): a job that keeps
+# killing the process is retired instead of running again at every start.
+M019_JOB_INTERRUPTIONS = """
+ALTER TABLE jobs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -499,6 +505,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m012_memory_events", _sql(M012_MEMORY_EVENTS)),
     ("m013_turn_entities", _sql(M013_TURN_ENTITIES)),
     ("m014_reply_keys", _sql(M014_REPLY_KEYS)),
+    ("m019_job_interruptions", _sql(M019_JOB_INTERRUPTIONS)),
 ]
 
 

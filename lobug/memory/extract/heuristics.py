@@ -42,7 +42,8 @@ _HIDDEN_DOT = "\u2024"
 # run whole (`(?<!\s)\s*+`): else each of its characters starts a scan of the rest of it, and
 # a turn of 4,000 spaces took minutes (issue 38).
 _CLAUSES = re.compile(
-    r"(?<!\s)\s*+(?:,|;|\band\b|\bbut\b|\bso\b|\balso\b)\s+(?=(?:I|I'm|I've|I'll|my|we|we're)\b)", re.I
+    r"(?<!\s)\s*+(?:,|;|\band\b|\bbut\b|\bso\b|\balso\b)\s+(?=(?:I|I'm|I've|I'll|my|we|we're)\b)",
+    re.I,
 )
 _QUESTION_START = re.compile(
     r"^(?:do|does|did|what|where|when|who|why|how|can|could|would|should|is|are|will|which)\b",

@@ -4,9 +4,9 @@ mentions, tags), and the providers and strategies around them (`fast`, `accurate
 from __future__ import annotations
 
 import asyncio
+import bisect
 import importlib.util
 import logging
-import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
