@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -57,6 +58,8 @@ class FakeOllamaState:
     stream_cut_after: int | None = None
     stream_cut: str = "reset"  # reset | error
     stream_delay_s: float = 0.0  # between streamed chunks
+    # A streamed reply that never ends, whatever num_predict says (a server that ignores it).
+    stream_endless: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def prompt_text(self, index: int = -1) -> str:
@@ -335,6 +338,8 @@ async def _stream_chat(
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     words = content.split(" ") if content else [""]
+    if state.stream_endless:
+        words = itertools.cycle(words)  # type: ignore[assignment]
     for i, word in enumerate(words):
         if state.stream_cut_after is not None and i >= state.stream_cut_after:
             if state.stream_cut == "error":
@@ -347,7 +352,9 @@ async def _stream_chat(
             raise asyncio.CancelledError
         if state.stream_delay_s and i:
             await asyncio.sleep(state.stream_delay_s)
-        piece = word if i == len(words) - 1 else word + " "
+        if state.stream_endless:
+            await asyncio.sleep(0)  # the client's read, and its hang-up, get their turn
+        piece = word + " " if state.stream_endless or i < len(words) - 1 else word
         chunk = {**base, "message": {"role": "assistant", "content": piece}, "done": False}
         await response.write((json.dumps(chunk) + "\n").encode())
     final = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
@@ -32,7 +32,7 @@ class OllamaChat(LLMClient):
         self.where = config.host
         # One client for plain, streamed and health calls (and the Ollama embedder, which
         # borrows it: lobug.llm.embedders.make_embedder); each call sets its own timeout.
-        self.client = ollama_client(config.host)
+        self.client = ollama_client(config.host, max_reply_bytes=self.max_reply_bytes)
 
     @property
     def model(self) -> str:
@@ -58,13 +58,12 @@ class OllamaChat(LLMClient):
         )
         return response.message.content or ""
 
-    async def stream(
+    async def _stream(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
+        temperature: float | None,
+        max_tokens: int,
+    ) -> AsyncGenerator[str, None]:
         timeout = self.config.timeout_s
         options = self._options(temperature, max_tokens)
         with self._mapped_errors(timeout):
@@ -85,8 +84,7 @@ class OllamaChat(LLMClient):
                         part = await asyncio.wait_for(anext(parts), timeout)
                     except StopAsyncIteration:
                         return
-                if part.message.content:
-                    yield part.message.content
+                yield part.message.content or ""
                 if part.done:
                     return
         finally:

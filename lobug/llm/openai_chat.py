@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import aiohttp
@@ -71,16 +71,15 @@ class OpenAIChat(LLMClient):
             }
         body["model"] = await self._model_name()
         async with self._client().post(f"{self.where}/chat/completions", json=body) as resp:
-            data = await _json(resp)
+            data = await _json(resp, self.max_reply_bytes)
         return _message_text(data)
 
-    async def stream(
+    async def _stream(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
+        temperature: float | None,
+        max_tokens: int,
+    ) -> AsyncGenerator[str, None]:
         timeout = self.config.timeout_s
         body = {**self._body(messages, temperature, max_tokens), "stream": True}
         with self._mapped_errors(timeout):
@@ -100,8 +99,7 @@ class OpenAIChat(LLMClient):
                     piece = _event_text(line.decode("utf-8", "replace").strip())
                 if piece is None:
                     return
-                if piece:
-                    yield piece
+                yield piece
         finally:
             resp.close()  # a half-read body: the connection cannot be reused
 
@@ -161,9 +159,15 @@ class OpenAIChat(LLMClient):
         return None
 
 
-async def _json(resp: aiohttp.ClientResponse) -> Any:
-    """The body as JSON; an error status (or an `error` object) is a ServerError."""
-    text = await resp.text(errors="replace")
+async def _json(resp: aiohttp.ClientResponse, max_bytes: int = 1 << 20) -> Any:
+    """The body as JSON; an error status (or an `error` object) is a ServerError; a body over
+    `max_bytes` a BadReply, refused before more of it is read."""
+    body = bytearray()
+    async for chunk in resp.content.iter_any():
+        body += chunk
+        if len(body) > max_bytes:
+            raise BadReply(f"the reply is over {max_bytes} bytes")
+    text = body.decode(resp.get_encoding() if resp.charset else "utf-8", "replace")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
