@@ -85,6 +85,8 @@ def per_exchange(extract: Reply, exchanges: str) -> str:
     """A batched extraction answered as a model does: every exchange's facts in one array (an
     answer that is no JSON array stands for the whole, as a model's garbage would)."""
     answers = [extract(exchange) for exchange in exchanges.split("\n\n")]
+    if len(answers) == 1:
+        return answers[0]  # as the script said it (what it says may not even parse)
     merged: list[Any] = []
     for raw in answers:
         try:
@@ -94,7 +96,7 @@ def per_exchange(extract: Reply, exchanges: str) -> str:
         if not isinstance(items, list):
             return raw
         merged.extend(items)
-    return answers[0] if len(answers) == 1 else json.dumps(merged)
+    return json.dumps(merged)
 
 
 def extract_by_keyword(table: dict[str, list[str]], kind: str = "personal") -> Reply:

@@ -111,7 +111,8 @@ class OllamaChat(LLMClient):
             return f"Ollama answered {exc.status_code}: {exc.error}", kind, None
         if isinstance(exc, httpx.HTTPError | ConnectionError | OSError):
             return f"cannot reach Ollama at {self.config.host}: {exc}", "down", str(exc)
-        if isinstance(exc, ValueError | TypeError | KeyError):  # a reply that is not Ollama's JSON
+        # A reply that is not Ollama's JSON (or JSON nested too deep for the client to read).
+        if isinstance(exc, ValueError | TypeError | KeyError | RecursionError):
             return f"Ollama sent a malformed reply: {exc}", "error", None
         return None
 

@@ -5,7 +5,6 @@ health and model check, over the daemon's own aiohttp; every failure is an LLMUn
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
@@ -15,6 +14,7 @@ import aiohttp
 from lobug.config import LLMConfig, OllamaConfig
 from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
+from lobug.llm.replies import json_value
 from lobug.llm.transport import LazySession
 
 log = logging.getLogger(__name__)
@@ -169,8 +169,8 @@ async def _json(resp: aiohttp.ClientResponse, max_bytes: int = 1 << 20) -> Any:
             raise BadReply(f"the reply is over {max_bytes} bytes")
     text = body.decode(resp.get_encoding() if resp.charset else "utf-8", "replace")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = json_value(text)
+    except ValueError:
         data = None
     if resp.status >= 400 or (isinstance(data, dict) and "error" in data):
         raise ServerError(resp.status, _error_message(data) or text[:200] or resp.reason or "")
@@ -223,6 +223,6 @@ def _event_text(line: str) -> str | None:
 
 def _loads(value: str) -> Any:
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return json_value(value)
+    except ValueError:
         raise BadReply(f"an event that is not JSON: {value[:80]!r}") from None

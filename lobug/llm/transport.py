@@ -91,7 +91,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         await self._client.close()
 
     def _limit(self, request: httpx.Request) -> int | None:
-        """A chat reply's bound, per line (embeddings are our own batches' answers: not bounded here)."""
+        """A chat reply's bound, per line (embeddings answer our own batches: not bounded)."""
         return self._max_reply_bytes if request.url.path.endswith(CHAT_PATHS) else None
 
 
