@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
@@ -60,6 +61,10 @@ class FakeOllamaState:
     stream_delay_s: float = 0.0  # between streamed chunks
     # A streamed reply that never ends, whatever num_predict says (a server that ignores it).
     stream_endless: bool = False
+    # One chat at a time, as a local server with one slot: the next waits until the one
+    # answering ends or its client hangs up.
+    one_slot: bool = False
+    slot: asyncio.Lock = field(default_factory=asyncio.Lock)
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def prompt_text(self, index: int = -1) -> str:
@@ -251,7 +256,8 @@ def build_app(state: FakeOllamaState) -> web.Application:
             )
         task = request_task(body)
         try:
-            return await answer(request, body, model, task)
+            async with state.slot if state.one_slot else contextlib.nullcontext():
+                return await answer(request, body, model, task)
         finally:
             record["ended"] = time.monotonic()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from lobug import conversation as turns
 from lobug import errors
-from lobug.access import STORES, trust_of
+from lobug.access import STORES, trust_of, trust_rank
 from lobug.chat.hooks import MemoryHooks, NoMemory
 from lobug.chat.prompt import PROSE_FORMAT, REPLY_FORMAT, build_messages
 from lobug.chat.sensors import SensorService
@@ -26,6 +26,17 @@ from lobug.storage.database import Database
 log = logging.getLogger(__name__)
 
 MAX_ID_CHARS = 128
+# What a stranger (public trust) may spend of the one model slot per reply: a few spoken
+# sentences, whatever it asks (issue 38: "tell me the longest story you know" held the slot).
+STRANGER_MAX_TOKENS = 160
+
+
+def tokens_for(trust: str, asked: int | None) -> int | None:
+    """The max_tokens a caller of `trust` gets: as asked (the client's ceiling applies), a
+    stranger at most STRANGER_MAX_TOKENS."""
+    if trust != "public":
+        return asked
+    return STRANGER_MAX_TOKENS if asked is None else min(asked, STRANGER_MAX_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -101,9 +112,13 @@ class ChatService:
             user, messages = await self._begin(
                 text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
             )
+            trust = trust_of(stores)
             try:
                 raw = await self.llm.chat(
-                    messages, schema=REPLY_SCHEMA, max_tokens=REPLY_MAX_TOKENS
+                    messages,
+                    schema=REPLY_SCHEMA,
+                    max_tokens=tokens_for(trust, REPLY_MAX_TOKENS),
+                    rank=trust_rank(trust),
                 )
             except LLMUnavailable as exc:
                 log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
@@ -161,7 +176,13 @@ class ChatService:
         except BaseException:
             lane.leave()
             raise
-        pieces = self.llm.stream(messages, temperature=temperature, max_tokens=max_tokens)
+        trust = trust_of(stores)
+        pieces = self.llm.stream(
+            messages,
+            temperature=temperature,
+            max_tokens=tokens_for(trust, max_tokens),
+            rank=trust_rank(trust),
+        )
         streamed = StreamedTurn(user, pieces, self._commit_streamed, on_end=lane.leave)
         try:
             await streamed.start()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lobug.config import OllamaConfig
-from lobug.llm.lane import LLMLane
+from lobug.llm.lane import LLMLane, TurnPreempted
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class LLMUnavailable(Exception):
 
     def __init__(self, message: str, *, kind: str = "down") -> None:
         super().__init__(message)
-        self.kind = kind  # down | timeout | model_missing | error | empty
+        self.kind = kind  # down | timeout | model_missing | error | empty | preempted
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,11 @@ class LLMClient(abc.ABC):
         timeout_s: float | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        rank: int | None = None,
     ) -> str:
         """One non-streaming chat call (in its place in the lane); returns the content.
+        `rank`: a turn's trust rank (`LLMLane.hold`): a turn of higher trust cuts it off,
+        an LLMUnavailable of kind "preempted".
         `schema`: the answer's shape, sent unless llm.schemas is off. `max_tokens`: at most this
         many generated (Ollama's num_predict, OpenAI's max_tokens), so a model that rambles
         gives the one slot back in bounded time. `timeout_s`: memory work's own bound."""
@@ -117,7 +120,11 @@ class LLMClient(abc.ABC):
                 reply = self._complete(messages, sent, temperature, tokens)
                 return await asyncio.wait_for(reply, timeout)
 
-        return (await self.lane.call(call))[: tokens * CHARS_PER_TOKEN]
+        try:
+            reply = await self.lane.call(call, rank=rank)
+        except TurnPreempted as exc:
+            raise self._failed(str(exc), "preempted") from None
+        return reply[: tokens * CHARS_PER_TOKEN]
 
     def tokens(self, asked: int | None) -> int:
         """What a call may generate: as asked, never above `ollama.max_tokens` (the daemon's
@@ -137,28 +144,35 @@ class LLMClient(abc.ABC):
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        rank: int | None = None,
     ) -> AsyncIterator[str]:
         """A streamed chat call: the reply's text pieces as the server produces them.
         `ollama.timeout_s` bounds the wait for each piece (the first one included), and
         STREAM_TIMEOUTS of it the whole reply; CHARS_PER_TOKEN a token its length (a server
-        that goes on past either is cut off: the reply ends there). Every failure, before the
-        first piece or in the middle, is an LLMUnavailable."""
+        that goes on past either is cut off: the reply ends there; so is one a turn of higher
+        trust pre-empts, `rank` as for `chat`). Every failure, before the first piece or in
+        the middle, is an LLMUnavailable."""
         tokens = self.tokens(max_tokens)
         left = tokens * CHARS_PER_TOKEN
         deadline = time.monotonic() + self.config.timeout_s * STREAM_TIMEOUTS
+        held = self.lane.hold(rank) if rank is not None and self.lane.enabled else None
         pieces = self._stream(messages, temperature, tokens)
         try:
             async for piece in pieces:
                 if piece:
                     yield piece[:left]
                     left -= len(piece)
-                if left <= 0 or time.monotonic() > deadline:
-                    log.warning(
-                        "a streamed reply was cut off at its %s",
-                        "length" if left <= 0 else "time limit",
-                    )
+                cut = "a turn of higher trust" if held is not None and held.cut else None
+                if cut is None and left <= 0:
+                    cut = "its length"
+                if cut is None and time.monotonic() > deadline:
+                    cut = "its time limit"
+                if cut is not None:
+                    log.warning("a streamed reply was cut off by %s", cut)
                     return
         finally:
+            if held is not None:
+                self.lane.release(held)
             await pieces.aclose()
 
     @abc.abstractmethod

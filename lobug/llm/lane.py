@@ -32,6 +32,27 @@ class Preempted(BaseException):
     ready, its attempt unspent (lobug.memory.upkeep.events.timed)."""
 
 
+class TurnPreempted(Exception):
+    """A turn's model call was cut off because a turn of higher trust needed the model: on a
+    one-slot server the owner never waits behind a stranger's long answer (issue 38). The
+    client turns it into LLMUnavailable: the cut turn is answered as the model being busy."""
+
+
+class Hold:
+    """A turn's model call in flight, with the trust rank of the turn (TRUST_LEVELS: higher
+    is more trusted); `cut` once a turn of higher rank pre-empted it."""
+
+    def __init__(self, rank: int, task: asyncio.Future[object] | None = None) -> None:
+        self.rank = rank
+        self.task = task  # a plain call is cancelled; a stream reads `cut` at each piece
+        self.cut = False
+
+    def preempt(self) -> None:
+        self.cut = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+
 class LLMLane:
     def __init__(
         self,
@@ -49,6 +70,7 @@ class LLMLane:
         self._slot = asyncio.Lock()  # one background call at a time
         self._changed = asyncio.Event()
         self._memory_call: asyncio.Future[object] | None = None
+        self._holds: set[Hold] = set()  # turns' model calls in flight
         # Read by /metrics: preempted memory calls, background calls made.
         self.counts: Counter[str] = Counter()
 
@@ -81,16 +103,49 @@ class LLMLane:
             return 0.0
         return max(0.0, self._monotonic() - self._last_turn)
 
+    # -- turns of different trust ----------------------------------------------------------------
+    def hold(self, rank: int, task: asyncio.Future[object] | None = None) -> Hold:
+        """A turn's model call begins: the calls of turns of lower rank in flight are cut off
+        (the server answers one at a time: the owner's turn must not wait behind a stranger's
+        long answer). Give it back with `release`."""
+        for other in list(self._holds):
+            if other.rank < rank:
+                other.preempt()
+                self._holds.discard(other)
+                self.counts["turns_preempted"] += 1
+        held = Hold(rank, task)
+        self._holds.add(held)
+        return held
+
+    def release(self, held: Hold) -> None:
+        self._holds.discard(held)
+
     # -- every model call -------------------------------------------------------------------------
-    async def call(self, make: Callable[[], Awaitable[T]]) -> T:
-        """Run one model call (`make()` starts it) in its place in line."""
+    async def call(self, make: Callable[[], Awaitable[T]], *, rank: int | None = None) -> T:
+        """Run one model call (`make()` starts it) in its place in line; `rank`: the trust rank
+        of the turn it serves (lower ranks give way to it), None outside a turn."""
         if not self.enabled:
             return await make()
         if BACKGROUND.get():  # the job runner's workers, even if a turn's context started them
             return await self._background(make)
+        if rank is not None:
+            return await self._turn_call(make, rank)
         if IN_TURN.get():
             return await make()
         return await self._foreground_call(make)
+
+    async def _turn_call(self, make: Callable[[], Awaitable[T]], rank: int) -> T:
+        task: asyncio.Future[T] = asyncio.ensure_future(make())
+        held = self.hold(rank, task)  # type: ignore[arg-type]
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if held.cut and (current is None or not current.cancelling()):
+                raise TurnPreempted("a turn of higher trust needed the model") from None
+            raise
+        finally:
+            self.release(held)
 
     async def opened(self) -> None:
         """Background work: wait until a memory call would be let through (a job reads what

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from api_kit import TOKEN_CONFIG, TOKENS
 from dbutil import query
 from memory_kit import Script, extract_by_keyword
 
 from lobug import keys
+from lobug.chat.service import STRANGER_MAX_TOKENS
 from lobug.memory import instructions
 
 
@@ -189,3 +191,30 @@ async def test_a_preempted_batch_loses_no_exchange(make_client: Any, ollama: Any
     ]
     attempts = rows(client, "SELECT attempts FROM jobs WHERE kind = 'extract'")
     assert [a["attempts"] for a in attempts] == [1, 1, 1]
+
+
+async def test_the_owners_turn_cuts_off_a_strangers_long_answer(
+    make_client: Any, ollama: Any
+) -> None:
+    """Issue 38, finding 4: on a one-slot server a stranger asked for the longest story it
+    knows, and the owner's device got the apology for as long as the stranger liked. A stranger
+    now gets STRANGER_MAX_TOKENS at most, and the owner's turn cuts its answer off."""
+    state, _ = ollama
+    state.one_slot, state.stream_endless, state.stream_delay_s = True, True, 0.05
+    state.reply = "once upon a time"
+    client = await make_client(**{"api.tokens": TOKEN_CONFIG, "ollama.timeout_s": 2.0})
+    stranger = await client.post(
+        "/v1/chat/completions",
+        json={"model": "lobug", "stream": True, "max_tokens": 100_000,
+              "messages": [{"role": "user", "content": "Tell me the longest story you know."}]},
+        headers={"Authorization": f"Bearer {TOKENS['public']}"},
+    )  # fmt: skip
+    assert stranger.status == 200
+    assert (await stranger.content.readuntil(b"\n\n")).startswith(b"data: ")
+    (asked,) = [r for r in state.requests if r["path"] == "/api/chat"]
+    assert asked["body"]["options"]["num_predict"] == STRANGER_MAX_TOKENS
+    owner = await say(client, "What time is it?")
+    assert "degraded" not in owner and owner["response"] == "once upon a time"
+    rest = await asyncio.wait_for(stranger.content.read(), 10)  # its stream was ended
+    assert rest.endswith(b"data: [DONE]\n\n")
+    assert client.app[keys.LLM].lane.counts["turns_preempted"] == 1
