@@ -108,7 +108,8 @@ class ChatService:
         memory asks before keeping spoken profile fields (seed 001 §10). `stores`: what the
         caller's prompt may draw on (an unknown device: none; lobug.api.auth); they also name
         its trust, and so the sessions it may join (`conversation.resolve_session`)."""
-        async with self.llm.lane.turn():  # memory work gives way until the reply is out
+        # Memory work gives way until the reply is out; a stranger's turn does not hold it back.
+        async with self.llm.lane.turn(counts=trust_of(stores) != "public"):
             user, messages = await self._begin(
                 text, device_id=device_id, session_id=session_id, voice=voice, stores=stores
             )
@@ -161,7 +162,8 @@ class ChatService:
         prompt, added as a prompt section."""
         extra = [f"[Instructions from the client app]\n{instructions}"] if instructions else []
         lane = self.llm.lane
-        lane.enter()  # left when the stream is committed, however it ends
+        counts = trust_of(stores) != "public"  # a stranger's turn does not hold memory back
+        lane.enter(counts=counts)  # left when the stream is committed, however it ends
         try:
             user, messages = await self._begin(
                 text,
@@ -174,7 +176,7 @@ class ChatService:
                 extra_sections=extra,
             )
         except BaseException:
-            lane.leave()
+            lane.leave(counts=counts)
             raise
         trust = trust_of(stores)
         pieces = self.llm.stream(
@@ -183,7 +185,9 @@ class ChatService:
             max_tokens=tokens_for(trust, max_tokens),
             rank=trust_rank(trust),
         )
-        streamed = StreamedTurn(user, pieces, self._commit_streamed, on_end=lane.leave)
+        streamed = StreamedTurn(
+            user, pieces, self._commit_streamed, on_end=partial(lane.leave, counts=counts)
+        )
         try:
             await streamed.start()
         except LLMUnavailable as exc:

@@ -22,6 +22,10 @@ from lobug.storage.pool import BACKGROUND
 T = TypeVar("T")
 
 IN_TURN: ContextVar[bool] = ContextVar("lobug_llm_in_turn", default=False)
+# Memory work waits for `quiet_s` without a turn, but never longer than this in all: a household
+# that talks every few seconds all evening still gets its memory (only a turn in flight holds
+# it back then).
+MAX_POSTPONE_S = 600.0
 
 
 class Preempted(BaseException):
@@ -71,28 +75,37 @@ class LLMLane:
         self._changed = asyncio.Event()
         self._memory_call: asyncio.Future[object] | None = None
         self._holds: set[Hold] = set()  # turns' model calls in flight
+        self._waiting_since: float | None = None  # memory work first found the lane closed
         # Read by /metrics: preempted memory calls, background calls made.
         self.counts: Counter[str] = Counter()
 
     # -- the turn ---------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """A turn is in flight: its model calls go first and memory work waits for it."""
+    async def turn(self, *, counts: bool = True) -> AsyncIterator[None]:
+        """A turn is in flight: its model calls go first and memory work waits for it.
+
+        `counts` False: a stranger's turn, which nothing is remembered of; it neither holds
+        memory work back nor restarts the quiet time (issue 38: one tokenless turn every 29 s
+        kept extraction from ever running)."""
         token = IN_TURN.set(True)
-        self.enter()
+        self.enter(counts=counts)
         try:
             yield
         finally:
-            self.leave()
+            self.leave(counts=counts)
             IN_TURN.reset(token)
 
-    def enter(self) -> None:
+    def enter(self, *, counts: bool = True) -> None:
         """A turn begins (a streamed one leaves when its stream is committed)."""
+        if not counts:
+            return
         self._turns += 1
         self._last_turn = self._monotonic()
         self._preempt()
 
-    def leave(self) -> None:
+    def leave(self, *, counts: bool = True) -> None:
+        if not counts:
+            return
         self._turns -= 1
         self._last_turn = self._monotonic()
         self._notify()
@@ -185,11 +198,18 @@ class LLMLane:
 
     def _open(self) -> bool | float:
         """True when background work may run; else how long until it may (inf: wait for a
-        change), for `_until`."""
+        change), for `_until`. It waits for quiet at most MAX_POSTPONE_S since it first
+        waited, then only for the turns in flight."""
+        now = self._monotonic()
+        since = now if self._waiting_since is None else self._waiting_since
+        self._waiting_since = since
         if self._turns or self._foreground:
             return math.inf
-        left = self._last_turn + self.quiet_s - self._monotonic()
-        return True if left <= 0 else left
+        left = min(self._last_turn + self.quiet_s, since + MAX_POSTPONE_S) - now
+        if left > 0:
+            return left
+        self._waiting_since = None  # open: memory work gets its turn
+        return True
 
     async def _until(self, ready: Callable[[], bool | float]) -> None:
         while True:
