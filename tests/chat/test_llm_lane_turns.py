@@ -4,10 +4,12 @@ that gives the model up to a turn (lobug.llm.lane), against the fake Ollama."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from api_kit import TOKEN_CONFIG, TOKENS
 from dbutil import query
+from fake_ollama import MEMORY_DEFAULTS
 from memory_kit import Script, extract_by_keyword
 
 from lobug import keys
@@ -218,3 +220,59 @@ async def test_the_owners_turn_cuts_off_a_strangers_long_answer(
     rest = await asyncio.wait_for(stranger.content.read(), 10)  # its stream was ended
     assert rest.endswith(b"data: [DONE]\n\n")
     assert client.app[keys.LLM].lane.counts["turns_preempted"] == 1
+
+
+async def test_a_paraphrased_fact_keeps_the_exchange_the_model_numbered(
+    make_client: Any, ollama: Any
+) -> None:
+    """Issue 38, finding 6: facts were given to the exchange whose words they share, so "The
+    user is vegetarian." (for "I don't eat meat any more.") went to the last exchange, with a
+    wrong source, and its cap could drop it silently. The model now numbers each fact's
+    exchange, and the number places it."""
+    state, _ = ollama
+    answer = [
+        {"fact": "The user is vegetarian.", "type": "personal", "exchange": 1},
+        {"fact": "The user adopted a puppy called Biscuit.", "type": "personal", "exchange": 2},
+        {"fact": "The user's brother Oliver visits on Sundays.", "type": "personal",
+         "exchange": 3},
+    ]  # fmt: skip
+
+    def model(body: dict[str, Any]) -> str:
+        task = instructions.task_of(body["messages"])
+        if task is None:
+            return json.dumps({"action": "RESPOND", "response": "OK."})
+        return json.dumps(answer) if task == "extract" else MEMORY_DEFAULTS[task]
+
+    state.script = model
+    client = await make_client(
+        **{"memory.extraction_mode": "llm", "memory.quiet_s": 1.0, "workers.concurrency": 2}
+    )
+    said = (
+        "I don't eat meat any more.",
+        "We adopted a puppy called Biscuit.",
+        "My brother Oliver visits on Sundays.",
+    )
+    for text in said:
+        await say(client, text)
+    await wait_for(
+        lambda: (
+            len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'"))
+            == len(said)
+        ),
+        timeout=20,
+    )
+    (call,) = state.memory_calls("extract")
+    assert (
+        "Exchange 1:\nUser: I don't eat meat any more." in call["body"]["messages"][-1]["content"]
+    )
+    facts = rows(
+        client,
+        "SELECT m.content, t.text FROM memories m JOIN history h ON h.memory_id = m.id"
+        " AND h.event = 'ADD' JOIN turns t ON t.id = json_extract(h.meta, '$.turns[0]')"
+        " WHERE m.kind = 'fact' ORDER BY m.content",
+    )
+    assert [(f["content"], f["text"]) for f in facts] == [
+        ("The user adopted a puppy called Biscuit.", said[1]),
+        ("The user is vegetarian.", said[0]),
+        ("The user's brother Oliver visits on Sundays.", said[2]),
+    ]

@@ -99,12 +99,12 @@ async def test_an_endless_slow_stream_ends_at_its_time_limit(
 async def test_a_huge_plain_reply_is_refused_or_cut_never_held(
     backend: tuple[Config, FakeOllamaState],
 ) -> None:
-    """20 MB in one body: over the byte bound it is refused as it arrives (the caller answers
-    degraded); a reply within it but past the ceiling's characters is cut there."""
+    """A body 16 times the byte bound (64 KB here: 1 KB a token) is refused as it arrives (the
+    caller answers degraded); a reply within it but past the ceiling's characters is cut."""
     config, state = backend
     llm = make_llm(config)
     try:
-        state.reply = "la " * 7_000_000
+        state.reply = "la " * 350_000  # 1 MB (the finding's was 50 MB: refused alike)
         with pytest.raises(LLMUnavailable) as failed:
             await llm.chat(ASK)
         assert failed.value.kind == "error" and "bytes" in str(failed.value)
