@@ -112,6 +112,12 @@ def trust_of(stores: Iterable[str]) -> str:
     return next(t for t in TRUST_LEVELS if set(STORES_BY_TRUST[t]) <= given)
 
 
+def trust_rank(trust: str) -> int:
+    """A trust level as a number, higher for more trusted (the owner's "full" highest): a
+    turn's model call cuts off those of lower rank (lobug.llm.lane.LLMLane.hold)."""
+    return len(TRUST_LEVELS) - TRUST_LEVELS.index(trust)
+
+
 def turn_store(trust: str) -> str | None:
     """Where what a caller of `trust` says in a chat turn is remembered (issue 25): its default
     store when its trust may write there, never a store above it; None when it may write none

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -61,6 +63,12 @@ class FakeOllamaState:
     # (a server moved, or an attacker's proxy: a client must not follow it with the prompt).
     redirect: int | None = None
     redirect_to: str = ""
+    # A streamed reply that never ends, whatever num_predict says (a server that ignores it).
+    stream_endless: bool = False
+    # One chat at a time, as a local server with one slot: the next waits until the one
+    # answering ends or its client hangs up.
+    one_slot: bool = False
+    slot: asyncio.Lock = field(default_factory=asyncio.Lock)
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def prompt_text(self, index: int = -1) -> str:
@@ -255,7 +263,8 @@ def build_app(state: FakeOllamaState) -> web.Application:
             )
         task = request_task(body)
         try:
-            return await answer(request, body, model, task)
+            async with state.slot if state.one_slot else contextlib.nullcontext():
+                return await answer(request, body, model, task)
         finally:
             record["ended"] = time.monotonic()
 
@@ -342,6 +351,8 @@ async def _stream_chat(
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
     await response.prepare(request)
     words = content.split(" ") if content else [""]
+    if state.stream_endless:
+        words = itertools.cycle(words)  # type: ignore[assignment]
     for i, word in enumerate(words):
         if state.stream_cut_after is not None and i >= state.stream_cut_after:
             if state.stream_cut == "error":
@@ -354,7 +365,9 @@ async def _stream_chat(
             raise asyncio.CancelledError
         if state.stream_delay_s and i:
             await asyncio.sleep(state.stream_delay_s)
-        piece = word if i == len(words) - 1 else word + " "
+        if state.stream_endless:
+            await asyncio.sleep(0)  # the client's read, and its hang-up, get their turn
+        piece = word + " " if state.stream_endless or i < len(words) - 1 else word
         chunk = {**base, "message": {"role": "assistant", "content": piece}, "done": False}
         await response.write((json.dumps(chunk) + "\n").encode())
     final = {

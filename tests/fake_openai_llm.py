@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import time
 import uuid
@@ -263,6 +264,8 @@ async def _stream(
 
     await send({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None})
     words = content.split(" ") if content else []
+    if state.stream_endless:
+        words = itertools.cycle(words or ["la"])  # type: ignore[assignment]
     for i, word in enumerate(words):
         if state.stream_cut_after is not None and i >= state.stream_cut_after:
             if state.stream_cut == "error":
@@ -277,7 +280,9 @@ async def _stream(
             raise asyncio.CancelledError
         if state.stream_delay_s and i:
             await asyncio.sleep(state.stream_delay_s)
-        piece = word if i == len(words) - 1 else word + " "
+        if state.stream_endless:
+            await asyncio.sleep(0)  # the client's read, and its hang-up, get their turn
+        piece = word + " " if state.stream_endless or i < len(words) - 1 else word
         await send({"index": 0, "delta": {"content": piece}, "finish_reason": None})
     await send({"index": 0, "delta": {}, "finish_reason": "stop"})
     if (body.get("stream_options") or {}).get("include_usage"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import struct
 import time
 from collections.abc import AsyncIterator, Callable
@@ -82,19 +83,23 @@ class Script:
 
 
 def per_exchange(extract: Reply, exchanges: str) -> str:
-    """A batched extraction answered as a model does: every exchange's facts in one array (an
-    answer that is no JSON array stands for the whole, as a model's garbage would)."""
-    answers = [extract(exchange) for exchange in exchanges.split("\n\n")]
+    """A batched extraction answered as a model does: every exchange's facts in one array,
+    each numbered with its exchange as the prompt asks (an answer that is no JSON array
+    stands for the whole, as a model's garbage would)."""
+    shown = [re.sub(r"^Exchange \d+:\n", "", e) for e in exchanges.split("\n\n")]
+    answers = [extract(exchange) for exchange in shown]
+    if len(answers) == 1:
+        return answers[0]  # as the script said it (what it says may not even parse)
     merged: list[Any] = []
-    for raw in answers:
+    for number, raw in enumerate(answers, 1):
         try:
             items = json.loads(raw)
         except ValueError:
             return raw
         if not isinstance(items, list):
             return raw
-        merged.extend(items)
-    return answers[0] if len(answers) == 1 else json.dumps(merged)
+        merged.extend({**i, "exchange": number} if isinstance(i, dict) else i for i in items)
+    return json.dumps(merged)
 
 
 def extract_by_keyword(table: dict[str, list[str]], kind: str = "personal") -> Reply:

@@ -10,7 +10,7 @@ from typing import Any
 
 from lobug import conversation as turns
 from lobug import errors
-from lobug.access import OWNER, STORES, trust_of
+from lobug.access import OWNER, STORES, trust_of, trust_rank
 from lobug.chat.hooks import MemoryHooks, NoMemory
 from lobug.chat.prompt import PROSE_FORMAT, REPLY_FORMAT, build_messages
 from lobug.chat.sensors import SensorService
@@ -27,6 +27,17 @@ from lobug.storage.database import Database
 log = logging.getLogger(__name__)
 
 MAX_ID_CHARS = 128
+# What a stranger (public trust) may spend of the one model slot per reply: a few spoken
+# sentences, whatever it asks (issue 38: "tell me the longest story you know" held the slot).
+STRANGER_MAX_TOKENS = 160
+
+
+def tokens_for(trust: str, asked: int | None) -> int | None:
+    """The max_tokens a caller of `trust` gets: as asked (the client's ceiling applies), a
+    stranger at most STRANGER_MAX_TOKENS."""
+    if trust != "public":
+        return asked
+    return STRANGER_MAX_TOKENS if asked is None else min(asked, STRANGER_MAX_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -102,7 +113,8 @@ class ChatService:
         caller's prompt may draw on (an unknown device: none; lobug.api.auth); they also name
         its trust. `owner`: whose the conversation is (`access.Principal.owner`); with the
         trust, it decides the sessions the turn may join (`conversation.resolve_session`)."""
-        async with self.llm.lane.turn():  # memory work gives way until the reply is out
+        # Memory work gives way until the reply is out; a stranger's turn does not hold it back.
+        async with self.llm.lane.turn(counts=trust_of(stores) != "public"):
             user, messages = await self._begin(
                 text,
                 device_id=device_id,
@@ -111,9 +123,13 @@ class ChatService:
                 stores=stores,
                 owner=owner,
             )
+            trust = trust_of(stores)
             try:
                 raw = await self.llm.chat(
-                    messages, schema=REPLY_SCHEMA, max_tokens=REPLY_MAX_TOKENS
+                    messages,
+                    schema=REPLY_SCHEMA,
+                    max_tokens=tokens_for(trust, REPLY_MAX_TOKENS),
+                    rank=trust_rank(trust),
                 )
             except LLMUnavailable as exc:
                 log.warning("LLM unavailable for turn %d (%s); answering degraded", user.id, exc)
@@ -157,7 +173,8 @@ class ChatService:
         prompt, added as a prompt section."""
         extra = [f"[Instructions from the client app]\n{instructions}"] if instructions else []
         lane = self.llm.lane
-        lane.enter()  # left when the stream is committed, however it ends
+        counts = trust_of(stores) != "public"  # a stranger's turn does not hold memory back
+        lane.enter(counts=counts)  # left when the stream is committed, however it ends
         try:
             user, messages = await self._begin(
                 text,
@@ -171,10 +188,18 @@ class ChatService:
                 extra_sections=extra,
             )
         except BaseException:
-            lane.leave()
+            lane.leave(counts=counts)
             raise
-        pieces = self.llm.stream(messages, temperature=temperature, max_tokens=max_tokens)
-        streamed = StreamedTurn(user, pieces, self._commit_streamed, on_end=lane.leave)
+        trust = trust_of(stores)
+        pieces = self.llm.stream(
+            messages,
+            temperature=temperature,
+            max_tokens=tokens_for(trust, max_tokens),
+            rank=trust_rank(trust),
+        )
+        streamed = StreamedTurn(
+            user, pieces, self._commit_streamed, on_end=partial(lane.leave, counts=counts)
+        )
         try:
             await streamed.start()
         except LLMUnavailable as exc:

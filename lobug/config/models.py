@@ -156,6 +156,13 @@ class OllamaConfig:
     timeout_s: float = Field(
         default=30.0, gt=0, description="one chat call; past this the device gets chat.apology"
     )
+    max_tokens: int = Field(
+        default=1024,
+        ge=16,
+        le=1_048_576,
+        description="the most one reply may generate, whoever asks: a client's larger"
+        " max_tokens is lowered to this, a call that names none gets it",
+    )
     temperature: float = Field(
         default=0.7, description="the replies' variety (0 = the same answer every time)"
     )

@@ -84,7 +84,10 @@ async def ask(
 
 def _counted(llm: LLMClient, what: str, parse: Callable[[str], T], raw: str) -> T:
     try:
-        value = parse(raw)
+        try:
+            value = parse(raw)
+        except RecursionError:  # JSON too deep for a parser or for `str` of what it holds
+            raise InvalidOutput("the answer is nested too deep", raw) from None
     except InvalidOutput:
         llm.counted(what, valid=False)
         raise

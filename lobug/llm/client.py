@@ -13,13 +13,13 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lobug.config import OllamaConfig
 from lobug.config.redaction import Redactor
-from lobug.llm.lane import LLMLane
+from lobug.llm.lane import LLMLane, TurnPreempted
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,15 @@ log = logging.getLogger(__name__)
 HEALTH_TIMEOUT_S = 1.0
 HEALTH_CACHE_S = 5.0
 SAID_CHARS = 300  # of a server's error message, in the log and `lobug doctor`
+# A reply's bounds, whatever the server makes of max_tokens (issue 38: one that ignored it sent
+# 50 MB to the device and into working memory, and a stream never ended). A token is ~4
+# characters: a reply past CHARS_PER_TOKEN a token is a server ignoring max_tokens, cut there.
+CHARS_PER_TOKEN = 16
+# A reply's body on the wire per token allowed (Ollama streams a ~150-byte JSON line a token);
+# past it the body is refused unread (`transport`, `openai_chat`).
+BYTES_PER_TOKEN = 1024
+# A stream's whole reply may take this many `timeout_s` (each piece may take one); then it ends.
+STREAM_TIMEOUTS = 10
 
 
 class LLMUnavailable(Exception):
@@ -35,7 +44,7 @@ class LLMUnavailable(Exception):
 
     def __init__(self, message: str, *, kind: str = "down") -> None:
         super().__init__(message)
-        self.kind = kind  # down | timeout | model_missing | error | empty
+        self.kind = kind  # down | timeout | model_missing | error | empty | preempted
 
 
 @dataclass(frozen=True)
@@ -103,20 +112,77 @@ class LLMClient(abc.ABC):
         timeout_s: float | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        rank: int | None = None,
     ) -> str:
         """One non-streaming chat call (in its place in the lane); returns the content.
+        `rank`: a turn's trust rank (`LLMLane.hold`): a turn of higher trust cuts it off,
+        an LLMUnavailable of kind "preempted".
         `schema`: the answer's shape, sent unless llm.schemas is off. `max_tokens`: at most this
         many generated (Ollama's num_predict, OpenAI's max_tokens), so a model that rambles
         gives the one slot back in bounded time. `timeout_s`: memory work's own bound."""
         timeout = timeout_s or self.config.timeout_s
         sent = schema if self.schemas else None
+        tokens = self.tokens(max_tokens)
 
         async def call() -> str:
             with self._mapped_errors(timeout, chat=timeout_s is None):
-                reply = self._complete(messages, sent, temperature, max_tokens)
+                reply = self._complete(messages, sent, temperature, tokens)
                 return await asyncio.wait_for(reply, timeout)
 
-        return await self.lane.call(call)
+        try:
+            reply = await self.lane.call(call, rank=rank)
+        except TurnPreempted as exc:
+            raise self._failed(str(exc), "preempted") from None
+        return reply[: tokens * CHARS_PER_TOKEN]
+
+    def tokens(self, asked: int | None) -> int:
+        """What a call may generate: as asked, never above `ollama.max_tokens` (the daemon's
+        ceiling: a client's 1,000,000 is not the model's to spend), which a call that names
+        none gets."""
+        ceiling = self.config.max_tokens
+        return ceiling if asked is None else max(1, min(asked, ceiling))
+
+    @property
+    def max_reply_bytes(self) -> int:
+        """The most one reply's body may carry on the wire."""
+        return self.config.max_tokens * BYTES_PER_TOKEN
+
+    async def stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        rank: int | None = None,
+    ) -> AsyncIterator[str]:
+        """A streamed chat call: the reply's text pieces as the server produces them.
+        `ollama.timeout_s` bounds the wait for each piece (the first one included), and
+        STREAM_TIMEOUTS of it the whole reply; CHARS_PER_TOKEN a token its length (a server
+        that goes on past either is cut off: the reply ends there; so is one a turn of higher
+        trust pre-empts, `rank` as for `chat`). Every failure, before the first piece or in
+        the middle, is an LLMUnavailable."""
+        tokens = self.tokens(max_tokens)
+        left = tokens * CHARS_PER_TOKEN
+        deadline = time.monotonic() + self.config.timeout_s * STREAM_TIMEOUTS
+        held = self.lane.hold(rank) if rank is not None and self.lane.enabled else None
+        pieces = self._stream(messages, temperature, tokens)
+        try:
+            async for piece in pieces:
+                if piece:
+                    yield piece[:left]
+                    left -= len(piece)
+                cut = "a turn of higher trust" if held is not None and held.cut else None
+                if cut is None and left <= 0:
+                    cut = "its length"
+                if cut is None and time.monotonic() > deadline:
+                    cut = "its time limit"
+                if cut is not None:
+                    log.warning("a streamed reply was cut off by %s", cut)
+                    return
+        finally:
+            if held is not None:
+                self.lane.release(held)
+            await pieces.aclose()
 
     @abc.abstractmethod
     async def _complete(
@@ -129,16 +195,14 @@ class LLMClient(abc.ABC):
         """One plain chat call to the server: the reply's content."""
 
     @abc.abstractmethod
-    def stream(
+    def _stream(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
-        """A streamed chat call: the reply's text pieces as the server produces them.
-        `ollama.timeout_s` bounds the wait for each piece (the first one included), not the whole
-        reply. Every failure, before the first piece or in the middle, is an LLMUnavailable."""
+        temperature: float | None,
+        max_tokens: int,
+    ) -> AsyncGenerator[str, None]:
+        """One streamed chat call to the server: every event's text ("" for one without),
+        each waited for at most `ollama.timeout_s`; failures as LLMUnavailable."""
 
     @abc.abstractmethod
     async def _list_models(self) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
@@ -34,7 +34,7 @@ class OllamaChat(LLMClient):
         self.redact = Redactor.of_server(config.host)
         # One client for plain, streamed and health calls (and the Ollama embedder, which
         # borrows it: lobug.llm.embedders.make_embedder); each call sets its own timeout.
-        self.client = ollama_client(config.host)
+        self.client = ollama_client(config.host, max_reply_bytes=self.max_reply_bytes)
 
     @property
     def model(self) -> str:
@@ -60,13 +60,12 @@ class OllamaChat(LLMClient):
         )
         return response.message.content or ""
 
-    async def stream(
+    async def _stream(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
+        temperature: float | None,
+        max_tokens: int,
+    ) -> AsyncGenerator[str, None]:
         timeout = self.config.timeout_s
         options = self._options(temperature, max_tokens)
         with self._mapped_errors(timeout):
@@ -87,8 +86,7 @@ class OllamaChat(LLMClient):
                         part = await asyncio.wait_for(anext(parts), timeout)
                     except StopAsyncIteration:
                         return
-                if part.message.content:
-                    yield part.message.content
+                yield part.message.content or ""
                 if part.done:
                     return
         finally:
@@ -115,7 +113,8 @@ class OllamaChat(LLMClient):
             return f"Ollama at {self.where} answered {exc.status_code}", kind, None
         if isinstance(exc, httpx.HTTPError | ConnectionError | OSError):
             return f"cannot reach Ollama at {self.where}: {exc}", "down", str(exc)
-        if isinstance(exc, ValueError | TypeError | KeyError):  # a reply that is not Ollama's JSON
+        # A reply that is not Ollama's JSON (or JSON nested too deep for the client to read).
+        if isinstance(exc, ValueError | TypeError | KeyError | RecursionError):
             return f"Ollama sent a malformed reply: {exc}", "error", None
         return None
 

@@ -5,9 +5,8 @@ health and model check, over the daemon's own aiohttp; every failure is an LLMUn
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import aiohttp
@@ -16,6 +15,7 @@ from lobug.config import LLMConfig, OllamaConfig
 from lobug.config.redaction import Redactor, redact_url
 from lobug.llm.client import HEALTH_TIMEOUT_S, LLMClient, OutputSchema
 from lobug.llm.lane import LLMLane
+from lobug.llm.replies import json_value
 from lobug.llm.transport import LazySession
 
 log = logging.getLogger(__name__)
@@ -78,16 +78,15 @@ class OpenAIChat(LLMClient):
         async with self._client().post(
             f"{self.url}/chat/completions", json=body, allow_redirects=False
         ) as resp:
-            data = await _json(resp)
+            data = await _json(resp, self.max_reply_bytes)
         return _message_text(data)
 
-    async def stream(
+    async def _stream(
         self,
         messages: Sequence[dict[str, str]],
-        *,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> AsyncIterator[str]:
+        temperature: float | None,
+        max_tokens: int,
+    ) -> AsyncGenerator[str, None]:
         timeout = self.config.timeout_s
         body = {**self._body(messages, temperature, max_tokens), "stream": True}
         with self._mapped_errors(timeout):
@@ -110,8 +109,7 @@ class OpenAIChat(LLMClient):
                     piece = _event_text(line.decode("utf-8", "replace").strip())
                 if piece is None:
                     return
-                if piece:
-                    yield piece
+                yield piece
         finally:
             resp.close()  # a half-read body: the connection cannot be reused
 
@@ -176,13 +174,19 @@ class OpenAIChat(LLMClient):
         return exc.said if isinstance(exc, ServerError) else None
 
 
-async def _json(resp: aiohttp.ClientResponse) -> Any:
+async def _json(resp: aiohttp.ClientResponse, max_bytes: int = 1 << 20) -> Any:
     """The body as JSON; an error status (or an `error` object) is a ServerError, and so is a
-    redirect: never followed, so the prompt goes to the configured server or nowhere."""
-    text = await resp.text(errors="replace")
+    redirect: never followed, so the prompt goes to the configured server or nowhere; a body
+    over `max_bytes` is a BadReply, refused before more of it is read."""
+    body = bytearray()
+    async for chunk in resp.content.iter_any():
+        body += chunk
+        if len(body) > max_bytes:
+            raise BadReply(f"the reply is over {max_bytes} bytes")
+    text = body.decode(resp.get_encoding() if resp.charset else "utf-8", "replace")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = json_value(text)
+    except ValueError:
         data = None
     if 300 <= resp.status < 400:
         raise ServerError(resp.status, f"a redirect to {resp.headers.get('Location', '?')}")
@@ -237,6 +241,6 @@ def _event_text(line: str) -> str | None:
 
 def _loads(value: str) -> Any:
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return json_value(value)
+    except ValueError:
         raise BadReply(f"an event that is not JSON: {value[:80]!r}") from None

@@ -51,10 +51,24 @@ REPLY_SCHEMA = OutputSchema(
 )
 
 
+class TooDeep(ValueError):
+    """JSON nested deeper than Python's parser recurses (a model's `[[[[…`, issue 38): not an
+    answer, like any other unusable output."""
+
+
+def json_value(text: str) -> Any:
+    """`json.loads` for what a model or its server sent: ValueError for anything that is not
+    JSON, nesting too deep for the parser included."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TooDeep("the JSON is nested too deep") from None
+
+
 def find_json(text: str) -> Any:
     """The first JSON value in `text`: tolerates code fences, prose around it, trailing text.
 
-    Raises ValueError when there is none.
+    Raises ValueError when there is none (TooDeep when it is nested too deep to read).
     """
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
@@ -67,6 +81,8 @@ def find_json(text: str) -> Any:
                 value, _ = decoder.raw_decode(candidate, start)
             except json.JSONDecodeError:
                 continue
+            except RecursionError:
+                raise TooDeep("the JSON is nested too deep") from None
             return value
     raise ValueError("no JSON value found in the model output")
 
@@ -95,11 +111,21 @@ def json_items(
 def parse_reply(text: str) -> Reply:
     """The chat prompt asks for {"action": ..., "response": ...}; clean prose means RESPOND.
 
-    Raises UnusableReply for anything else — empty output or prose with JSON debris in it —
-    which must never be spoken to the user or stored as what the assistant said."""
+    Raises UnusableReply for anything else — empty output, prose with JSON debris in it, JSON
+    nested too deep to read — which must never be spoken to the user or stored as what the
+    assistant said."""
+    try:
+        return _parse_reply(text)
+    except RecursionError:  # a value too deep to turn into words (`str` of a nested list)
+        raise UnusableReply("the model's answer is nested too deep", text) from None
+
+
+def _parse_reply(text: str) -> Reply:
     stripped = text.strip()
     try:
         value = find_json(stripped)
+    except TooDeep:
+        raise UnusableReply("the model's answer is nested too deep", text) from None
     except ValueError:
         value = None
     if isinstance(value, dict):

@@ -14,6 +14,7 @@ import httpx
 import ollama
 
 _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
+CHAT_PATHS = ("/api/chat", "/api/generate")
 
 
 @contextlib.contextmanager
@@ -54,9 +55,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     """Hands the body on as it arrives (Ollama's NDJSON reply, chunk by chunk); httpx reads a
     plain reply whole from the same stream, so one transport serves every call."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_reply_bytes: int | None = None) -> None:
         # auto_decompress off: httpx decodes by the headers it sees.
         self._client = LazySession(64, auto_decompress=False, trust_env=False)
+        self._max_reply_bytes = max_reply_bytes  # a chat reply's body, at most
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts = request.extensions.get("timeout", {})
@@ -81,24 +83,42 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         return httpx.Response(
             status_code=resp.status,
             headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers],
-            stream=_BodyStream(resp, request),
+            stream=_BodyStream(resp, request, self._limit(request)),
             request=request,
         )
 
     async def aclose(self) -> None:
         await self._client.close()
 
+    def _limit(self, request: httpx.Request) -> int | None:
+        """A chat reply's bound, per line (embeddings answer our own batches: not bounded)."""
+        return self._max_reply_bytes if request.url.path.endswith(CHAT_PATHS) else None
+
+
+class ReplyTooLarge(ValueError):
+    """A chat reply's body went past its bound (a server that ignores max_tokens)."""
+
 
 class _BodyStream(httpx.AsyncByteStream):
     """An aiohttp response body as httpx's byte stream; a cut connection is httpx's error."""
 
-    def __init__(self, resp: aiohttp.ClientResponse, request: httpx.Request) -> None:
+    def __init__(
+        self, resp: aiohttp.ClientResponse, request: httpx.Request, limit: int | None
+    ) -> None:
         self._resp = resp
         self._request = request
+        self._limit = limit
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        # Bounded per line: a plain reply is one JSON line, a streamed one a short line a
+        # token (its length is the client's to cut, `LLMClient.stream`).
+        line = 0
         with _httpx_errors(self._request):
             async for chunk in self._resp.content.iter_any():
+                end = chunk.rfind(b"\n")
+                line = line + len(chunk) if end < 0 else len(chunk) - end - 1
+                if self._limit is not None and line > self._limit:
+                    raise ReplyTooLarge(f"the reply is over {self._limit} bytes")
                 yield chunk
 
     async def aclose(self) -> None:
@@ -108,12 +128,12 @@ class _BodyStream(httpx.AsyncByteStream):
             self._resp.close()  # a half-read body: the connection cannot be reused
 
 
-def ollama_client(host: str) -> ollama.AsyncClient:
+def ollama_client(host: str, *, max_reply_bytes: int | None = None) -> ollama.AsyncClient:
     """An Ollama client on this transport, with no client-wide timeout: every call bounds
     itself (`asyncio.wait_for`), so the chat, memory work, the health probe and the embedder
-    can share one client and its connection pool. Closed with `await client.close()`."""
+    can share one client and its connection pool; a chat reply's body is bounded by
+    `max_reply_bytes`. Closed with `await client.close()`."""
     # No redirects (the ollama client follows them by default): a prompt goes to ollama.host
     # or nowhere, never re-sent to whatever origin a 307 names (issue 38).
-    return ollama.AsyncClient(
-        host=host, timeout=None, transport=AiohttpTransport(), follow_redirects=False
-    )
+    transport = AiohttpTransport(max_reply_bytes)
+    return ollama.AsyncClient(host=host, timeout=None, transport=transport, follow_redirects=False)

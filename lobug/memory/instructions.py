@@ -41,7 +41,7 @@ You keep the long-term memory about the user for Lo-Bug, their voice assistant. 
 names its task on its first line; follow that task's rules only.
 
 Task "extract": extract long-term memories about the user from an exchange between the user \
-and Lo-Bug, or from several (oldest first, a blank line apart).
+and Lo-Bug, or from several (oldest first, numbered, a blank line apart).
 - Write every fact as a standalone sentence in the third person about "the user", \
 understandable without the conversation: "The user's name is Alex.", "The user works at NASA."
 - Be selective. Keep what is worth remembering next week: who the user is, people and pets in \
@@ -54,6 +54,8 @@ something) is one item of type "procedural", written as numbered imperative step
 - "type" is one of: personal, preference, knowledge, event, procedural.
 - Output only a JSON array, no commentary: [{"fact": "...", "type": "personal"}]. \
 Output [] when nothing is worth remembering.
+- With several exchanges, give each fact the number of the exchange it comes from: \
+[{"fact": "...", "type": "personal", "exchange": 2}].
 
 Task "judge": compare new facts about the user with facts already stored in the memory, and \
 label the pairs you are given.
@@ -74,7 +76,7 @@ the past tense. Keep the specifics: names, dates, times, numbers, places, decisi
 - Output only the paragraph: no title, no bullet points, no preamble."""
 
 EXTRACT_TASK = 'Task "extract". The exchange:'
-EXTRACT_MANY_TASK = 'Task "extract". The exchanges, oldest first:'
+EXTRACT_MANY_TASK = 'Task "extract". The exchanges, oldest first (give each fact its "exchange"):'
 JUDGE_TASK = 'Task "judge". The pairs:'
 SUMMARY_TASK = 'Task "summarize". The conversation:'
 
@@ -146,8 +148,10 @@ def extraction_messages(exchanges: Sequence[tuple[str, str | None]]) -> list[Mes
     """One exchange (user's words, Lo-Bug's reply or None), or several of one conversation,
     oldest first (lobug.memory.extract.batch)."""
     shown = []
-    for user_text, assistant_text in exchanges:
-        exchange = f"User: {user_text}"
+    for number, (user_text, assistant_text) in enumerate(exchanges, 1):
+        # Several are numbered: the model names the one each fact came from (extract.batch).
+        exchange = f"Exchange {number}:\n" if len(exchanges) > 1 else ""
+        exchange += f"User: {user_text}"
         if assistant_text:
             exchange += f"\n{ASSISTANT_NAME}: {assistant_text}"
         shown.append(exchange)

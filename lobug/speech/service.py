@@ -128,7 +128,7 @@ class SpeechService:
             return Transcript(text="", language=self._config.language, duration_s=duration)
         hints = await self.hints(trust)
         try:
-            async with self._lane.turn():
+            async with self._lane.turn(counts=trust != "public"):
                 return await self._run_exclusive(
                     partial(self._transcriber.transcribe, hints=hints), audio
                 )

@@ -508,6 +508,12 @@ CREATE TABLE devices (
 CREATE INDEX idx_devices_seen ON devices(last_seen DESC);
 """
 
+# How often the process died while a job ran (lobug.workers.queue.recover): a job that keeps
+# killing the process is retired instead of running again at every start.
+M019_JOB_INTERRUPTIONS = """
+ALTER TABLE jobs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+"""
+
 MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m001_core_tables", _sql(M001_CORE)),
     ("m002_fts", _fts),
@@ -524,6 +530,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m013_turn_entities", _sql(M013_TURN_ENTITIES)),
     ("m014_reply_keys", _sql(M014_REPLY_KEYS)),
     ("m016_devices", _sql(M016_DEVICES)),
+    ("m019_job_interruptions", _sql(M019_JOB_INTERRUPTIONS)),
 ]
 
 

@@ -12,6 +12,11 @@ from typing import Any
 from lobug.storage.sqlite import IntegrityError
 
 JOB_STATES = ("pending", "running", "done", "failed")
+# A job the process died while running (a power cut, the watchdog's kill of a frozen loop) this
+# many times is retired as failed at the next start: once or twice is chance, a third time is
+# the job killing the process, which would otherwise do it again after every restart (issue 38).
+# A clean stop puts a running job back without counting (JobRunner.stop).
+MAX_INTERRUPTIONS = 3
 
 
 @dataclass(frozen=True)
@@ -21,6 +26,7 @@ class Job:
     payload: dict[str, Any]
     state: str
     attempts: int
+    interrupted: int
     run_after: float
     last_error: str | None
     created_at: float
@@ -130,13 +136,22 @@ def defer(conn: Any, job: Job, reason: str, *, now: float, retry_in: float) -> N
     )
 
 
-def recover(conn: Any, *, now: float) -> int:
-    """Jobs left `running` by a process that died are made ready again (handlers are idempotent)."""
-    cur = conn.execute(
+def recover(conn: Any, *, now: float) -> tuple[int, int]:
+    """Jobs left `running` by a process that died: each counts the interruption (the attempt it
+    was on stays spent); one interrupted MAX_INTERRUPTIONS times is failed, the others are made
+    ready again (handlers are idempotent). Returns (re-queued, retired)."""
+    conn.execute("UPDATE jobs SET interrupted = interrupted + 1 WHERE state = 'running'")
+    retired = conn.execute(
+        "UPDATE jobs SET state = 'failed', last_error = 'the process died while this job ran, '"
+        " || interrupted || ' times: retired (lobug jobs retry runs it again)', updated_at = ?"
+        " WHERE state = 'running' AND interrupted >= ?",
+        (now, MAX_INTERRUPTIONS),
+    ).rowcount
+    requeued = conn.execute(
         "UPDATE jobs SET state = 'pending', run_after = ?, updated_at = ? WHERE state = 'running'",
         (now, now),
-    )
-    return int(cur.rowcount)
+    ).rowcount
+    return int(requeued), int(retired)
 
 
 def counts(conn: Any) -> dict[str, int]:
@@ -189,8 +204,8 @@ def list_jobs(conn: Any, *, state: str | None = None, limit: int = 50) -> list[J
 def retry(conn: Any, *, now: float, job_ids: Iterable[int] | None = None) -> int:
     """Give failed jobs (all, or the given ones) a fresh set of attempts."""
     sql = (
-        "UPDATE jobs SET state = 'pending', attempts = 0, run_after = ?, updated_at = ?"
-        " WHERE state = 'failed'"
+        "UPDATE jobs SET state = 'pending', attempts = 0, interrupted = 0, run_after = ?,"
+        " updated_at = ? WHERE state = 'failed'"
     )
     params: list[Any] = [now, now]
     if job_ids is not None:

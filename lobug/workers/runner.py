@@ -61,6 +61,7 @@ class JobRunner:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self._running: dict[int, Job] = {}  # by id: what a stop cuts short is put back
 
     def register(self, kind: str, handler: Handler) -> None:
         self.handlers[kind] = handler
@@ -70,9 +71,16 @@ class JobRunner:
         self._wake.set()
 
     async def start(self) -> None:
-        recovered = await self.db.write(lambda c: queue.recover(c, now=self.clock()))
+        recovered, retired = await self.db.write(lambda c: queue.recover(c, now=self.clock()))
         if recovered:
             log.info("re-queued %d job(s) left running by the previous process", recovered)
+        if retired:
+            log.error(
+                "retired %d job(s) the process died running %d times (`lobug jobs list"
+                " --state failed`)",
+                retired,
+                queue.MAX_INTERRUPTIONS,
+            )
         self._stopping = False
         self._tasks = [
             asyncio.create_task(self._worker(i), name=f"lobug-worker-{i}")
@@ -82,7 +90,9 @@ class JobRunner:
     async def stop(self, grace_s: float = 5.0) -> None:
         """Let running jobs finish for a moment, then cancel what is left.
 
-        A job cancelled mid-run stays `running` in the DB and is recovered at the next start.
+        A job cancelled mid-run is put back pending, its attempt unspent: a clean stop is not
+        the job's doing (only a process that dies counts against it: `queue.recover`). If
+        that write fails, it stays `running` and the next start recovers it.
         """
         self._stopping = True
         self._wake.set()
@@ -92,6 +102,17 @@ class JobRunner:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        cut = list(self._running.values())
+        self._running.clear()
+        if cut:
+            try:
+                await self.db.write(lambda c: self._put_back_all(c, cut))
+            except Exception:  # noqa: BLE001 - the next start recovers them
+                log.warning("could not put back %d job(s) cut short by the stop", len(cut))
+
+    def _put_back_all(self, conn: object, jobs: list[Job]) -> None:
+        for job in jobs:
+            queue.defer(conn, job, "cut short by a stop", now=self.clock(), retry_in=0.0)
 
     async def run_until_idle(self, timeout: float = 60.0) -> int:
         """Drain every ready job in this task (CLI import, tests); returns how many ran."""
@@ -150,11 +171,19 @@ class JobRunner:
                         c, job, reason, now=self.clock(), retry_in=POLL_INTERVAL_S
                     )
                 )
+                self._running.pop(job.id, None)
                 return
             except Exception:  # noqa: BLE001 - still full or busy: wait and try again
                 await asyncio.sleep(POLL_INTERVAL_S)
 
     async def _run(self, job: Job) -> None:
+        self._running[job.id] = job
+        # Raises when a stop cancels it or its outcome could not be written: it stays in
+        # `_running` until it is put back (`_put_back`, or `stop`).
+        await self._handle(job)
+        del self._running[job.id]
+
+    async def _handle(self, job: Job) -> None:
         handler = self.handlers[job.kind]
         try:
             await handler(job)

@@ -79,6 +79,9 @@ async def test_nothing_but_noise_leaves_the_sensor_line_out(client: Any, ollama:
         "[1, 2, 3]",
         "",
         "   ",
+        # Issue 38: nested deeper than the parser recurses (a RecursionError was a 500).
+        '{"action": "RESPOND", "response": ' + "[" * 1500 + "]" * 1500 + "}",
+        "[" * 4000,
     ],
 )
 async def test_garbage_model_output_is_a_degraded_answer(

@@ -4,12 +4,16 @@ that gives the model up to a turn (lobug.llm.lane), against the fake Ollama."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+from api_kit import TOKEN_CONFIG, TOKENS
 from dbutil import query
+from fake_ollama import MEMORY_DEFAULTS
 from memory_kit import Script, extract_by_keyword
 
 from lobug import keys
+from lobug.chat.service import STRANGER_MAX_TOKENS
 from lobug.memory import instructions
 
 
@@ -189,3 +193,86 @@ async def test_a_preempted_batch_loses_no_exchange(make_client: Any, ollama: Any
     ]
     attempts = rows(client, "SELECT attempts FROM jobs WHERE kind = 'extract'")
     assert [a["attempts"] for a in attempts] == [1, 1, 1]
+
+
+async def test_the_owners_turn_cuts_off_a_strangers_long_answer(
+    make_client: Any, ollama: Any
+) -> None:
+    """Issue 38, finding 4: on a one-slot server a stranger asked for the longest story it
+    knows, and the owner's device got the apology for as long as the stranger liked. A stranger
+    now gets STRANGER_MAX_TOKENS at most, and the owner's turn cuts its answer off."""
+    state, _ = ollama
+    state.one_slot, state.stream_endless, state.stream_delay_s = True, True, 0.05
+    state.reply = "once upon a time"
+    client = await make_client(**{"api.tokens": TOKEN_CONFIG, "ollama.timeout_s": 2.0})
+    stranger = await client.post(
+        "/v1/chat/completions",
+        json={"model": "lobug", "stream": True, "max_tokens": 100_000,
+              "messages": [{"role": "user", "content": "Tell me the longest story you know."}]},
+        headers={"Authorization": f"Bearer {TOKENS['public']}"},
+    )  # fmt: skip
+    assert stranger.status == 200
+    assert (await stranger.content.readuntil(b"\n\n")).startswith(b"data: ")
+    (asked,) = [r for r in state.requests if r["path"] == "/api/chat"]
+    assert asked["body"]["options"]["num_predict"] == STRANGER_MAX_TOKENS
+    owner = await say(client, "What time is it?")
+    assert "degraded" not in owner and owner["response"] == "once upon a time"
+    rest = await asyncio.wait_for(stranger.content.read(), 10)  # its stream was ended
+    assert rest.endswith(b"data: [DONE]\n\n")
+    assert client.app[keys.LLM].lane.counts["turns_preempted"] == 1
+
+
+async def test_a_paraphrased_fact_keeps_the_exchange_the_model_numbered(
+    make_client: Any, ollama: Any
+) -> None:
+    """Issue 38, finding 6: facts were given to the exchange whose words they share, so "The
+    user is vegetarian." (for "I don't eat meat any more.") went to the last exchange, with a
+    wrong source, and its cap could drop it silently. The model now numbers each fact's
+    exchange, and the number places it."""
+    state, _ = ollama
+    answer = [
+        {"fact": "The user is vegetarian.", "type": "personal", "exchange": 1},
+        {"fact": "The user adopted a puppy called Biscuit.", "type": "personal", "exchange": 2},
+        {"fact": "The user's brother Oliver visits on Sundays.", "type": "personal",
+         "exchange": 3},
+    ]  # fmt: skip
+
+    def model(body: dict[str, Any]) -> str:
+        task = instructions.task_of(body["messages"])
+        if task is None:
+            return json.dumps({"action": "RESPOND", "response": "OK."})
+        return json.dumps(answer) if task == "extract" else MEMORY_DEFAULTS[task]
+
+    state.script = model
+    client = await make_client(
+        **{"memory.extraction_mode": "llm", "memory.quiet_s": 1.0, "workers.concurrency": 2}
+    )
+    said = (
+        "I don't eat meat any more.",
+        "We adopted a puppy called Biscuit.",
+        "My brother Oliver visits on Sundays.",
+    )
+    for text in said:
+        await say(client, text)
+    await wait_for(
+        lambda: (
+            len(rows(client, "SELECT 1 FROM jobs WHERE kind = 'extract' AND state = 'done'"))
+            == len(said)
+        ),
+        timeout=20,
+    )
+    (call,) = state.memory_calls("extract")
+    assert (
+        "Exchange 1:\nUser: I don't eat meat any more." in call["body"]["messages"][-1]["content"]
+    )
+    facts = rows(
+        client,
+        "SELECT m.content, t.text FROM memories m JOIN history h ON h.memory_id = m.id"
+        " AND h.event = 'ADD' JOIN turns t ON t.id = json_extract(h.meta, '$.turns[0]')"
+        " WHERE m.kind = 'fact' ORDER BY m.content",
+    )
+    assert [(f["content"], f["text"]) for f in facts] == [
+        ("The user adopted a puppy called Biscuit.", said[1]),
+        ("The user is vegetarian.", said[0]),
+        ("The user's brother Oliver visits on Sundays.", said[2]),
+    ]

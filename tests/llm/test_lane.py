@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from lobug.llm import lane as lane_module
 from lobug.llm.lane import LLMLane, Preempted
 from lobug.storage.pool import background
 
@@ -173,3 +174,59 @@ async def test_a_disabled_lane_lets_every_call_through() -> None:
     async with lane.turn():
         with background():
             assert await asyncio.wait_for(lane.call(memory_call), 1) == "now"
+
+
+async def test_a_strangers_turns_never_postpone_memory_work() -> None:
+    """Issue 38, finding 5: a tokenless turn every 29 s (quiet_s 30) kept extraction from ever
+    running. A stranger's turn (counts=False) neither holds memory work back nor restarts the
+    quiet time; the household's turns still do."""
+    clock = Clock()
+    lane = LLMLane(quiet_s=30.0, monotonic=clock)
+    async with lane.turn():
+        pass  # the owner spoke at 1000
+    started: list[float] = []
+
+    async def memory_call() -> str:
+        started.append(clock.now)
+        return "done"
+
+    with background():
+        task = asyncio.create_task(lane.call(memory_call))
+    for _ in range(3):  # a stranger at +29 s, +58 s, +87 s
+        clock.now += 29
+        async with lane.turn(counts=False):
+            await settle()
+        lane._notify()  # a real lane wakes on its own timer; the fake clock needs a nudge
+        await settle()
+    await asyncio.wait_for(task, 1)
+    assert started == [1058.0]  # the first look after the owner's 30 s of quiet
+
+
+async def test_memory_work_waits_for_quiet_at_most_max_postpone_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The household talking every 20 s for ever (quiet_s 30) still gets its memory work after
+    MAX_POSTPONE_S; a turn in flight still holds it back."""
+    monkeypatch.setattr(lane_module, "MAX_POSTPONE_S", 100.0)
+    clock = Clock()
+    lane = LLMLane(quiet_s=30.0, monotonic=clock)
+    async with lane.turn():
+        pass
+    started: list[float] = []
+
+    async def memory_call() -> str:
+        started.append(clock.now)
+        return "done"
+
+    with background():
+        task = asyncio.create_task(lane.call(memory_call))
+    await settle()
+    for _ in range(8):
+        clock.now += 20
+        async with lane.turn():
+            await settle()
+        await asyncio.sleep(0.05)  # the waiter looks again
+        if started:
+            break
+    await asyncio.wait_for(task, 1)
+    assert started == [1100.0]

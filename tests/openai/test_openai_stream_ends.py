@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
-from api_kit import TOKENS, App
+from api_kit import TOKENS, App, make_app
 from faultkit import DaemonPool, db_rows
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,6 +26,13 @@ pytestmark = pytest.mark.timeout(90)
 # (a few MB on loopback): the daemon's writes must come to wait for the client.
 BIG_REPLY = " ".join(["x" * 8000] * 1000)
 ASK = {"model": "lobug", "stream": True, "messages": [{"role": "user", "content": "tell all"}]}
+# A reply that long needs the daemon's ceiling raised to it (ollama.max_tokens: 16 M characters).
+LONG_REPLIES = {"ollama.max_tokens": 1_048_576}
+
+
+@pytest.fixture
+async def app(make_client: Callable[..., Any]) -> App:
+    return await make_app(make_client, **LONG_REPLIES)
 
 
 @pytest.fixture
@@ -168,7 +175,9 @@ async def test_the_daemon_process_ends_streams_left_stalled_or_open_at_sigterm(
     state, _ = ollama
     state.reply, state.stream_delay_s = "One two three four five six seven eight", 0.1
     # The grace for running requests far above the bound below: the streams must not use it.
-    daemon = await daemons.start(env={"LOBUG_SERVER_SHUTDOWN_TIMEOUT_S": "30"})
+    daemon = await daemons.start(
+        env={"LOBUG_SERVER_SHUTDOWN_TIMEOUT_S": "30", "LOBUG_OLLAMA_MAX_TOKENS": "1048576"}
+    )
     rows = "SELECT role, text, degraded FROM turns ORDER BY id"
     async with aiohttp.ClientSession() as http:
         resp = await http.post(daemon.url + "/v1/chat/completions", json=ASK)

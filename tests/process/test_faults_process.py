@@ -14,6 +14,8 @@ import pytest
 from daemon_proc import Daemon
 from faultkit import DaemonPool, db_rows, db_value
 
+from lobug.workers import queue
+
 
 class Traffic:
     """Devices posting turns and sensor reports back to back; records every 200."""
@@ -142,3 +144,35 @@ async def test_second_daemon_on_the_same_data_dir_refuses_to_start(
     # Once it has stopped, the data dir is free again.
     again = await daemons.start()
     assert await again.terminate() == 0
+
+
+async def test_a_job_the_process_dies_running_is_retired_after_three_deaths(
+    daemons: DaemonPool, tmp_path: Path, ollama: Any
+) -> None:
+    """Issue 38: a job that kills the process (a model reply that froze the loop until the
+    watchdog's kill) ran again after every restart, for ever. Each death while it runs counts,
+    and the third retires it as failed; the daemon then serves turns and runs other jobs."""
+    state, _ = ollama
+    state.memory_delay_s = 120.0  # the extraction's model call never ends: killed mid-job
+    data_dir = tmp_path / "data"
+    daemon = await daemons.start()
+    status, _ = await daemon.request("POST", "/chat/text", json={"text": "I like green tea."})
+    assert status == 200
+    running = "SELECT id FROM jobs WHERE kind = 'extract' AND state = 'running'"
+    for death in range(1, queue.MAX_INTERRUPTIONS + 1):
+        for _ in range(300):
+            if db_value(data_dir, running) is not None:
+                break
+            await asyncio.sleep(0.05)
+        job_id = db_value(data_dir, running)
+        assert job_id is not None, f"death {death}: the job never ran again\n{daemon.log()}"
+        daemon.kill9()
+        daemon = await daemons.start()
+    row = db_rows(data_dir, "SELECT state, interrupted, last_error FROM jobs WHERE id = ?", job_id)
+    assert row[0][:2] == ("failed", queue.MAX_INTERRUPTIONS), row
+    assert "the process died while this job ran" in row[0][2]
+    state.memory_delay_s = 0.0
+    status, _ = await daemon.request("POST", "/chat/text", json={"text": "Still here?"})
+    assert status == 200
+    assert db_value(data_dir, "SELECT state FROM jobs WHERE id = ?", job_id) == "failed"
+    assert await daemon.terminate() == 0

@@ -181,3 +181,41 @@ async def test_outages_never_exhaust_attempts(
     row = await state_of(db, job_id)
     assert row["state"] == "pending" and row["attempts"] == 6
     assert row["run_after"] - (clock.now - 10) <= 6.0  # capped backoff
+
+
+async def test_a_job_the_process_keeps_dying_on_is_retired(db: Database) -> None:
+    """Each start after a death counts it (the attempt stays spent); the MAX_INTERRUPTIONS-th
+    retires the job as failed instead of running it again, and `retry` gives it a fresh start."""
+    clock = Clock()
+    job_id = await db.write(lambda c: queue.enqueue(c, "extract", {}, now=clock()))
+    for death in range(1, queue.MAX_INTERRUPTIONS + 1):
+        claimed = await db.write(lambda c: queue.claim(c, now=clock()))
+        assert claimed is not None and claimed.id == job_id  # …and the process died
+        requeued, retired = await db.write(lambda c: queue.recover(c, now=clock()))
+        row = await state_of(db, job_id)
+        assert row["interrupted"] == death and row["attempts"] == death
+        if death < queue.MAX_INTERRUPTIONS:
+            assert (requeued, retired, row["state"]) == (1, 0, "pending")
+    assert (requeued, retired, row["state"]) == (0, 1, "failed")
+    assert "the process died while this job ran, 3 times" in row["last_error"]
+    assert await db.write(lambda c: queue.claim(c, now=clock())) is None
+    assert await db.write(lambda c: queue.retry(c, now=clock())) == 1
+    row = await state_of(db, job_id)
+    assert (row["state"], row["attempts"], row["interrupted"]) == ("pending", 0, 0)
+
+
+async def test_a_clean_stop_puts_a_running_job_back_without_counting_it(db: Database) -> None:
+    clock = Clock()
+    job_id = await db.write(lambda c: queue.enqueue(c, "embed", {}, now=clock()))
+    started = asyncio.Event()
+
+    async def handler(job: Job) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    runner = JobRunner(db, config(), clock, {"embed": handler})
+    await runner.start()
+    await asyncio.wait_for(started.wait(), 5)
+    await runner.stop(grace_s=0.05)
+    row = await state_of(db, job_id)
+    assert (row["state"], row["attempts"], row["interrupted"]) == ("pending", 0, 0)

@@ -4,8 +4,8 @@ When the LLM lane opens after a conversation, the exchanges it left are read tog
 model call instead of one per exchange (the instructions' chat template, the task line and the
 answer's brackets once, not every time). The extract job that runs first leads: it takes along
 the pending extract jobs of the same session (marking them in one transaction, so another
-worker's job does not take them too), asks once, gives each exchange the facts that share the
-most words with what was said in it, and leaves each job its facts in its payload. Those jobs
+worker's job does not take them too), asks once, gives each exchange the facts the model numbered
+with it (`attribute`), and leaves each job its facts in its payload. Those jobs
 then judge, cap and store their own facts as before, with their own provenance, without a
 model call of their own. A taken-along job whose leader failed or was preempted before handing
 out (no facts in its payload) simply asks for itself.
@@ -155,20 +155,29 @@ def _set(conn: Any, values: dict[int, Any], path: str) -> None:
 
 def attribute(
     found: Sequence[extraction.Extracted], exchanges: Sequence[tuple[str, str | None]]
-) -> list[list[extraction.Extracted]]:
-    """Each fact to the exchange whose user's words it shares most (facts come from what the
-    user said); the reply's words break a tie, then the later exchange wins (a later one
-    restates, corrects or completes). A fact sharing no word with any goes to the last."""
+) -> tuple[list[list[extraction.Extracted]], int]:
+    """Each fact to the exchange the model numbered it with (issue 38: a paraphrase, "The user
+    is vegetarian." for "I don't eat meat any more.", shares no word with what was said).
+    A fact without a valid number goes to the exchange whose user's words it shares most
+    (facts come from what the user said); the reply's words break a tie, then the later
+    exchange wins (a later one restates, corrects or completes); one sharing no word with any
+    goes to the last. Returns the facts by exchange and how many went by words (the caller
+    logs and counts them: a fact is never placed or dropped silently)."""
     said = [_stems(user) for user, _ in exchanges]
     replied = [_stems(reply or "") for _, reply in exchanges]
     out: list[list[extraction.Extracted]] = [[] for _ in exchanges]
+    guessed = 0
     for fact in found:
+        if fact.exchange is not None and 1 <= fact.exchange <= len(exchanges):
+            out[fact.exchange - 1].append(fact)
+            continue
+        guessed += 1
         words = _stems(fact.content)
         best = max(
             range(len(exchanges)), key=lambda i: (len(words & said[i]), len(words & replied[i]), i)
         )
         out[best].append(fact)
-    return out
+    return out, guessed
 
 
 def _stems(text: str) -> set[str]:

@@ -217,7 +217,13 @@ class ExtractJob:
         await self._record(EXTRACT_LLM, started, ok=True)
         if not others:
             return found
-        facts = batch.attribute(found, shown)
+        facts, guessed = batch.attribute(found, shown)
+        if guessed:
+            log.warning(
+                "extract #%d: %d of %d fact(s) came without a valid exchange number; each went"
+                " to the exchange whose words it shares most",
+                job.id, guessed, len(found),
+            )  # fmt: skip
         await self.db.write(
             batch.hand_out,
             {e.job_id: got for (_, e), got in zip(order, facts, strict=True) if e is not None},

@@ -34,6 +34,8 @@ FACTS_SCHEMA = OutputSchema(
             "properties": {
                 "fact": {"type": "string", "maxLength": MAX_CHARS},
                 "type": {"type": "string", "enum": [*FACT_TYPES, PROCEDURAL]},
+                # Which of several exchanges it came from (extract.batch); one has no need.
+                "exchange": {"type": "integer", "minimum": 1},
             },
             "required": ["fact", "type"],
         },
@@ -46,6 +48,7 @@ FACTS_SCHEMA = OutputSchema(
 class Extracted:
     content: str
     category: str  # one of FACT_TYPES, or PROCEDURAL
+    exchange: int | None = None  # the model's number of the exchange it came from (1 = first)
 
 
 async def extract(
@@ -91,11 +94,13 @@ def parse_facts(raw: str) -> list[Extracted]:
 
 
 def _candidate(item: Any) -> Extracted | None:
+    exchange = None
     if isinstance(item, str):
         text, kind = item, None
     elif isinstance(item, dict):
         text = next((item[k] for k in _TEXT_KEYS if isinstance(item.get(k), str)), "")
         kind = item.get("type", item.get("category"))
+        exchange = _number(item.get("exchange"))
     else:
         return None
     text = " ".join(text.split())
@@ -103,7 +108,16 @@ def _candidate(item: Any) -> Extracted | None:
         return None
     if text[-1] not in ".!?\"'”":
         text += "."
-    return Extracted(text[0].upper() + text[1:], _category(kind))
+    return Extracted(text[0].upper() + text[1:], _category(kind), exchange)
+
+
+def _number(value: Any) -> int | None:
+    """An exchange number as models write it (2 or "2"); None for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
 
 
 def _category(kind: Any) -> str:

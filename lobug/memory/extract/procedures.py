@@ -47,8 +47,8 @@ PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
     ),
 ]
 _STEP_SPLIT = re.compile(
-    r"\s*(?:,\s*(?:and\s+)?then|;\s*(?:then\s+)?|\bthen\b|,\s*after that,?|,?\s*and finally|"
-    r",\s*finally|,\s*next,?|,\s*and\s+(?=I\b))\s*",
+    r"(?<!\s)\s*+(?:,\s*(?:and\s+)?then|;\s*(?:then\s+)?|\bthen\b|,\s*after that,?|"
+    r",?\s*and finally|,\s*finally|,\s*next,?|,\s*and\s+(?=I\b))\s*",
     re.I,
 )
 _STEP_LEAD = re.compile(r"^(?:and |first(?:ly)?,? |finally,? |next,? |after that,? )+", re.I)

@@ -67,7 +67,8 @@ _OBJECT_PRONOUNS = [
     (r"\bus\b", "the household"),
 ]
 _FILLER = re.compile(
-    r"(?:\s*,)?\s+(?:too|as well|lol|haha|btw|though|actually|by the way|ok|okay)\s*$", re.I
+    r"(?<!\s)(?:\s*+,)?\s++(?:too|as well|lol|haha|btw|though|actually|by the way|ok|okay)\s*$",
+    re.I,
 )
 
 

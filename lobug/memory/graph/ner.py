@@ -4,6 +4,7 @@ mentions, tags), and the providers and strategies around them (`fast`, `accurate
 from __future__ import annotations
 
 import asyncio
+import bisect
 import importlib.util
 import logging
 import re
@@ -88,7 +89,10 @@ _SUBJECT_NEXT = re.compile(
     r"called|wants|likes|loves|got|just|went|can|could|would|might|isn't|wasn't|doesn't|"
     r"didn't|does|did|told|asked|needs|started|left|joined)\b)"
 )
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
+_AFTER_SENTENCE_END = re.compile(r"(?:[.!?:;\n]\s*|[\"“(]\s*)$")
+# What is read before a name (its sentence's start, the verb or preposition leading to it): the
+# words just before it, not all the text before it, which made a long text's names quadratic.
+_LOOKBACK_CHARS = 80
 
 
 def extract_entities(text: str) -> list[Mention]:
@@ -163,11 +167,11 @@ def _name_entity(text: str, m: re.Match[str]) -> Mention | None:
     name = " ".join(words)
     if name.lower() in COMMON_WORDS or text[m.end() : m.end() + 1] == "@":
         return None
-    before = text[:start]
+    before = text[max(0, start - _LOOKBACK_CHARS) : start]
     if (
         len(words) == 1
-        and _SENTENCE_START.search(before)
-        and not _SUBJECT_NEXT.match(text[m.end() :])
+        and (start == 0 or _AFTER_SENTENCE_END.search(before))
+        and not _SUBJECT_NEXT.match(text, m.end())
     ):
         # A lone capitalised word opening a sentence is as often a verb ("Remind me…") as a
         # name; only one followed by what a subject does ("Jen moved…", "Jen's…") counts.
@@ -296,8 +300,18 @@ def _rank(provider: str, entity: Mention) -> int:
 def merge(ranked: Sequence[tuple[int, Mention]]) -> list[Mention]:
     """Overlapping finds of several providers: the longest span wins, then the better rank."""
     kept: list[Mention] = []
+    # The kept spans, disjoint and in order: a find overlaps one only if it overlaps the last
+    # kept before it or the first after it (a bisection, not a look at every kept find, which
+    # made a long text's thousands of names quadratic).
+    starts: list[int] = []
+    ends: list[int] = []
     order = sorted(ranked, key=lambda r: (-(r[1].span[1] - r[1].span[0]), r[0], r[1].span[0]))
     for _, entity in order:
-        if all(entity.span[1] <= k.span[0] or entity.span[0] >= k.span[1] for k in kept):
-            kept.append(entity)
+        start, end = entity.span
+        at = bisect.bisect_right(starts, start)
+        if (at and ends[at - 1] > start) or (at < len(starts) and starts[at] < end):
+            continue
+        starts.insert(at, start)
+        ends.insert(at, end)
+        kept.append(entity)
     return sorted(kept, key=lambda e: e.span)

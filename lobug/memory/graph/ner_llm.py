@@ -10,7 +10,6 @@ case): the model cannot add a name that is not there, and its span is the note's
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from functools import partial
@@ -18,6 +17,7 @@ from typing import Any
 
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient, OutputSchema
+from lobug.llm.replies import json_value
 from lobug.memory.graph.ner import (
     COMMON_WORDS,
     Mention,
@@ -98,7 +98,7 @@ class LlmProvider:
 def parse(raw: str, texts: Sequence[str]) -> list[list[Mention]]:
     """Each note's entities from the answer; names the note does not contain are dropped."""
     try:
-        answer = json.loads(plain_text(raw))
+        answer = json_value(plain_text(raw))
     except ValueError:
         raise InvalidOutput("not JSON", raw) from None
     if not isinstance(answer, dict) or not all(str(k).strip().isdigit() for k in answer):

@@ -27,6 +27,7 @@ from typing import Any
 from lobug.conversation import CONVERSATION_TURN, TurnRecord
 from lobug.llm.ask import InvalidOutput, ask, plain_text
 from lobug.llm.client import LLMClient, LLMUnavailable, OutputSchema
+from lobug.llm.replies import json_value
 from lobug.memory import enqueue, instructions
 from lobug.memory.table.rows import bump_counter, extracted_from
 from lobug.memory.upkeep.budget import LlmBudget
@@ -265,8 +266,8 @@ def parse_summary(raw: str) -> SessionRecord:
     if start < 0 or end < start:
         raise InvalidOutput("not a JSON object", raw=raw)
     try:
-        data = json.loads(text[start : end + 1])
-    except json.JSONDecodeError as exc:
+        data = json_value(text[start : end + 1])
+    except ValueError as exc:
         raise InvalidOutput(f"not JSON: {exc}", raw=raw) from None
     if not isinstance(data, dict):
         raise InvalidOutput("not a JSON object", raw=raw)

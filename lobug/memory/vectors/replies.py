@@ -31,13 +31,22 @@ TABLE = "turn_reply_keys"
 # its MOT again", keyed by the question before it, outranked "Traded the Volvo in for a Peugeot"
 # for "What car does Hannah drive now?" (the synthetic eval; LoCoMo 1–5 alike at 0.9 and 1).
 KEY_WEIGHT = 0.9
-QUESTION = re.compile(r"[^.!?\n]*\?")
+# Where a sentence ends. Split on it, not matched by `[^.!?\n]*\?`: that pattern starts again at
+# every character of a run without an end, so a long reply with none (a model's, unbounded
+# in length) took quadratic time in one C call that held the GIL (issue 38: 64 KB froze the
+# daemon for 17 s). A split reads each character once.
+SENTENCE_END = re.compile(r"([.!?\n])")
 
 
 def key_text(asked: str, reply: str) -> str | None:
     """The text a reply is keyed by: the last question of the turn before it, then the reply;
     None when that turn asks nothing."""
-    questions = [q.strip() for q in QUESTION.findall(asked) if q.strip(" ?")]
+    parts = SENTENCE_END.split(asked)  # text, end, text, end, …, text
+    questions = [
+        text.strip() + "?"
+        for text, end in zip(parts[::2], parts[1::2], strict=False)
+        if end == "?" and text.strip(" ?")
+    ]
     return f"{questions[-1]}\n{reply}" if questions else None
 
 

@@ -71,7 +71,8 @@ FUNCTION_WORDS = frozenset(
     "me we our you".split()
 )
 # The user's words split where one statement ends and another may begin.
-_CLAUSES = re.compile(r"[.!?;\n]+|,?\s+\b(?:and|but|also|so)\b\s+", re.I)
+# A run of spaces is taken whole from where it starts (`(?<!\s)\s++`): linear on any text.
+_CLAUSES = re.compile(r"[.!?;\n]+|,?(?<!\s)\s++\b(?:and|but|also|so)\b\s+", re.I)
 
 Pool = Sequence[tuple[MemoryRow, float | None]]  # stored facts with their distance, if known
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lobug.memory.extract.heuristics import extract_candidates
+from lobug.memory.extract.procedures import procedural_candidates
 from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import parse_fact, subject_attribute
 from lobug.memory.write.validator import validate_fact
@@ -236,3 +239,15 @@ def test_extracted_facts_key_like_written_ones() -> None:
         == subject_attribute(moved.content)
         == ("user", "residence")
     )
+
+
+@pytest.mark.parametrize(
+    "text", ["I like " + " " * 3990 + "x", "First I then " + " " * 3980 + "x"], ids=["", "steps"]
+)
+def test_the_longest_turn_is_read_in_linear_time(text: str) -> None:
+    """Issue 38: patterns that opened with a run of spaces started again at each of its
+    characters (4,000 spaces: the step split alone took minutes, holding the GIL)."""
+    began = time.monotonic()
+    extract_candidates(text)
+    procedural_candidates(text)
+    assert time.monotonic() - began < 5

@@ -323,3 +323,21 @@ async def test_a_degraded_turn_is_extracted_from_the_user_text_later(
     ]
     # The apology is not part of what the model was shown.
     assert script.seen["extract"][-1][1]["content"] == f"{EXTRACT_TASK}\nUser: I like green tea"
+
+
+async def test_an_answer_nested_too_deep_falls_back_to_the_heuristic_facts(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """Issue 38: JSON nested ~1,000 deep raised RecursionError, which no parser caught: the job
+    failed for good with no fact kept, not even the heuristic ones."""
+    state, _ = ollama
+    script = Script(extract=lambda _: "[" * 1500 + "]" * 1500)
+    state.script = script
+    await mem.exchange("I like green tea")
+    await mem.run()
+    assert len(script.seen["extract"]) == 2  # the answer, and one reminder
+    (job,) = mem.jobs("extract")
+    assert job["state"] == "done"
+    assert mem.facts() == [TEA]
+    row = mem.rows("SELECT attributes FROM memories")[0]
+    assert json.loads(row["attributes"])["source"] == "heuristic"

@@ -4,11 +4,14 @@ the turn's embed job and by `lobug memory reembed`, and the nearer of its two ve
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
-from memory_kit import MemoryEnv
+from dbutil import query
+from memory_kit import MemoryEnv, drain
 
+from lobug import keys
 from lobug.llm.embedders import HashingEmbedder
 from lobug.memory.query import QueryRequest
 from lobug.memory.search import who
@@ -84,3 +87,34 @@ async def test_reembed_rebuilds_the_keys_with_the_new_embedder(mem: MemoryEnv) -
     assert [
         tuple(r) for r in mem.rows("SELECT turn_id, length(embedding) FROM turn_reply_keys")
     ] == [(refs["s1/t2"], 32 * 4)]
+
+
+def test_a_long_turn_without_a_sentence_end_is_read_in_linear_time() -> None:
+    """Issue 38: the pattern that found the questions took quadratic time in one call holding
+    the GIL (64 KB: 17 s with /health frozen). A megabyte now takes a moment; the bound only
+    guards the hang."""
+    endless = "and then the dragon flew over the hills " * 25_000  # 1 MB, no . ! ? or line
+    began = time.monotonic()
+    assert replies.key_text(endless, REPLY) is None
+    assert replies.key_text(endless + "?", REPLY) == f"{endless.strip()}?\n{REPLY}"
+    assert time.monotonic() - began < 5
+
+
+async def test_a_reply_without_a_sentence_end_keys_the_next_turn_without_a_freeze(
+    client: Any, ollama: Any
+) -> None:
+    """Through the door: the model rambles 100 KB without a sentence end; the owner's next
+    turn is embedded and keyed by it (no question: no key) in moments, /health answering."""
+    state, _ = ollama
+    state.reply = "once upon a time there was a very long story " * 2300
+    resp = await client.post("/chat/text", json={"text": "Tell me the longest story you know."})
+    assert resp.status == 200
+    state.reply = None
+    resp = await client.post("/chat/text", json={"text": "That was long."})
+    assert resp.status == 200
+    began = time.monotonic()
+    await drain(client.app[keys.CONFIG].storage.db_path, client.app[keys.MEMORY].clock, 15)
+    assert time.monotonic() - began < 15
+    assert (await client.get("/health")).status == 200
+    rows = query(client.app[keys.CONFIG].storage.db_path, "SELECT state FROM jobs")
+    assert {r[0] for r in rows} <= {"done"}, rows

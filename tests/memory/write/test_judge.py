@@ -5,6 +5,7 @@ bands for a fact that sets a profile field (through the extract job)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ from lobug.memory.write.judge import (
     ask_llm,
     has_state_change,
     heuristic_label,
+    marks_change,
     parse_labels,
 )
 
@@ -343,3 +345,12 @@ def test_the_general_band_still_merges_what_sets_no_profile_field() -> None:
     assert label("The user aims to run a marathon.", "The user aims to run a half marathon.") == (
         "unrelated"  # goals hold several values: a second one is added, not merged
     )
+
+
+def test_the_users_longest_words_are_split_in_linear_time() -> None:
+    """Issue 38: the clause split scanned a run of spaces again from each of its characters
+    (16,000: an owner may raise chat.max_text_chars)."""
+    said = "I now drive a Tesla" + " " * 16_000 + "x"
+    began = time.monotonic()
+    assert marks_change("The user drives a Tesla.", said)
+    assert time.monotonic() - began < 5
