@@ -242,8 +242,14 @@ def _spoken(text: str, today: datetime) -> Span | None:
         day = datetime(when.year, when.month, when.day, tzinfo=today.tzinfo)
         if day > today:  # "on Friday" said on a Thursday: the one before
             day -= timedelta(days=7)
-        weekend = re.search(r"\bweekend\b", text, re.I) and day.weekday() == 5
-        return day, day + timedelta(days=2 if weekend else 1)
+        weekend = re.search(r"\b(last|this|past)?\s*weekend\b", text, re.I)
+        if weekend and day.weekday() == 5:
+            if (weekend.group(1) or "").lower() in ("last", "past") and day + timedelta(
+                days=2
+            ) > today:
+                day -= timedelta(days=7)  # said on a Sunday: the weekend before this one
+            return day, day + timedelta(days=2)
+        return day, day + timedelta(days=1)
     return None
 
 

@@ -263,7 +263,7 @@ async def test_a_fact_first_in_its_lists_does_not_lose_to_a_turn_second_in_two(
     in each of its own counted as a fraction and lost to a turn second in two of the turns'
     (issue 39). The prompt's search (`prompt_context.context_plan`) normalises per kind: it
     leads."""
-    fact = (await mem.service.remember(content="The user's cat is called Biscuit.", actor="t"))
+    fact = await mem.service.remember(content="The user's cat is called Biscuit.", actor="t")
     start = mem.clock() - DAY
     refs = await mem.imported(
         [
