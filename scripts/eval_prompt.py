@@ -56,7 +56,7 @@ from memory_kit import Script  # noqa: E402
 from lobug import keys  # noqa: E402
 from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.memory.query import tokens_of  # noqa: E402
-from lobug.memory.search import prompt_context  # noqa: E402
+from lobug.memory.search import prompt_context, snippet  # noqa: E402
 from lobug.memory.transfer import import_turns as importer  # noqa: E402
 from lobug.parts import parts  # noqa: E402
 from lobug.workers.runner import JobRunner  # noqa: E402
@@ -76,7 +76,7 @@ def owners_words(question: str, owner: str) -> str:
     text = re.sub(rf"\b{name}['’]s\b", "my", question)
     text = re.sub(rf"^{name}\b", "I", text)
     text = re.sub(rf"\b(did|does|do|is|was|has|have|can|could|would|will)\s+{name}\b",
-                  r"\1 I", text)  # fmt: skip
+                  r"\1 I", text, flags=re.I)  # fmt: skip
     text = re.sub(rf"\b{name}\b(?=\s+(?:\w+ed|\w+s|is|was|has|had|did|does|do|go|get|make)\b)",
                   "I", text)  # fmt: skip
     text = re.sub(rf"\b{name}\b", "me", text)
@@ -282,7 +282,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--llm", default=None, help="OpenAI-compatible API root for extraction")
     parser.add_argument("--json", type=Path, default=None, help="every question's row")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--budget", type=int, default=None, help="the prompt's memory tokens")
+    parser.add_argument("--floor", type=float, default=None, help="share of the best score")
+    parser.add_argument("--snippet", type=int, default=None, help="tokens of one exchange")
     args = parser.parse_args(argv)
+    # The prompt's constants, varied for a measurement (the daemon has them fixed).
+    if args.budget is not None:
+        prompt_context.BUDGET_TOKENS = args.budget
+    if args.floor is not None:
+        prompt_context.FLOOR = args.floor
+    if args.snippet is not None:
+        snippet.MAX_TOKENS = args.snippet
     logging.basicConfig(level=logging.ERROR)
     if not args.data.exists():
         print(f"skipped: {args.data} is absent (LoCoMo: see the datasets README)", file=sys.stderr)

@@ -224,14 +224,16 @@ def show(
     found: Sequence[QueryResult],
     question: str,
     *,
-    budget_tokens: int = BUDGET_TOKENS,
-    floor: float = FLOOR,
+    budget_tokens: int | None = None,
+    floor: float | None = None,
 ) -> list[Shown]:
     """`found` (best first) as the prompt shows them, those scoring at least `floor` of the
     first, until about `budget_tokens` tokens (the first always fits: the best match is worth
     its words); one that would pass the budget is left out, a shorter one after it may fit."""
     if not found:
         return []
+    budget_tokens = BUDGET_TOKENS if budget_tokens is None else budget_tokens
+    floor = FLOOR if floor is None else floor
     top = found[0].score
     found = [r for r in found if r is found[0] or r.score >= floor * top]
     said = _said(conn, [r.id for r in found if r.kind == EPISODE])

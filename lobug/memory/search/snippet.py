@@ -37,9 +37,10 @@ def said_on(ts: float, role: str, zone: tzinfo | None = None) -> str:
     return f"On {day.day} {day:%B %Y} {SAID_BY.get(role, 'the user said')}:"
 
 
-def matching(text: str, question: str, max_tokens: int = MAX_TOKENS) -> str:
+def matching(text: str, question: str, max_tokens: int | None = None) -> str:
     """The sentences of `text` that share a word of `question`, in order (none share one: the
-    first ones that state something), at most about `max_tokens`."""
+    first ones that state something), at most about `max_tokens` (None: `MAX_TOKENS`)."""
+    max_tokens = MAX_TOKENS if max_tokens is None else max_tokens
     sentences = [s.strip() for s in SENTENCE.findall(text) if s.strip()]
     if not sentences:
         return text.strip()
