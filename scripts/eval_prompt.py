@@ -33,7 +33,6 @@ import asyncio
 import json
 import logging
 import re
-import statistics
 import sys
 import tempfile
 import time
@@ -66,8 +65,18 @@ KINDS = ["fact", "summary", "episode"]
 SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 MIN_SENTENCE_CHARS = 12  # shorter ("Wow!", "Thanks!") says nothing of the evidence
 # The owner's name in a question, as the owner would say it (verb agreement after "I").
-AGREE = {"does I": "do I", "is I": "am I", "has I": "have I", "I has": "I have", "I is": "I am",
-         "I does": "I do", "I was": "I was", "Is I": "Am I", "Does I": "Do I", "Has I": "Have I"}  # fmt: skip
+AGREE = {
+    "does I": "do I",
+    "is I": "am I",
+    "has I": "have I",
+    "I has": "I have",
+    "I is": "I am",
+    "I does": "I do",
+    "I was": "I was",
+    "Is I": "Am I",
+    "Does I": "Do I",
+    "Has I": "Have I",
+}
 
 
 def owners_words(question: str, owner: str) -> str:
@@ -75,10 +84,15 @@ def owners_words(question: str, owner: str) -> str:
     name = re.escape(owner)
     text = re.sub(rf"\b{name}['’]s\b", "my", question)
     text = re.sub(rf"^{name}\b", "I", text)
-    text = re.sub(rf"\b(did|does|do|is|was|has|have|can|could|would|will)\s+{name}\b",
-                  r"\1 I", text, flags=re.I)  # fmt: skip
-    text = re.sub(rf"\b{name}\b(?=\s+(?:\w+ed|\w+s|is|was|has|had|did|does|do|go|get|make)\b)",
-                  "I", text)  # fmt: skip
+    text = re.sub(
+        rf"\b(did|does|do|is|was|has|have|can|could|would|will)\s+{name}\b",
+        r"\1 I",
+        text,
+        flags=re.I,
+    )
+    text = re.sub(
+        rf"\b{name}\b(?=\s+(?:\w+ed|\w+s|is|was|has|had|did|does|do|go|get|make)\b)", "I", text
+    )
     text = re.sub(rf"\b{name}\b", "me", text)
     for wrong, right in AGREE.items():
         text = re.sub(rf"\b{wrong}\b", right, text)
@@ -89,11 +103,7 @@ def owner_questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
     """Categories 1–4 whose evidence turns the owner (the first speaker) said, in their words."""
     conv = sample["conversation"]
     owner = conv["speaker_a"]
-    said = {
-        t["dia_id"]: t["speaker"]
-        for _, _, turns in locomo.sessions_of(sample)
-        for t in turns
-    }
+    said = {t["dia_id"]: t["speaker"] for _, _, turns in locomo.sessions_of(sample) for t in turns}
     found = []
     for q in locomo.questions_of(sample):
         if all(said.get(ref) == owner for ref in q["evidence"]):
@@ -104,8 +114,15 @@ def owner_questions(sample: dict[str, Any]) -> list[dict[str, Any]]:
 def import_lines(conv: dict[str, Any]) -> list[str]:
     """The conversation as `lobug memory import` lines, without speaker names."""
     return [
-        json.dumps({"session_id": f"{conv['id']}/{s['id']}", "role": t["role"],
-                    "text": t["text"], "ts": t["ts"], "ref": t["ref"]})  # fmt: skip
+        json.dumps(
+            {
+                "session_id": f"{conv['id']}/{s['id']}",
+                "role": t["role"],
+                "text": t["text"],
+                "ts": t["ts"],
+                "ref": t["ref"],
+            }
+        )
         for s in conv["sessions"]
         for t in s["turns"]
     ]
@@ -115,7 +132,9 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE.findall(text) if len(s.strip()) >= MIN_SENTENCE_CHARS]
 
 
-def holds(shown: str, evidence: Sequence[int], texts: dict[int, str], facts: dict[int, list[str]]) -> bool:
+def holds(
+    shown: str, evidence: Sequence[int], texts: dict[int, str], facts: dict[int, list[str]]
+) -> bool:
     """Whether `shown` holds an evidence turn: a sentence of it, or a memory from it."""
     for turn_id in evidence:
         if any(s in shown for s in sentences(texts.get(turn_id, ""))):
@@ -155,15 +174,24 @@ async def ingest(conv: dict[str, Any], config: Any, llm: str | None) -> dict[str
         result = importer.ImportResult()
         partners, batches = importer.plan(lines)
         for batch in batches:
-            store = partial(importer.store_batch, partners=partners, now=clock(), user_id="default",
-                            result=result)  # fmt: skip
+            store = partial(
+                importer.store_batch,
+                partners=partners,
+                now=clock(),
+                user_id="default",
+                result=result,
+            )
             await got.db.write(store, batch)
         ran = await ev.drain(runner, got.db, clock)
         facts = await got.db.read(
             lambda c: c.execute("SELECT COUNT(*) FROM memories WHERE kind = 'fact'").fetchone()[0]
         )
-    return {"turns": result.stored, "jobs": ran, "facts": facts,
-            "ingest_s": round(time.monotonic() - started, 1)}  # fmt: skip
+    return {
+        "turns": result.stored,
+        "jobs": ran,
+        "facts": facts,
+        "ingest_s": round(time.monotonic() - started, 1),
+    }
 
 
 async def ask_all(
@@ -187,34 +215,52 @@ async def ask_all(
             block = content[: -len(q["asked"])].rstrip() if content.endswith(q["asked"]) else ""
             found = await client.post(
                 "/v1/query",
-                json={"query": q["asked"], "kinds": KINDS, "top_k": 50,
-                      "budget_tokens": prompt_context.BUDGET_TOKENS, "return": "full"},
-            )  # fmt: skip
+                json={
+                    "query": q["asked"],
+                    "kinds": KINDS,
+                    "top_k": 50,
+                    "budget_tokens": prompt_context.BUDGET_TOKENS,
+                    "return": "full",
+                },
+            )
             results = (await found.json())["results"]
             listed = "\n".join(r["text"] for r in results)
-            by_source = any(
-                s["turn_id"] in evidence for r in results for s in r.get("sources", [])
+            by_source = any(s["turn_id"] in evidence for r in results for s in r.get("sources", []))
+            rows.append(
+                {
+                    "id": q["id"],
+                    "category": q["category"],
+                    "asked": q["asked"],
+                    "in_prompt": holds(block, evidence, texts, facts),
+                    "query": by_source or holds(listed, evidence, texts, facts),
+                    "tokens": tokens_of(block) if block else 0,
+                    "block": block,
+                }
             )
-            rows.append({
-                "id": q["id"], "category": q["category"], "asked": q["asked"],
-                "in_prompt": holds(block, evidence, texts, facts),
-                "query": by_source or holds(listed, evidence, texts, facts),
-                "tokens": tokens_of(block) if block else 0, "block": block,
-            })  # fmt: skip
             # The question is no memory of the conversation: out of the next ones' search.
             await db.write(
-                lambda c, s=session: c.execute("UPDATE turns SET degraded = 1 WHERE session_id = ?", (s,))
+                lambda c, s=session: c.execute(
+                    "UPDATE turns SET degraded = 1 WHERE session_id = ?", (s,)
+                )
             )
     finally:
         await client.close()
     return rows
 
 
-def config_for(workdir: Path, embedder: str, ollama: str, llm: str | None, extra: dict[str, Any]) -> Any:
+def config_for(
+    workdir: Path, embedder: str, ollama: str, llm: str | None, extra: dict[str, Any]
+) -> Any:
     values: dict[str, Any] = {"ollama.host": ollama, "memory.user_first": False, **extra}
     if llm:
-        values.update({"llm.backend": "openai", "llm.base_url": llm,
-                       "memory.extraction_mode": "llm", "memory.llm_timeout_s": 600.0})  # fmt: skip
+        values.update(
+            {
+                "llm.backend": "openai",
+                "llm.base_url": llm,
+                "memory.extraction_mode": "llm",
+                "memory.llm_timeout_s": 600.0,
+            }
+        )
     return ev.make_config(workdir, embedder, values)
 
 
@@ -238,13 +284,20 @@ async def run(samples: Sequence[dict[str, Any]], args: argparse.Namespace) -> di
             for sample in samples:
                 conv = locomo.to_conversation(sample)
                 workdir = Path(tmp) / conv["id"]
-                stats = await ingest(conv, config_for(workdir, args.embedder, ollama, args.llm, extra), args.llm)
+                stats = await ingest(
+                    conv, config_for(workdir, args.embedder, ollama, args.llm, extra), args.llm
+                )
                 questions = owner_questions(sample)
                 asked = config_for(workdir, args.embedder, ollama, None, extra)
                 started = time.monotonic()
                 rows = await ask_all(conv, asked, questions, state)
-                stats.update(id=conv["id"], questions=len(rows), ask_s=round(time.monotonic() - started, 1),
-                             in_prompt=sum(r["in_prompt"] for r in rows), query=sum(r["query"] for r in rows))  # fmt: skip
+                stats.update(
+                    id=conv["id"],
+                    questions=len(rows),
+                    ask_s=round(time.monotonic() - started, 1),
+                    in_prompt=sum(r["in_prompt"] for r in rows),
+                    query=sum(r["query"] for r in rows),
+                )
                 print(json.dumps(stats), file=sys.stderr)
                 out["conversations"].append(stats)
                 out["rows"] += rows
@@ -261,17 +314,19 @@ def report(out: dict[str, Any], args: argparse.Namespace) -> str:
     query = sum(r["query"] for r in rows) / n
     extractor = f"LLM at {args.llm}" if args.llm else "heuristic"
     per = ", ".join(f"{c['in_prompt']}/{c['questions']}" for c in out["conversations"])
-    return "\n".join([
-        f"LoCoMo conversations {args.only}, {len(rows)} owner questions, extractor {extractor},"
-        f" embedder {args.embedder}, budget {prompt_context.BUDGET_TOKENS} tokens:",
-        "",
-        "| evidence in the prompt | /v1/query at the same budget | ratio | memory tokens p50 | p95 |",
-        "|---|---|---|---|---|",
-        f"| {prompt:.3f} | {query:.3f} | {prompt / query if query else 0:.2f} |"
-        f" {percentile(tokens, 50):.0f} | {percentile(tokens, 95):.0f} |",
-        "",
-        f"Per conversation (in the prompt): {per}.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"LoCoMo conversations {args.only}, {len(rows)} owner questions, extractor {extractor},"
+            f" embedder {args.embedder}, budget {prompt_context.BUDGET_TOKENS} tokens:",
+            "",
+            "| evidence in the prompt | /v1/query, same budget | ratio | memory tokens p50 | p95 |",
+            "|---|---|---|---|---|",
+            f"| {prompt:.3f} | {query:.3f} | {prompt / query if query else 0:.2f} |"
+            f" {percentile(tokens, 50):.0f} | {percentile(tokens, 95):.0f} |",
+            "",
+            f"Per conversation (in the prompt): {per}.",
+        ]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -373,8 +373,13 @@ async def test_an_imported_history_spends_each_days_budget_on_its_own_day(
         start = clock() - 30 * 86400
         await mem.imported(
             [
-                {"session_id": f"s{d}", "role": role, "text": text, "ts": start + d * 86400 + i,
-                 "ref": f"s{d}/{i}"}
+                {
+                    "session_id": f"s{d}",
+                    "role": role,
+                    "text": text,
+                    "ts": start + d * 86400 + i,
+                    "ref": f"s{d}/{i}",
+                }
                 for d in range(3)
                 for i, (role, text) in enumerate(
                     [("user", f"On day {d}: {' '.join(said[d])}"), ("assistant", "Lovely.")]
