@@ -47,7 +47,7 @@ CONFIRM = "Ask the user to confirm before you remember: {}"
 PROMPT_KINDS = ("fact", "insight", "summary", EPISODE)
 # The turn block's memory, at most about this many tokens (issue 39: p95 ≤ 150; each costs
 # ~33 ms of prefill on a Pi), and only what scores at least FLOOR of the best found.
-BUDGET_TOKENS = 120
+BUDGET_TOKENS = 140
 FLOOR = 0.5
 
 
