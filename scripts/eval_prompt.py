@@ -7,11 +7,12 @@ device would live it (issue 39): the first speaker is the owner, the second Lo-B
 turn imported as the owner's sessions with their dates (`lobug memory import`'s importer, no
 speaker names: a household's device has none), the memory jobs run to completion (the
 heuristic extractor by default; `--llm URL` runs extraction through an OpenAI-compatible
-server, e.g. scripts/smoke_real_llm's llama-server), then every question whose evidence the
-owner said (categories 1–4), asked in the owner's words ("What did Caroline research?" ->
-"What did I research?"), goes through POST /chat/text of the daemon's app, on its own clock a
-day after the last session, each in a session of its own, to a fake model that records the
-prompt (tests/fake_ollama.py). Reported:
+server, e.g. scripts/smoke_real_llm's llama-server; `--generous`: the issue's generous
+extractor, a fake model making every statement the owner makes a third-person fact), then
+every question whose evidence the owner said (categories 1–4), asked in the owner's words
+("What did Caroline research?" -> "What did I research?"), goes through POST /chat/text of
+the daemon's app, on its own clock a day after the last session, each in a session of its
+own, to a fake model that records the prompt (tests/fake_ollama.py). Reported:
 
 - evidence in the prompt: the fraction of questions whose prompt (the turn block the model
   received) holds an evidence turn: a sentence of it, or a memory extracted from it;
@@ -22,7 +23,7 @@ prompt (tests/fake_ollama.py). Reported:
 Tune on conversations 1–5 only (`--only 1-5`, the default); 6–10 are held out, measured once.
 
     .venv/bin/python scripts/eval_prompt.py [--only 1-5] [--embedder hashing|local]
-        [--llm http://127.0.0.1:8080/v1] [--json out.json]
+        [--llm http://127.0.0.1:8080/v1 | --generous] [--json out.json]
 The reply latency the richer prompt costs is scripts/bench_reply.py's (Pi speed).
 """
 
@@ -61,6 +62,36 @@ from lobug.parts import parts  # noqa: E402
 from lobug.workers.runner import JobRunner  # noqa: E402
 
 QUIET = Script(reply=lambda _: json.dumps({"action": "RESPOND", "response": "Okay."}))
+# The generous extractor (issue 39's measurement): every statement the owner makes becomes a
+# third-person fact, answered by the fake model to the daemon's own extraction prompt.
+THIRD_PERSON = {
+    "i'm": "the user is",
+    "i've": "the user has",
+    "i'll": "the user will",
+    "i'd": "the user would",
+    "i": "the user",
+    "me": "the user",
+    "my": "the user's",
+    "mine": "the user's",
+    "myself": "the user",
+}
+WORD = re.compile(r"[A-Za-z’']+")
+
+
+def generous(exchange: str) -> str:
+    """Each statement (not a question) of the exchange's user line, in the third person."""
+    said = exchange.split("\n")[0].removeprefix("User:").strip()
+    facts = []
+    for sentence in sentences(said):
+        if sentence.endswith("?"):
+            continue
+        text = WORD.sub(
+            lambda m: THIRD_PERSON.get(m.group(0).lower().replace("’", "'"), m.group(0)), sentence
+        )
+        facts.append({"fact": text[0].upper() + text[1:], "type": "personal"})
+    return json.dumps(facts)
+
+
 KINDS = ["fact", "summary", "episode"]
 SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 MIN_SENTENCE_CHARS = 12  # shorter ("Wow!", "Thanks!") says nothing of the evidence
@@ -249,9 +280,16 @@ async def ask_all(
 
 
 def config_for(
-    workdir: Path, embedder: str, ollama: str, llm: str | None, extra: dict[str, Any]
+    workdir: Path,
+    embedder: str,
+    ollama: str,
+    llm: str | None,
+    extra: dict[str, Any],
+    extract_by_model: bool = False,
 ) -> Any:
     values: dict[str, Any] = {"ollama.host": ollama, "memory.user_first": False, **extra}
+    if extract_by_model:  # the fake model's generous extraction
+        values.update({"memory.extraction_mode": "llm", "memory.llm_timeout_s": 60.0})
     if llm:
         values.update(
             {
@@ -273,7 +311,7 @@ def percentile(values: Sequence[float], pct: float) -> float:
 
 async def run(samples: Sequence[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     state = FakeOllamaState()
-    state.script = QUIET
+    state.script = Script(reply=QUIET.reply, extract=generous) if args.generous else QUIET
     fake = TestServer(build_app(state))
     await fake.start_server()
     ollama = str(fake.make_url("")).rstrip("/")
@@ -285,7 +323,9 @@ async def run(samples: Sequence[dict[str, Any]], args: argparse.Namespace) -> di
                 conv = locomo.to_conversation(sample)
                 workdir = Path(tmp) / conv["id"]
                 stats = await ingest(
-                    conv, config_for(workdir, args.embedder, ollama, args.llm, extra), args.llm
+                    conv,
+                    config_for(workdir, args.embedder, ollama, args.llm, extra, args.generous),
+                    args.llm,
                 )
                 questions = owner_questions(sample)
                 asked = config_for(workdir, args.embedder, ollama, None, extra)
@@ -312,7 +352,7 @@ def report(out: dict[str, Any], args: argparse.Namespace) -> str:
     tokens = [r["tokens"] for r in rows]
     prompt = sum(r["in_prompt"] for r in rows) / n
     query = sum(r["query"] for r in rows) / n
-    extractor = f"LLM at {args.llm}" if args.llm else "heuristic"
+    extractor = f"LLM at {args.llm}" if args.llm else "generous" if args.generous else "heuristic"
     per = ", ".join(f"{c['in_prompt']}/{c['questions']}" for c in out["conversations"])
     return "\n".join(
         [
@@ -336,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="1-5", help="conversations by position: 1-5, 6-10")
     parser.add_argument("--llm", default=None, help="OpenAI-compatible API root for extraction")
     parser.add_argument("--json", type=Path, default=None, help="every question's row")
+    parser.add_argument(
+        "--generous", action="store_true", help="every owner statement a fact (a fake model)"
+    )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--budget", type=int, default=None, help="the prompt's memory tokens")
     parser.add_argument("--floor", type=float, default=None, help="share of the best score")
