@@ -226,6 +226,7 @@ def show(
     *,
     budget_tokens: int | None = None,
     floor: float | None = None,
+    now: float | None = None,
 ) -> list[Shown]:
     """`found` (best first) as the prompt shows them, those scoring at least `floor` of the
     first, until about `budget_tokens` tokens (the first always fits: the best match is worth
@@ -247,7 +248,7 @@ def show(
             if result.id not in said or result.id in told or _tells_nothing(result.text, asked):
                 continue
             ts, role = said[result.id]
-            text = snippet.exchange(result.text, question, ts=ts, role=role)
+            text = snippet.exchange(result.text, question, ts=ts, role=role, now=now)
         elif result.kind == "summary":
             text = snippet.matching(result.text, question)
         else:
@@ -397,7 +398,7 @@ def read_context(
     ranked = search.results(conn, plan, search.merge_lists(near, words), now=now, detail=False)
     always = read_always_for(conn, req, policy, now)
     skip = {a.id for a in always}
-    found = show(conn, pick_relevant(ranked, policy, k, skip=skip), req.query)
+    found = show(conn, pick_relevant(ranked, policy, k, skip=skip), req.query, now=now)
     tied = related.related_results(
         conn,
         [s.result for s in found],

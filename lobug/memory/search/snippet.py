@@ -1,8 +1,8 @@
 """A past exchange as the prompt shows it: the sentences that match the question, dated.
 
-A turn found by the prompt's search is shown as "On 8 May 2023 the user said: …" with only
-its sentences that share a word of the question (the search's own word matching: whole word,
-prefix or another form of it), in the order said; a turn that matched by meaning or as the
+A turn found by the prompt's search is shown as "On 8 May 2023 the user said: …" ("Today",
+"Yesterday" for the last two days) with only its sentences that share a word of the question
+(the search's own word matching: whole word, prefix or another form of it), in the order said; a turn that matched by meaning or as the
 reply to a question shares none, and shows its first statements. A sentence that asks ("What
 did you cook?") brings the one after it, the answer; so does one the next goes on about ("My
 sister visits. She is allergic to peanuts.": `GOES_ON`). Longer than
@@ -31,10 +31,17 @@ MAX_TOKENS = 40  # of one snippet's words; the prompt's budget bounds them all
 SAID_BY = {"user": "the user said", "assistant": "you said"}
 
 
-def said_on(ts: float, role: str, zone: tzinfo | None = None) -> str:
-    """ "On 8 May 2023 the user said:" (the household's calendar: `zone` None is local)."""
-    day = datetime.fromtimestamp(ts, zone)
-    return f"On {day.day} {day:%B %Y} {SAID_BY.get(role, 'the user said')}:"
+def said_on(ts: float, role: str, now: float | None = None, zone: tzinfo | None = None) -> str:
+    """ "On 8 May 2023 the user said:", or "Today …", "Yesterday …" when it was said on
+    `now`'s day or the day before (the household's calendar: `zone` None is local; fewer
+    tokens, and no date for the model to work out)."""
+    day = datetime.fromtimestamp(ts, zone).date()
+    who = SAID_BY.get(role, "the user said")
+    if now is not None:
+        back = (datetime.fromtimestamp(now, zone).date() - day).days
+        if back in (0, 1):
+            return f"{'Today' if back == 0 else 'Yesterday'} {who}:"
+    return f"On {day.day} {day:%B %Y} {who}:"
 
 
 def matching(text: str, question: str, max_tokens: int | None = None) -> str:
@@ -88,6 +95,14 @@ def _within(sentences: list[str], max_tokens: int, by_match: list[int]) -> str:
     return " ".join(words) + " …"
 
 
-def exchange(text: str, question: str, *, ts: float, role: str, zone: tzinfo | None = None) -> str:
+def exchange(
+    text: str,
+    question: str,
+    *,
+    ts: float,
+    role: str,
+    now: float | None = None,
+    zone: tzinfo | None = None,
+) -> str:
     """A turn as the prompt shows it: `said_on` and its `matching` sentences."""
-    return f"{said_on(ts, role, zone)} {matching(text, question)}"
+    return f"{said_on(ts, role, now, zone)} {matching(text, question)}"

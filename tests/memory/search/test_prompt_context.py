@@ -84,7 +84,8 @@ async def test_did_i_feed_biscuit_this_morning_prefers_this_mornings_statement(
     clock.advance(3 * 3600)
     await say(client, "Did I feed Biscuit this morning?", "now")
     shown = relevant(state)
-    assert shown and shown[0].startswith(snippet.said_on(clock(), "user")), shown
+    assert shown and shown[0].startswith("Today the user said:"), shown
+    assert snippet.said_on(clock(), "user", clock()) == "Today the user said:"
 
 
 async def test_v1_context_is_the_prompts_memory(
