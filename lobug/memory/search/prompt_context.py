@@ -330,6 +330,7 @@ def context_plan(
             # Archived facts answer when they match best; replaced ones are not the truth now.
             superseded=False,
             exclude_session=session_id,
+            owner_turns=True,  # a guest's words never speak as the owner's
         ),
     )
     # "Did I take my pills?" wants the latest: the past-tense rule (no recency prior for a

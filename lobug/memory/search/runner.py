@@ -112,6 +112,7 @@ def turn_reach(req: QueryRequest, exclude_since: float | None = None) -> Reach |
         filters=f,
         exclude_session=reach.exclude_session,
         exclude_session_since=exclude_since if reach.exclude_session else None,
+        owner_turns=reach.owner_turns,
     )
 
 
