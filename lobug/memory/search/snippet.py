@@ -2,12 +2,12 @@
 
 A turn found by the prompt's search is shown as "On 8 May 2023 the user said: …" ("Today",
 "Yesterday" for the last two days) with only its sentences that share a word of the question
-(the search's own word matching: whole word, prefix or another form of it), in the order said; a turn that matched by meaning or as the
-reply to a question shares none, and shows its first statements. A sentence that asks ("What
-did you cook?") brings the one after it, the answer; so does one the next goes on about ("My
-sister visits. She is allergic to peanuts.": `GOES_ON`). Longer than
-`MAX_TOKENS`, it is cut at a word. Every memory token costs the user ~33 ms of prefill on a
-Pi (issue 39): a whole turn of small talk would spend them on nothing.
+(the search's own word matching: whole word, prefix or another form of it), in the order said;
+a turn that matched by meaning or as the reply to a question shares none, and shows its first
+statements. A sentence that asks ("What did you cook?") brings the one after it, the answer;
+so does one the next goes on about ("My sister visits. She is allergic to peanuts.":
+`GOES_ON`). Longer than `MAX_TOKENS`, it is cut at a word. Every memory token costs the user
+~33 ms of prefill on a Pi (issue 39): a whole turn of small talk would spend them on nothing.
 
 Who said it is told in the prompt's own voice: the model is "you", the person it talks to
 "the user", as in the extracted facts ("The user drinks green tea"). A summary keeps its
