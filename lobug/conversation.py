@@ -147,13 +147,18 @@ def insert_turn(
     action: str | None = None,
     degraded: bool = False,
     speaker: str | None = None,
+    reply_to: int | None = None,
 ) -> TurnRecord:
-    """speaker: who said it by name, when the caller knows (an imported conversation)."""
+    """speaker: who said it by name, when the caller knows (an imported conversation).
+    reply_to: the turn it answers (the chat's reply: the user's turn); None: the session's
+    latest turn, what a turn said next in a conversation answers (m015)."""
     cur = conn.execute(
         "INSERT INTO turns (user_id, session_id, device_id, role, text, ts, ref, action,"
-        " degraded, speaker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (user_id, session_id, device_id, role, text, ts, ref, action, int(degraded), speaker),
-    )
+        " degraded, speaker, reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+        " COALESCE(?, (SELECT MAX(id) FROM turns WHERE session_id = ?)))",
+        (user_id, session_id, device_id, role, text, ts, ref, action, int(degraded), speaker,
+         reply_to, session_id),
+    )  # fmt: skip
     return TurnRecord(
         id=int(cur.lastrowid),
         session_id=session_id,

@@ -348,6 +348,9 @@ class ChatService:
                 device_id=user.device_id,
                 action=action,
                 degraded=degraded,
+                # Linked now: by the time the model has answered, another device's turns
+                # may sit between the two ids.
+                reply_to=user.id,
             )
         if action != "IGNORE":
             # A degraded reply is no exchange to learn from: the user's words are still

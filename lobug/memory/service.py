@@ -28,7 +28,7 @@ from lobug.memory.jobs import MemoryJobs
 from lobug.memory.lifecycle.gc import gc_pass
 from lobug.memory.query import EPISODE, InvalidMemory, QueryRequest, QueryResult
 from lobug.memory.reflect import notes
-from lobug.memory.search import explain, prompt_context, runner, who
+from lobug.memory.search import explain, prompt_context, runner, when, who
 from lobug.memory.search.hits import HitBuffer, SeenMarks, apply_hits, apply_seen
 from lobug.memory.search.scoring import WEIGHTS
 from lobug.memory.summaries import base_memory
@@ -118,6 +118,7 @@ class MemoryService:
             self.periodic.tasks.append(Task("reflection", REFLECTION_CHECK_S, self._think))
         self._wake: Callable[[], None] = lambda: None
         self._warm: asyncio.Task[None] | None = None
+        self._dates: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -136,6 +137,8 @@ class MemoryService:
             # Loading sentence-transformers takes seconds; the first turn should not pay it.
             self._warm = asyncio.create_task(self._warm_up())
         self._flusher = asyncio.create_task(self._flush_loop(), name="lobug-memory-hits")
+        # dateparser loads its language data on first use (2 s): not on the first question.
+        self._dates = asyncio.create_task(asyncio.to_thread(when.warm), name="lobug-dates")
 
     def start_periodic(self) -> None:
         """The daemon's periodic upkeep (GC); the CLI does not run it."""
@@ -157,6 +160,9 @@ class MemoryService:
                 await self._flusher
         with contextlib.suppress(Exception):  # best effort: the DB may be gone (disk full)
             await self.flush_hits()
+        if self._dates is not None:
+            with contextlib.suppress(Exception):
+                await self._dates
         if self._warm is not None:
             self._warm.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -183,7 +189,34 @@ class MemoryService:
     ) -> prompt_context.Sections:
         """[Long-term memory], what is always known (context `all`), the delta header,
         [Relevant memories], consent proposals to confirm, split into the stable sections and
-        this turn's (`prompt_context.Sections`); never raises or waits long.
+        this turn's (`prompt_context.Sections`); never raises or waits long. The chat's
+        `turn_memory`: what it showed counts as used, the header and proposals as shown."""
+        got = await self.turn_memory(
+            user_id=user_id,
+            session_id=session_id,
+            text=text,
+            stores=stores,
+            categories=categories,
+            window_start=window_start,
+            record=True,
+        )
+        return got.sections
+
+    async def turn_memory(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        text: str,
+        stores: tuple[str, ...] = STORES,
+        categories: frozenset[str] | None = None,
+        window_start: float | None = None,
+        k: int | None = None,
+        record: bool = False,
+    ) -> prompt_context.PromptMemory:
+        """The prompt's memory for `text` in a session: the sections and what they show, by the
+        one function the chat (`prompt_sections`, `record`: the uses and the seen marks kept)
+        and GET /v1/context (without) both call, so the API shows exactly what a prompt gets.
 
         `stores`: what the caller's device may draw on (lobug.api.auth). The base memory, the
         delta header and the proposals are distilled from everything, the private store
@@ -192,7 +225,8 @@ class MemoryService:
         `categories`: the caller's allowlist (None: every category); a caller held to some
         categories is not the owner either, and gets only the facts of those (issue 25)."""
         if not stores or categories == frozenset():
-            return prompt_context.Sections([], [])
+            return prompt_context.PromptMemory(prompt_context.Sections([], []))
+        k = self.memory.top_k if k is None else k
         owner = set(STORES) <= set(stores) and categories is None
         generation = self.base_cache.generation
         base = self.base_cache.get(user_id) if owner else ""
@@ -203,7 +237,7 @@ class MemoryService:
                 text,
                 user_id=user_id,
                 session_id=session_id,
-                k=self.memory.top_k,
+                k=k,
                 min_similarity=self.memory.min_similarity,
                 weights=self.weights,
                 window_start=window_start,
@@ -220,7 +254,7 @@ class MemoryService:
                 the reflection, the procedures (insights rank with the facts) and the
                 proposals to confirm."""
                 got = prompt_context.read_context(
-                    conn, plan, vector, words, now=now, k=self.memory.top_k,
+                    conn, plan, vector, words, now=now, k=k,
                     policy=self.categories, want_base=base is None, shown=shown,
                 )  # fmt: skip
                 if not owner:
@@ -234,27 +268,34 @@ class MemoryService:
             if base is None:
                 base = got.base or ""
                 self.base_cache.put(user_id, base, generation)
-            if owner:
-                header = got.news.header
-                # Shown now, written later with the hits: the hot path stays free of writes.
-                self.seen.mark(user_id, session_id, got.news.rev)
-            # Both sections are uses: a fact always in the prompt (context `all`) is in use
-            # and must not be archived as idle.
-            self.hits.add([r.id for r in got.found] + [a.id for a in got.always], now)
-            self.searches.searched(user_id, session_id, got.found, now)
-            return prompt_context.sections(
+            header = got.news.header if owner else None
+            memories = [s.result for s in got.found if s.result.kind != EPISODE]
+            if record:
+                if owner:
+                    # Shown now, written later with the hits: the hot path stays free of writes.
+                    self.seen.mark(user_id, session_id, got.news.rev)
+                # Both sections are uses: a fact always in the prompt (context `all`) is in
+                # use and must not be archived as idle. A turn is no memory to strengthen.
+                self.hits.add([r.id for r in memories] + [a.id for a in got.always], now)
+                self.searches.searched(user_id, session_id, memories, now)
+                confirm = self._asked.first_time(session_id, asks)
+            else:
+                confirm = self._asked.not_yet(session_id, asks)
+            sections = prompt_context.sections(
                 base,
-                [r.text for r in got.found + got.related],
+                [s.text for s in got.found] + [r.text for r in got.related],
                 header,
                 always=[a.text for a in got.always],
-                confirm=self._asked.first_time(session_id, asks),
+                confirm=confirm,
                 notes=thoughts.stable(),
                 turn_notes=thoughts.for_turn(),
             )
+            return prompt_context.PromptMemory(sections, got.found, got.always)
         except Exception:  # noqa: BLE001 - a retrieval failure costs memories, not the reply
-            self.searches.searched(user_id, session_id, None, self.clock())
+            if record:
+                self.searches.searched(user_id, session_id, None, self.clock())
             log.warning("memory retrieval failed; answering without it", exc_info=True)
-            return prompt_context.sections(base or "", [], header)
+            return prompt_context.PromptMemory(prompt_context.sections(base or "", [], header))
 
     def on_user_turn(self, conn: Any, turn: TurnRecord, *, now: float) -> None:
         with _guarded(conn, "user turn", turn.id):

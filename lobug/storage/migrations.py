@@ -484,6 +484,16 @@ CREATE TABLE turn_reply_keys (
 );
 """
 
+# The turn a turn answers, linked when it is stored (issue 39): "the id before it" is another
+# device's turn when two talk at once. Older turns: the turn before them in their session.
+M015_REPLY_TO = """
+ALTER TABLE turns ADD COLUMN reply_to INTEGER REFERENCES turns(id) ON DELETE SET NULL;
+UPDATE turns SET reply_to = (
+  SELECT MAX(p.id) FROM turns p WHERE p.session_id = turns.session_id AND p.id < turns.id
+);
+CREATE INDEX idx_turns_reply_to ON turns(reply_to);
+"""
+
 # Issue 38: a session belongs to the principal that opened it (lobug.access.Principal.owner),
 # not to a trust level. Sessions from before were the owner's when at full trust; the others
 # were shared by everyone at their trust, so nobody joins them again.
@@ -529,6 +539,7 @@ MIGRATIONS: list[tuple[str, Callable[[Any], None]]] = [
     ("m012_memory_events", _sql(M012_MEMORY_EVENTS)),
     ("m013_turn_entities", _sql(M013_TURN_ENTITIES)),
     ("m014_reply_keys", _sql(M014_REPLY_KEYS)),
+    ("m015_reply_to", _sql(M015_REPLY_TO)),
     ("m016_devices", _sql(M016_DEVICES)),
     ("m019_job_interruptions", _sql(M019_JOB_INTERRUPTIONS)),
 ]

@@ -124,7 +124,12 @@ async def test_context_short_term_base_memory_memories_and_delta(
         clock.advance(1)
     context = await app.local.get("/v1/context?session_id=chat-1")
     assert [t["text"] for t in context["short_term"]] == ["message 2", "message 3", "message 4"]
-    assert (context["delta"], context["delta_header"], context["memories"]) == ([], None, [])
+    assert (context["delta"], context["delta_header"]) == ([], None)
+    # What fell out of the working memory comes back as the prompt's memory, the rest not.
+    assert {m["text"] for m in context["memories"]} <= {
+        "[episode] message 0",
+        "[episode] message 1",
+    }
     await app.client.app[keys.DB].write(
         lambda c: base_memory.set_base(
             c, "default", "User Profile:\n- Alex", now=1, actor="t", meta={}

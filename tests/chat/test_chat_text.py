@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from contract import assert_error, assert_valid
 from dbutil import query
+from fake_ollama import FakeOllamaState
+from memory_kit import Script, drain
 
 from lobug import keys
 from lobug.llm.replies import REPLY_SCHEMA
@@ -196,3 +199,35 @@ async def test_unexpected_error_is_a_generic_500_with_traceback_logged(
     assert_error(body, "internal")
     assert "secret" not in body["error"]["message"]
     assert any("secret internal detail" in (r.exc_text or "") for r in caplog.records)
+
+
+async def test_a_reply_is_linked_to_the_turn_it_answers_when_two_devices_talk_at_once(
+    make_client: Any, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    """Two devices at once interleave the turns' ids: the kitchen's reply is not the id after
+    its question (issue 39). The link is stored with the reply, so the search still reads it
+    as the answer to that question (its reply key, `vectors.replies`)."""
+    state, _ = ollama
+    state.script = Script(
+        reply=lambda said: json.dumps(
+            {"action": "RESPOND", "response": "Tuesdays, before eight." if "recycling" in said
+             else "Done."}
+        )
+    )  # fmt: skip
+    state.delay_s = 0.3
+    client = await make_client()
+    asked = {"text": "Which day does the recycling go out?", "device_id": "kitchen"}
+    told = {"text": "Turn the hall lights off.", "device_id": "hall"}
+    first = client.post("/chat/text", json=asked)
+    await asyncio.sleep(0.1)  # the kitchen's turn first, then the hall's, then both replies
+    resps = await asyncio.gather(first, client.post("/chat/text", json=told))
+    assert [r.status for r in resps] == [200, 200]
+    path = client.app[keys.CONFIG].storage.db_path
+    rows = {r["text"]: r for r in query(path, "SELECT id, text, reply_to FROM turns")}
+    question, reply = rows[asked["text"]], rows["Tuesdays, before eight."]
+    assert reply["id"] != question["id"] + 1  # interleaved
+    assert reply["reply_to"] == question["id"]
+    assert rows["Done."]["reply_to"] == rows[told["text"]]["id"]
+    await drain(path, clock)
+    keyed = [r[0] for r in query(path, "SELECT turn_id FROM turn_reply_keys")]
+    assert keyed == [reply["id"]]

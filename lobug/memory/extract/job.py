@@ -360,8 +360,10 @@ class ExtractJob:
             )
         }
         turn_left = self.config.max_writes_per_turn - added_for_turn(conn, user)
-        day_left = self.config.max_writes_per_day - added_since(
-            conn, user.user_id, now - DAY_S, target
+        # The day the words were said, not the day they are extracted: a history import of a
+        # year counts each day of it against its own budget (issue 39).
+        day_left = self.config.max_writes_per_day - added_on_day_of(
+            conn, user.user_id, min(now, user.ts), target
         )
         budget = max(0, min(turn_left, day_left))
         dropped: set[int] = set()
@@ -429,13 +431,17 @@ def added_for_turn(conn: Any, user: TurnRecord) -> int:
     return int(row[0])
 
 
-def added_since(conn: Any, user_id: str, since: float, store_name: str) -> int:
-    """Rows the extractor added for the user to `store_name` since `since` (the rolling daily
-    cap): each trust writes its own store, so each spends its own budget (issue 25)."""
+def added_on_day_of(conn: Any, user_id: str, said: float, store_name: str) -> int:
+    """Rows the extractor added for the user to `store_name` from turns said in the rolling
+    day up to `said` (the daily cap): each trust writes its own store, so each spends its own
+    budget (issue 25). Counted by when their words were said, so live talk spends the last 24
+    hours and an imported day of a year's history its own day."""
     row = conn.execute(
-        "SELECT COUNT(*) FROM history h JOIN memories m ON m.id = h.memory_id"
-        " WHERE h.user_id = ? AND h.event = 'ADD' AND h.actor = ? AND h.ts > ? AND m.store = ?",
-        (user_id, ACTOR, since, store_name),
+        "SELECT COUNT(DISTINCT m.id) FROM history h JOIN memories m ON m.id = h.memory_id"
+        " JOIN memory_sources s ON s.memory_id = m.id JOIN turns t ON t.id = s.turn_id"
+        " WHERE h.user_id = ? AND h.event = 'ADD' AND h.actor = ? AND m.store = ?"
+        " AND t.ts > ? AND t.ts <= ?",
+        (user_id, ACTOR, store_name, said - DAY_S, said),
     ).fetchone()
     return int(row[0])
 

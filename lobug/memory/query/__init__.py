@@ -146,6 +146,9 @@ class Reach:
     said_in: tuple[float, float] | None = None
     speaker: str | None = None  # turns only: said by this person (turns.speaker)
     live_at: float | None = None  # memories only: those expired at this time are left out
+    # Turns only: of the owner's sessions (full trust): the owner's prompt shows their words as
+    # "the user said"; a stranger's must not speak there as the owner (issue 25, issue 39).
+    owner_turns: bool = False
 
 
 def _reach(value: Any) -> Reach:

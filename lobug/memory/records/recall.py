@@ -128,38 +128,58 @@ class Recall:
     ) -> dict[str, Any]:
         scope = self.records.scope(principal)
 
-        def read(conn: Any) -> tuple[list[Any], str, str | None]:
+        def read(conn: Any) -> tuple[list[Any], str, str | None, float | None]:
             if not scope.reads_turns:  # the conversation and the profile distilled from it
-                return [], "", None
+                return [], "", None, None
             recent = turns.recent_context_turns(conn, session_id, self.working_memory_size)
             last = next((t.text for t in reversed(recent) if t.role == "user"), None)
-            return recent, base_memory.get_base(conn, user_id), last
-
-        recent, base, last = await self.db.read(read)
-        text = q or last
-        memories: list[dict[str, Any]] = []
-        # The chat prompt's sections (search.prompt_context): the categories in context `all`, then
-        # the retrieved facts by the context modes; replaced facts are not the truth now. Not
-        # validated: the text is a turn's (up to chat.max_text_chars), the depth the prompt's.
-        request = QueryRequest.model_construct(
-            query=text or "",
-            top_k=prompt_context.depth(k),
-            reach=reach_of(scope, user_id, None, superseded=False),
-        )
-        always = await self.db.read(
-            prompt_context.read_always_for, request, self.records.policy, self.records.clock()
-        )
-        if text and self.records.memory is not None:
-            found = prompt_context.pick_relevant(
-                await self._search(request), self.records.policy, k, skip={a.id for a in always}
+            older = (
+                bool(recent)
+                and conn.execute(
+                    "SELECT 1 FROM turns WHERE session_id = ? AND id < ? LIMIT 1",
+                    (session_id, recent[0].id),
+                ).fetchone()
             )
-            memories = [r.dump("bullets") for r in found]
+            # As the chat's window: what it holds is left out of the search, what fell out
+            # of it comes back (`working_memory.window_start`).
+            start = recent[0].ts if older else None
+            return recent, base_memory.get_base(conn, user_id), last, start
+
+        recent, base, last, window_start = await self.db.read(read)
+        text = q or last
+        memory = self.records.memory
+        if text and memory is not None:
+            # The chat prompt's memory, by the chat's own function (issue 39): the sections
+            # the next prompt would get for `text`, and what they show.
+            got = await memory.turn_memory(
+                user_id=user_id,
+                session_id=session_id,
+                text=text,
+                stores=scope.stores,
+                categories=scope.categories,
+                window_start=window_start,
+                k=k,
+            )
+            always, memories = (
+                got.always,
+                [{**s.result.dump("bullets"), "shown": s.text} for s in got.found],
+            )
+            sections = {"stable": got.sections.stable, "turn": got.sections.turn}
+        else:
+            request = QueryRequest.model_construct(
+                query="", reach=reach_of(scope, user_id, None, superseded=False)
+            )
+            always = await self.db.read(
+                prompt_context.read_always_for, request, self.records.policy, self.records.clock()
+            )
+            memories, sections = [], None
         changes, since = await self._take_delta(scope, session_id, user_id)
         return {
             "session_id": session_id,
             "short_term": [t.to_dict() for t in recent],
             "always": [a.to_dict() for a in always],
             "memories": memories,
+            "sections": sections,
             "base_memory": base,
             "delta": [c.to_dict() for c in changes],
             "delta_header": delta.render(changes, since, max_bullets=3),

@@ -8,8 +8,9 @@ half of what it says; the turns beside it in its session say the rest.
 So the turn list is also ranked by a score that carries the context:
 
     own(t)     = w_words·bm25(t)/bm25_max + w_meaning·near(t)
-    context(t) = own(t) + γ·own(previous turn)    when that turn, of the same session, asks
-                                                   something (holds a "?"): t is its reply
+    context(t) = own(t) + γ·own(the turn it answers)    when that turn, of the same session,
+                                                   asks something (holds a "?"): t is its reply
+                                                   (linked when stored: `turns.reply_to`, m015)
 
 bm25(t) is FTS5's score of the question's words (any one of them, the speakers' names left out:
 they say who, not what) in t and bm25_max the best of the question; near(t) is the turn's cosine
@@ -91,10 +92,10 @@ def context_ranks(
     seeds = sorted(words, key=lambda i: -words[i])[: weights.seeds]
     seeds += sorted(near, key=lambda i: -near[i])[: weights.seeds]
     listed = set(words) | set(near)
-    replies = {i + 1 for i in seeds} - listed
+    replies = _replies_to(conn, seeds) - listed
     replies = visible_ids(conn, TURNS, flt, sorted(replies)) if replies else set()
     candidates = listed | replies
-    turns = _turns(conn, candidates | {i - 1 for i in candidates} | replies)
+    turns = _with_questions(conn, candidates)
     # A row outside both deep lists scores 0 on its own (it is below every listed one).
     top = max(words.values(), default=0.0)
     lo = min(near.values(), default=0.0)
@@ -107,8 +108,8 @@ def context_ranks(
 
     scored = {}
     for i in candidates:
-        if _answers(turns, i):
-            scored[i] = own(i) + weights.asked * own(i - 1)
+        if (asked_by := _question(turns, i)) is not None:
+            scored[i] = own(i) + weights.asked * own(asked_by)
         elif i in listed:  # a reply joins only as the reply to a question
             scored[i] = own(i)
     return sorted(scored, key=lambda i: (-scored[i], -i))[:k]
@@ -131,9 +132,9 @@ def context_scores(
     a hair" rank alike there."""
     if not ids:
         return {}
-    turns = _turns(conn, set(ids) | {i - 1 for i in ids})
-    replies = {i for i in ids if _answers(turns, i)}
-    scored = set(ids) | {i - 1 for i in replies}
+    turns = _with_questions(conn, set(ids))
+    replies = {i: q for i in ids if (q := _question(turns, i)) is not None}
+    scored = set(ids) | set(replies.values())
     asked, said = _shared_words(conn, question or QuestionWords(user_id, text), scored)
     top = max(asked.values(), default=0.0)
 
@@ -143,7 +144,8 @@ def context_scores(
 
     # A turn by what it says, the question a reply answers by what it asks (`asking`).
     return {
-        i: own(i, said) + (weights.asked * own(i - 1, asked) if i in replies else 0.0) for i in ids
+        i: own(i, said) + (weights.asked * own(replies[i], asked) if i in replies else 0.0)
+        for i in ids
     }
 
 
@@ -270,25 +272,53 @@ def _bm25_scores(conn: Any, question: QuestionWords, depth: int, flt: Reach) -> 
     return {i: score for i, score in best.items() if i in visible}
 
 
-def _answers(turns: dict[int, tuple[str | None, bool]], i: int) -> bool:
-    """Whether turn `i` is the reply to a question: the turn before it, of the same session,
-    asks something (`_turns`)."""
-    this, before = turns.get(i), turns.get(i - 1)
-    return bool(this and before and this[0] is not None and before[0] == this[0] and before[1])
+def _question(turns: dict[int, Said], i: int) -> int | None:
+    """The turn that turn `i` replies to, when that turn, of the same session, asks something
+    (`_with_questions`); None when `i` is no reply to a question."""
+    this = turns.get(i)
+    if this is None or this[0] is None or this[2] is None:
+        return None
+    before = turns.get(this[2])
+    return this[2] if before is not None and before[0] == this[0] and before[1] else None
 
 
-def _turns(conn: Any, ids: set[int]) -> dict[int, tuple[str | None, bool]]:
-    """(session, whether it asks something: holds a "?") of each turn id. Turns are stored in
-    the order they were said, so a turn's previous turn in its session is the id before it
-    when that row is of the same session (two sessions said at once interleave: their turns
-    then have no previous turn here)."""
-    found: dict[int, tuple[str | None, bool]] = {}
+Said = tuple[str | None, bool, int | None]  # session, whether it asks ("?"), the turn it answers
+
+
+def _with_questions(conn: Any, ids: set[int]) -> dict[int, Said]:
+    """`_turns` of `ids` and of the turns they answer."""
+    turns = _turns(conn, ids)
+    asked = {t[2] for t in turns.values() if t[2] is not None} - turns.keys()
+    turns.update(_turns(conn, asked))
+    return turns
+
+
+def _replies_to(conn: Any, ids: Collection[int]) -> set[int]:
+    """The turns that answer any of `ids` (`turns.reply_to`, m015)."""
+    found: set[int] = set()
+    ordered = sorted(ids)
+    for at in range(0, len(ordered), 500):
+        chunk = ordered[at : at + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(f"SELECT id FROM turns WHERE reply_to IN ({marks})", chunk)
+        found.update(int(r[0]) for r in rows)
+    return found
+
+
+def _turns(conn: Any, ids: set[int]) -> dict[int, Said]:
+    """(session, whether it asks something: holds a "?", the turn it answers) of each turn id.
+    The turn it answers is linked when it is stored (`turns.reply_to`, m015): two sessions
+    said at once interleave their ids, so "the id before it" may be another's."""
+    found: dict[int, Said] = {}
     ordered = sorted(i for i in ids if i > 0)
     for at in range(0, len(ordered), 500):
         chunk = ordered[at : at + 500]
         marks = ",".join("?" * len(chunk))
         rows = conn.execute(
-            f"SELECT id, session_id, instr(text, '?') FROM turns WHERE id IN ({marks})", chunk
+            f"SELECT id, session_id, instr(text, '?'), reply_to FROM turns WHERE id IN ({marks})",
+            chunk,
         )
-        found.update({int(r[0]): (r[1], bool(r[2])) for r in rows})
+        found.update(
+            {int(r[0]): (r[1], bool(r[2]), None if r[3] is None else int(r[3])) for r in rows}
+        )
     return found

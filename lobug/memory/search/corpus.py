@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lobug.conversation import OWNER_TURN
 from lobug.memory.query import Reach
 from lobug.memory.table.rows import unexpired
 
@@ -83,6 +84,8 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
             params += [f.person.strip(), f.person.strip()]
         compare("d.role", "=", f.role)
         compare("d.speaker", "=", flt.speaker)
+        if flt.owner_turns:
+            clauses.append(f"d.{OWNER_TURN}")
         clauses.append("d.degraded = 0")  # an apology says nothing worth finding
         updated = "d.ts"
     compare(updated, ">=", f.updated_after)

@@ -26,8 +26,11 @@ from typing import Any, NamedTuple
 
 from lobug.access import STORES, UNCATEGORIZED, CategoryPolicy
 from lobug.memory.graph import related
-from lobug.memory.query import QueryRequest, QueryResult, Reach, tokens_of
+from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, Reach, tokens_of
 from lobug.memory.search import runner as search
+from lobug.memory.search import snippet
+from lobug.memory.search.asking import only_asks
+from lobug.memory.search.fts import query_tokens
 from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.summaries import base_memory
 from lobug.memory.table import delta
@@ -39,7 +42,13 @@ ALWAYS_MAX = 20  # memories of `all` categories in one prompt, at most
 ALWAYS_BUDGET_TOKENS = 400  # and about this many tokens of them (the first always fits)
 ALWAYS_TITLE = "[What you always know about the user]"
 CONFIRM = "Ask the user to confirm before you remember: {}"
-PROMPT_KINDS = ("fact", "insight")  # what the turn's search ranks for the owner's prompt
+# What the turn's search ranks for the owner's prompt: the joint search /v1/query runs (issue
+# 39), facts, summaries and the owner's own past exchanges ranked together.
+PROMPT_KINDS = ("fact", "insight", "summary", EPISODE)
+# The turn block's memory, at most about this many tokens (issue 39: p95 ≤ 150; each costs
+# ~33 ms of prefill on a Pi), and only what scores at least FLOOR of the best found.
+BUDGET_TOKENS = 140
+FLOOR = 0.5
 
 
 def long_term_section(base: str) -> str | None:
@@ -184,6 +193,9 @@ def pick_relevant(
     for result in found:
         if len(kept) >= k:
             break
+        if result.kind == EPISODE:  # the owner's own words: no category, no context mode
+            kept.append(result)
+            continue
         category = result.category or UNCATEGORIZED
         if result.id in skip or policy.context_mode(category) == "none":
             continue
@@ -196,6 +208,83 @@ def pick_relevant(
         per[category] += 1
         kept.append(result)
     return kept
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A result as the prompt shows it: a fact as stored, an exchange as a dated snippet, a
+    summary as its matching sentences (`snippet`)."""
+
+    result: QueryResult
+    text: str
+
+
+def show(
+    conn: Any,
+    found: Sequence[QueryResult],
+    question: str,
+    *,
+    budget_tokens: int | None = None,
+    floor: float | None = None,
+    now: float | None = None,
+) -> list[Shown]:
+    """`found` (best first) as the prompt shows them, those scoring at least `floor` of the
+    first, until about `budget_tokens` tokens (the first always fits: the best match is worth
+    its words); one that would pass the budget is left out, a shorter one after it may fit."""
+    if not found:
+        return []
+    budget_tokens = BUDGET_TOKENS if budget_tokens is None else budget_tokens
+    floor = FLOOR if floor is None else floor
+    top = found[0].score
+    found = [r for r in found if r is found[0] or r.score >= floor * top]
+    said = _said(conn, [r.id for r in found if r.kind == EPISODE])
+    # A memory found with the turn it came from says it once: the memory, in fewer words.
+    told = _sources(conn, [r.id for r in found if r.kind != EPISODE])
+    asked = set(query_tokens(question))
+    kept: list[Shown] = []
+    used = 0
+    for result in found:
+        if result.kind == EPISODE:
+            if result.id not in said or result.id in told or _tells_nothing(result.text, asked):
+                continue
+            ts, role = said[result.id]
+            text = snippet.exchange(result.text, question, ts=ts, role=role, now=now)
+        elif result.kind == "summary":
+            text = snippet.matching(result.text, question)
+        else:
+            text = result.text
+        cost = tokens_of(text)
+        if kept and used + cost > budget_tokens:
+            continue
+        kept.append(Shown(result, text))
+        used += cost
+    return kept
+
+
+def _tells_nothing(text: str, asked: set[str]) -> bool:
+    """A past turn that only asks ("Did I take my pills?" yesterday), or says no word the
+    question does not (the same request made before), tells the model nothing."""
+    return only_asks(text) or set(query_tokens(text)) <= asked
+
+
+def _sources(conn: Any, ids: Sequence[int]) -> set[int]:
+    """The turns the memories `ids` came from."""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT turn_id FROM memory_sources WHERE memory_id IN ({marks})", tuple(ids)
+    )
+    return {int(r[0]) for r in rows}
+
+
+def _said(conn: Any, ids: Sequence[int]) -> dict[int, tuple[float, str]]:
+    """(when, by whom: its role) of each turn id."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT id, ts, role FROM turns WHERE id IN ({marks})", tuple(ids))
+    return {int(r[0]): (float(r[1]), str(r[2])) for r in rows}
 
 
 def depth(k: int) -> int:
@@ -225,9 +314,14 @@ def context_plan(
     all). It ranks `depth(k)` of them: `pick_relevant` cuts them to `k` by the categories'
     context modes."""
     owner = set(STORES) <= set(stores) and categories is None
+    # A turn is the owner's own words (the private store): only the owner's prompt searches
+    # them, as it does the insights.
     req = QueryRequest.model_construct(
         query=text,
         kinds=list(PROMPT_KINDS if owner else ("fact",)),
+        # The owner's own words, not Lo-Bug's replies: a reply restates what the prompt held
+        # (or what the model made up), and shown again it would feed on itself.
+        filters=QueryFilters(role="user"),
         top_k=depth(k),
         reach=Reach(
             user_id=user_id,
@@ -236,12 +330,17 @@ def context_plan(
             # Archived facts answer when they match best; replaced ones are not the truth now.
             superseded=False,
             exclude_session=session_id,
+            owner_turns=True,  # a guest's words never speak as the owner's
         ),
     )
+    # "Did I take my pills?" wants the latest: the past-tense rule (no recency prior for a
+    # question about what happened, tuned on LoCoMo's) stays off the household's prompt.
     return search.Plan.at(
         req,
         weights,
         now,
+        past=False,
+        per_kind=True,
         min_similarity=min_similarity,
         depth=depth(k),
         exclude_since=window_start,
@@ -261,7 +360,7 @@ class TurnMemory:
     """What the prompt gets from memory for one turn."""
 
     base: str | None  # None: not read (the caller has it cached)
-    found: list[QueryResult]  # the relevant facts, context modes applied
+    found: list[Shown]  # the relevant memories and exchanges, context modes and budget applied
     news: News
     always: list[Always]  # the `all` categories' memories
     # Facts tied to `found` by a relation edge: shown with them, but not asked for, so not
@@ -300,10 +399,10 @@ def read_context(
     ranked = search.results(conn, plan, search.merge_lists(near, words), now=now, detail=False)
     always = read_always_for(conn, req, policy, now)
     skip = {a.id for a in always}
-    found = pick_relevant(ranked, policy, k, skip=skip)
+    found = show(conn, pick_relevant(ranked, policy, k, skip=skip), req.query, now=now)
     tied = related.related_results(
         conn,
-        found,
+        [s.result for s in found],
         policy,
         user_id=user_id,
         stores=req.reach.stores,
@@ -311,7 +410,24 @@ def read_context(
         skip=skip,
         now=now,
     )
-    return TurnMemory(base, found, news, always, tied)
+    used = sum(tokens_of(s.text) for s in found)
+    fits = []
+    for fact in tied:  # within the same budget: a neighbour is shown only where it fits
+        used += tokens_of(fact.text)
+        if used > BUDGET_TOKENS:
+            break
+        fits.append(fact)
+    return TurnMemory(base, found, news, always, fits)
+
+
+@dataclass(frozen=True)
+class PromptMemory:
+    """The prompt's memory for one turn: its sections, and what the relevant memories and
+    the always-known section show (GET /v1/context lists them beside the sections)."""
+
+    sections: Sections
+    found: list[Shown] = field(default_factory=list)
+    always: list[Always] = field(default_factory=list)
 
 
 def _since(conn: Any, session_id: str, user_id: str, shown: int | None) -> int:

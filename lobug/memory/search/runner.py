@@ -89,7 +89,10 @@ def memory_reach(req: QueryRequest, exclude_since: float | None, now: float | No
     )
 
 
-def turn_reach(req: QueryRequest) -> Reach | None:
+def turn_reach(req: QueryRequest, exclude_since: float | None = None) -> Reach | None:
+    """The turns the request reaches (`exclude_since`: with `reach.exclude_session`, that
+    session's turns said before it still count, as for memories: the prompt's working memory
+    holds only the rest), or None when it asks for none."""
     f, reach = req.filters or QueryFilters(), req.reach
     # Turns have no category, pin, layer, importance or writer: a filter on those excludes them.
     narrowed = (
@@ -104,7 +107,13 @@ def turn_reach(req: QueryRequest) -> Reach | None:
     )
     if EPISODE not in req.wanted or EPISODE_STORE not in reach.stores or narrowed:
         return None
-    return Reach(user_id=reach.user_id, filters=f, exclude_session=reach.exclude_session)
+    return Reach(
+        user_id=reach.user_id,
+        filters=f,
+        exclude_session=reach.exclude_session,
+        exclude_session_since=exclude_since if reach.exclude_session else None,
+        owner_turns=reach.owner_turns,
+    )
 
 
 VECTOR_LIST = ("vector", "context")  # the lists that need the query's vector
@@ -127,14 +136,26 @@ class Plan:
     exclude_since: float | None = None
     period: Period | None = None  # what the question's "last spring" means (`at`)
     now: float | None = None  # when it is asked: expired memories are left out (`at`)
+    # The joint fusion normalised per kind (`per_kind`): the prompt's, where the owner's
+    # facts must hold their own against the turns they came from.
+    per_kind: bool = False
     # The speakers of the user's turns, when the caller has read them already (`words`).
     speakers: tuple[str, ...] | None = None
 
     @classmethod
-    def at(cls, req: QueryRequest, weights: ScoringWeights, now: float, **how: Any) -> Plan:
+    def at(
+        cls,
+        req: QueryRequest,
+        weights: ScoringWeights,
+        now: float,
+        *,
+        past: bool = True,
+        **how: Any,
+    ) -> Plan:
         """The plan of `req` asked at `now`: with the period its words name, if any, and
-        without a recency prior when it asks about what happened (`when.asks_past`)."""
-        if when.asks_past(req.query):
+        without a recency prior when it asks about what happened (`when.asks_past`) — unless
+        `past` is off: the household's "Did I take my pills?" wants the latest (the prompt)."""
+        if past and when.asks_past(req.query):
             weights = weights.timeless()
         return cls(req, weights, period=when.period(req.query, now), now=now, **how)
 
@@ -150,7 +171,7 @@ class Plan:
 
     def corpora(self) -> list[tuple[Corpus, Reach]]:
         memories = memory_reach(self.req, self.exclude_since, self.now)
-        found = [(MEMORIES, memories), (TURNS, turn_reach(self.req))]
+        found = [(MEMORIES, memories), (TURNS, turn_reach(self.req, self.exclude_since))]
         return [(corpus, flt) for corpus, flt in found if flt is not None]
 
 
@@ -282,6 +303,8 @@ def finish(
     joint = {name: _joint(present, lists, name, similarity) for name in names}
     w = plan.weights
     fused = fuse(joint, w.rrf_k, w.list_weights)
+    if plan.per_kind:
+        fused = normalised_per_kind(fused, present, lists, w)
     found: dict[int, Ranked] = {}  # tagged id -> the re-scored row
     for corpus in present:
         local = [
@@ -297,6 +320,29 @@ def finish(
     # Stable: equal scores keep the fused order, so explain reproduces a ranking exactly.
     ranked.sort(key=lambda r: -r.hit.score)
     return lead(conn, plan, ranked, similarity)
+
+
+def normalised_per_kind(
+    fused: Sequence[Fused], present: Sequence[Corpus], lists: Lists, w: ScoringWeights
+) -> list[Fused]:
+    """The joint fusion's relevance normalised per corpus: by the best score a row of its own
+    corpus could reach, first in every list that corpus entered. Turns enter more lists than
+    memories can (context, echo, the answering lists), so normalised by every list a fact first
+    in each of its three would count 0.4 and lose to a turn second in two; here it counts 1.
+    The order of the fusion is kept: the re-score orders by relevance."""
+    best = {
+        corpus.table: sum(
+            float(w.list_weights.get(name, 1.0)) / (w.rrf_k + 1)
+            for name, ids in lists[corpus.table].items()
+            if ids
+        )
+        for corpus in present
+    }
+    out = []
+    for f in fused:
+        top = best[_untag(f.id)[0].table]
+        out.append(replace(f, rrf_norm=f.rrf / top if top else 0.0))
+    return out
 
 
 def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) -> list[Ranked]:

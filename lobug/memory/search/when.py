@@ -11,7 +11,9 @@ Recognised (case-insensitive):
     N days|weeks|months|years ago  (N in digits or one…twelve, "a", "a couple of", "a few")
     this/last spring|summer|autumn|fall|winter, in (the) spring|…  (of 2025)
     in/last/this May, in May 2025, (on) May 3, May 3rd 2025, (on) 3 May, 2025, the 3rd of May
-    in 2025, last/this year
+    in 2025, last/this year; the past week|month|year (the last 7, 30, 365 days)
+    (last|this|on) Friday, this morning|afternoon|evening, (last) weekend, (last) Christmas,
+    Halloween, New Year's Eve…: read by `dateparser` (`_spoken`), not by more patterns here
 Seasons are the northern meteorological ones (spring = March–May, winter = December–February).
 A month or season without a year is the latest one that has begun by `now`.
 "Recently" and "lately" name no period: said of a memory that spans months they mean the latest
@@ -105,6 +107,26 @@ _DAYS = {
     "the other day": (-7, 0),
 }
 _DAYS_RE = re.compile(r"\b(" + "|".join(_DAYS) + r")\b", re.I)
+# The feasts a household dates things by, as the day dateparser reads ("last Christmas").
+FEASTS = {
+    "christmas eve": "24 december",
+    "christmas day": "25 december",
+    "christmas": "25 december",
+    "new year's eve": "31 december",
+    "new year's day": "1 january",
+    "halloween": "31 october",
+    "valentine's day": "14 february",
+}
+_FEAST_RE = re.compile(
+    r"\b(?:" + "|".join(re.escape(f).replace("'", "['’]") for f in FEASTS) + r")\b", re.I
+)
+_DAY_PARTS = r"morning|afternoon|evening"
+# Whether to ask dateparser at all (it costs ~25 ms a question): a weekday, a part of the
+# day, a weekend or a feast is named.
+_SPOKEN = re.compile(rf"\b(?:{_WEEKDAY}|weekend|{_DAY_PARTS})\b|{_FEAST_RE.pattern}", re.I)
+_SPOKEN_PARSED = re.compile(
+    rf"\b(?:{_WEEKDAY}|{_DAY_PARTS}|{'|'.join(n for n in MONTHS if len(n) > 3)})\b", re.I
+)
 _EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
 # A question that asks for a time ("When did …?", "What year …", "How long …"), and a turn
 # that tells one ("yesterday", "last Friday", "for 3 years", "on the 15th", "in May"): the
@@ -157,7 +179,8 @@ def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
     today = day_start(now, zone)
     # A calendar date is the firmest anchor ("recently, as mentioned on 3 June, 2023"; "in
     # May 2022"), then the named days, then the relative periods.
-    for parse in (_day_of_month, _month, _year, _days, _ago, _earlier, _relative, _season):
+    parsers = (_day_of_month, _month, _year, _days, _spoken, _ago, _earlier, _relative, _season)
+    for parse in parsers:
         found = parse(text, today)
         if found is not None:
             start, end = found
@@ -192,6 +215,7 @@ def says_when(text: str) -> bool:
 
 
 Span = tuple[datetime, datetime]
+ROLLING_DAYS = {"week": 7, "month": 30, "year": 365}  # "the past week|month|year"
 
 
 def _days(text: str, today: datetime) -> Span | None:
@@ -200,6 +224,48 @@ def _days(text: str, today: datetime) -> Span | None:
         return None
     first, last = _DAYS[m.group(1).lower()]
     return today + timedelta(days=first), today + timedelta(days=last)
+
+
+def _spoken(text: str, today: datetime) -> Span | None:
+    """A day the household names by its name, part or feast ("last Friday", "this morning",
+    "last weekend", "last Christmas"), resolved by `dateparser` against the question's day:
+    the whole day (a weekend: Saturday and Sunday). dateparser knows neither weekends nor
+    feasts, so "weekend" is asked as its Saturday and a feast as its date; only what it reads
+    from those words counts (it reads "we" as a Wednesday)."""
+    if _SPOKEN.search(text) is None:
+        return None
+    asked = _FEAST_RE.sub(lambda m: FEASTS[m.group(0).lower().replace("’", "'")], text)
+    asked = re.sub(r"\bweekend\b", "saturday", asked, flags=re.I)
+    for phrase, when in _search_dates(asked, today):
+        if _SPOKEN_PARSED.search(phrase) is None:
+            continue
+        day = datetime(when.year, when.month, when.day, tzinfo=today.tzinfo)
+        if day > today:  # "on Friday" said on a Thursday: the one before
+            day -= timedelta(days=7)
+        weekend = re.search(r"\b(last|this|past)?\s*weekend\b", text, re.I)
+        if weekend and day.weekday() == 5:
+            if (weekend.group(1) or "").lower() in ("last", "past") and day + timedelta(
+                days=2
+            ) > today:
+                day -= timedelta(days=7)  # said on a Sunday: the weekend before this one
+            return day, day + timedelta(days=2)
+        return day, day + timedelta(days=1)
+    return None
+
+
+def _search_dates(text: str, today: datetime) -> list[tuple[str, datetime]]:
+    """dateparser's dates in `text`, English, relative to `today` (the household's day, at
+    noon: "this morning" is today whatever the hour), the past preferred."""
+    from dateparser.search import search_dates  # 2 s to load: `warm` loads it at start
+
+    base = today.replace(hour=12, tzinfo=None)
+    settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past"}
+    return list(search_dates(text, languages=["en"], settings=settings) or [])  # type: ignore[arg-type]
+
+
+def warm() -> None:
+    """Load dateparser's English data (2 s), so the first question naming a day does not wait."""
+    _spoken("last friday", day_start(0.0))
 
 
 def _ago(text: str, today: datetime) -> Span | None:
@@ -236,6 +302,8 @@ def _relative(text: str, today: datetime) -> Span | None:
     if m is None:
         return None
     which, unit = m.group(1).lower(), m.group(2).lower()
+    if which == "past":  # "the past week": the last seven days, not the calendar week before
+        return today - timedelta(days=ROLLING_DAYS[unit]), today + timedelta(days=1)
     back = which != "this"
     if unit == "week":
         monday = today - timedelta(days=today.weekday())

@@ -143,6 +143,13 @@ class AlwaysKnown(BaseModel):
     store: str = absent()
 
 
+class PromptSections(BaseModel):
+    stable: list[str] = Field(description="Long-term memory, what is always known, notes.")
+    turn: list[str] = Field(
+        description="This turn's: the delta header, [Relevant memories], procedures, proposals."
+    )
+
+
 class Context(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -172,4 +179,11 @@ class Context(BaseModel):
     )
     delta_header: str | None = absent(
         description="The rendered header (≤ 3 bullets), as put in the prompt."
+    )
+    sections: PromptSections | None = absent(
+        description=(
+            "The prompt's memory sections for `q` (default: the session's last user turn), "
+            "computed by the chat's own function: `stable` goes in the system message, "
+            "`turn` right before the user's words. Null without a text or without memory."
+        ),
     )

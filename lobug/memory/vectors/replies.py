@@ -51,27 +51,39 @@ def key_text(asked: str, reply: str) -> str | None:
 
 
 def keys_of(conn: Any, turns: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
-    """(turn id, key text) of the `turns` (id, text) that reply to a question: the turn before
-    each, of the same session and part of the conversation, asks something. Turns are stored
-    in the order they were said, so that turn is the id before (as `search.context` reads it)."""
+    """(turn id, key text) of the `turns` (id, text) that reply to a question: the turn each
+    answers (`turns.reply_to`, m015, as `search.context` reads it), of the same session and
+    part of the conversation, asks something."""
     if not turns:
         return []
     ids = [turn_id for turn_id, _ in turns]
-    wanted = sorted(set(ids) | {i - 1 for i in ids})
-    marks = ",".join("?" * len(wanted))
-    rows = conn.execute(
-        f"SELECT id, session_id, text, {CONVERSATION_TURN} FROM turns WHERE id IN ({marks})",
-        wanted,
-    ).fetchall()
-    by_id = {int(r[0]): (r[1], str(r[2]), bool(r[3])) for r in rows}
+    by_id = _rows(conn, ids)
+    asked = {r[3] for r in by_id.values() if r[3] is not None} - by_id.keys()
+    by_id.update(_rows(conn, sorted(asked)))
     keyed = []
     for turn_id, text in turns:
-        this, before = by_id.get(turn_id), by_id.get(turn_id - 1)
+        this = by_id.get(turn_id)
+        before = by_id.get(this[3]) if this is not None and this[3] is not None else None
         if this is None or before is None or this[0] is None or before[0] != this[0]:
             continue
         if before[2] and (key := key_text(before[1], text)) is not None:
             keyed.append((turn_id, key))
     return keyed
+
+
+def _rows(conn: Any, ids: Sequence[int]) -> dict[int, tuple[str | None, str, bool, int | None]]:
+    """(session, text, part of the conversation, the turn it answers) of each turn id."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(
+        f"SELECT id, session_id, text, {CONVERSATION_TURN}, reply_to FROM turns"
+        f" WHERE id IN ({marks})",
+        list(ids),
+    ).fetchall()
+    return {
+        int(r[0]): (r[1], str(r[2]), bool(r[3]), None if r[4] is None else int(r[4])) for r in rows
+    }
 
 
 def put_keys(

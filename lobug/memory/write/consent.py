@@ -365,3 +365,8 @@ class AskedOnce:
         while len(self._asked) > ASKED_KEPT:
             self._asked.popitem(last=False)
         return fresh
+
+    def not_yet(self, session_id: str, items: Sequence[tuple[int, str]]) -> list[str]:
+        """What `first_time` would return now, without marking anything asked (GET
+        /v1/context shows what the next prompt would ask)."""
+        return [text for item_id, text in items if (session_id, item_id) not in self._asked]

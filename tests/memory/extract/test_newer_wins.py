@@ -355,6 +355,48 @@ async def test_at_most_n_new_rows_per_user_per_rolling_day(
         assert "The user bakes sourdough bread." in mem.facts()
 
 
+async def test_an_imported_history_spends_each_days_budget_on_its_own_day(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    """A year of conversation imported today is not one day of talk (issue 39): each turn's
+    facts count against the day it was said."""
+    state, url = ollama
+    said = [
+        ("The user planted basil by the kitchen door.", "The user owns a red wheelbarrow."),
+        ("The user's tomatoes got blight in July.", "The user grows pumpkins every autumn."),
+        ("The user's neighbour Olga gave them rhubarb.", "The user waters the lawn at dawn."),
+    ]
+    state.script = Script(
+        extract=extract_by_keyword({f"day {d}": list(facts) for d, facts in enumerate(said)})
+    )
+    async with memory_env(tmp_path, url, clock, **{"memory.max_writes_per_day": 3}) as mem:
+        start = clock() - 30 * 86400
+        await mem.imported(
+            [
+                {
+                    "session_id": f"s{d}",
+                    "role": role,
+                    "text": text,
+                    "ts": start + d * 86400 + i,
+                    "ref": f"s{d}/{i}",
+                }
+                for d in range(3)
+                for i, (role, text) in enumerate(
+                    [("user", f"On day {d}: {' '.join(said[d])}"), ("assistant", "Lovely.")]
+                )
+            ]  # fmt: skip
+        )
+        kept = mem.facts()
+        # More than one day's budget, and every day's first fact (imported as one day of
+        # talk, the third day's were all dropped).
+        assert len(kept) > 3 and all(facts[0] in kept for facts in said), kept
+        # Live talk still has its rolling day: today's budget is 3.
+        state.script = Script(extract=lambda _: typed(FIVE))
+        await mem.exchange("all about me")
+        await mem.run()
+        assert len(mem.facts()) == len(kept) + 3
+
+
 async def test_the_llm_pass_counts_what_the_rules_wrote_for_the_exchange(
     mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
 ) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from memory_kit import MemoryEnv
 
 from lobug.memory.query import QueryRequest
-from lobug.memory.search import answer, runner, when, who
+from lobug.memory.search import answer, prompt_context, runner, when, who
 from lobug.memory.search.scoring import WEIGHTS
 
 DAY = 86_400.0
@@ -254,3 +254,36 @@ async def test_a_question_asking_where_or_how_many_ranks_the_turns_that_could_an
     assert not answer.names_place("Thanks, Liam! On Friday, in May. Great.", {"liam"})
     assert answer.asks_where("In which city does Jen live?") and not answer.asks_where("Why?")
     assert answer.tells_amount("for 3 years") and not answer.tells_amount("for ages")
+
+
+async def test_a_fact_first_in_its_lists_does_not_lose_to_a_turn_second_in_two(
+    mem: MemoryEnv,
+) -> None:
+    """Turns enter lists a fact cannot (context, echo, …): fused over every list, a fact first
+    in each of its own counted as a fraction and lost to a turn second in two of the turns'
+    (issue 39). The prompt's search (`prompt_context.context_plan`) normalises per kind: it
+    leads."""
+    fact = await mem.service.remember(content="The user's cat is called Biscuit.", actor="t")
+    start = mem.clock() - DAY
+    refs = await mem.imported(
+        [
+            line("s1/t1", "Sam", "The neighbours have a new kitten.", start),
+            line("s1/t2", "Sam", "It sleeps on their porch every afternoon.", start + 1),
+        ]
+    )
+    first, second = refs["s1/t1"], refs["s1/t2"]
+    lists = {
+        "memories": {"vector": [fact["id"]], "bm25": [fact["id"]]},
+        "turns": {"vector": [second], "context": [first, second]},
+    }
+    req = QueryRequest(query="zzz", kinds=["fact", "episode"])
+    assert {"fact", "episode"} <= set(prompt_context.PROMPT_KINDS)
+    plan = prompt_context.context_plan(
+        req.query, user_id="default", session_id="now", k=5, min_similarity=0.3,
+        weights=WEIGHTS, window_start=None, now=mem.clock(),
+    )  # fmt: skip
+    ranked = mem.db.read_sync(lambda c: runner.finish(c, plan, lists, now=mem.clock()))
+    # The joint vector list interleaves the kinds' ranks: the fact, then `second`; `second`
+    # is second in the context list too.
+    order = [(r.kind, r.hit.id) for r in ranked]
+    assert order.index(("fact", fact["id"])) < order.index(("episode", second))

@@ -53,6 +53,27 @@ def test_periods(text: str, expected: tuple[date, date]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The household's questions (issue 39), asked on Sunday 15 March 2026.
+        ("What did we eat last Friday?", (date(2026, 3, 13), date(2026, 3, 14))),
+        ("Did I feed Biscuit this morning?", (date(2026, 3, 15), date(2026, 3, 16))),
+        ("Where did we go last weekend?", (date(2026, 3, 7), date(2026, 3, 9))),
+        ("What did I do on Saturday evening?", (date(2026, 3, 14), date(2026, 3, 15))),
+        ("How did I sleep the past week?", (date(2026, 3, 8), date(2026, 3, 16))),
+        ("What did we cook last Christmas?", (date(2025, 12, 25), date(2025, 12, 26))),
+        ("what did the kids wear on Halloween", (date(2025, 10, 31), date(2025, 11, 1))),
+    ],
+)
+def test_the_households_days(text: str, expected: tuple[date, date]) -> None:
+    assert days(text) == expected
+
+
+def test_a_word_dateparser_reads_as_a_day_is_no_period() -> None:
+    assert days("What did we do for dinner?") is None  # dateparser reads "we" as Wednesday
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "When did Nadia start pottery?",
