@@ -20,6 +20,7 @@ from lobug.llm.client import LLMClient
 from lobug.llm.embedders import Embedder, close_embedder, make_embedder
 from lobug.llm.lane import LLMLane
 from lobug.memory import MemoryService, Recall, Records
+from lobug.memory.vectors.gate import EmbeddingMismatch
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
 from lobug.storage.vector_index import VectorIndex
@@ -68,7 +69,8 @@ async def parts(
     """Build, start, and at the end close every part. `policy`: the daemon's AccessControl's
     (a command loads the same file). `memory=False`: no memory service (a command that only
     reads rows). `daemon`: the vectors load in the background while search scans sqlite-vec;
-    a command waits for them, so that it searches the same index."""
+    a command waits for them, so that it searches the same index. The daemon refuses vectors
+    of another model or size (EmbeddingMismatch); a command opens them (reembed fixes them)."""
     policy = policy or CategoryPolicy.load(config.api.categories_file)
     async with contextlib.AsyncExitStack() as stack:
         db = make_database(config)
@@ -91,6 +93,9 @@ async def parts(
             )
             await service.start()
             stack.push_async_callback(service.close)
+            state = service.gate.state
+            if daemon and state is not None and state.mismatch:
+                raise EmbeddingMismatch(state)
             if not daemon and service.indexing is not None:
                 await asyncio.wait([service.indexing])  # a failed load: sqlite-vec, as the daemon
         records = Records(db, policy, memory=service, clock=clock)

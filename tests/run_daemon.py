@@ -23,6 +23,7 @@ from lobug.config import load_config  # noqa: E402
 from lobug.host import connections  # noqa: E402
 from lobug.host.logs import setup_logging  # noqa: E402
 from lobug.llm import client  # noqa: E402
+from lobug.memory.vectors.gate import EmbeddingMismatch  # noqa: E402
 from lobug.ops.lock import DataDirLocked  # noqa: E402
 from lobug.workers import runner  # noqa: E402
 
@@ -51,7 +52,7 @@ def main() -> None:
     transcriber = FakeTranscriber(args.stt_text, delay_s=args.stt_delay)
     try:
         asyncio.run(serve(config, Overrides(transcriber=transcriber)))
-    except DataDirLocked as exc:  # the same exit as `lobug serve`
+    except (DataDirLocked, EmbeddingMismatch) as exc:  # the same exit as `lobug serve`
         print(f"lobug: refusing to start: {exc}", file=sys.stderr)
         sys.exit(2)
 

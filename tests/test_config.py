@@ -198,3 +198,33 @@ def test_env_values_are_coerced() -> None:
     assert config.speech.language is None and config.memory.enabled is False
     assert config.chat.personality_file == Path.home() / "p.txt"
     assert config.lifecycle.decay_rate == 0.25
+
+
+def test_the_embedding_backend_chooses_its_model_and_dimension(tmp_path: Path) -> None:
+    local = load_config(None, env={"HOME": str(tmp_path), "LOBUG_EMBEDDER": "local"})
+    assert (local.embedding.model, local.embedding.dim) == ("all-MiniLM-L6-v2", 384)
+    ollama = load_config(None, env={"HOME": str(tmp_path)})
+    assert (ollama.embedding.model, ollama.embedding.dim) == ("nomic-embed-text", 768)
+    # A known model brings its dimension; an owner's dimension for an unknown model stands.
+    named = load_config(None, env={}, overrides={"embedding.model": "all-minilm:latest"})
+    assert named.embedding.dim == 384
+    own = {"embedding.backend": "local", "embedding.model": "/models/e5", "embedding.dim": 1024}
+    assert load_config(None, env={}, overrides=own).embedding.dim == 1024
+
+
+def test_a_dimension_the_model_does_not_make_stops_the_start(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[embedding]\nbackend = "local"\ndim = 768\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "lobug", "--config", str(path), "serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "lobug: config error: embedding.dim: all-MiniLM-L6-v2 makes 384-dimensional vectors,"
+        " got 768; set embedding.dim = 384 (or leave it unset), then run `lobug memory reembed`"
+        " if the database holds vectors of another size"
+    ]

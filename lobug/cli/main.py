@@ -96,11 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _serve(args: argparse.Namespace, config: Config) -> int:
     from lobug.cli.serve import serve
+    from lobug.memory.vectors.gate import EmbeddingMismatch
     from lobug.ops.lock import DataDirLocked
 
     try:
         asyncio.run(serve(config))
-    except DataDirLocked as exc:
+    except (DataDirLocked, EmbeddingMismatch) as exc:
         # Exit 2 like a config error: retrying cannot help (the unit sets
         # RestartPreventExitStatus=2 so systemd does not loop on it).
         print(f"lobug: refusing to start: {exc}", file=sys.stderr)

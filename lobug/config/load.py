@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from lobug.config.fields import ConfigError, field_infos, record_type
-from lobug.config.models import _ADAPTER, SECTIONS, Config
+from lobug.config.models import _ADAPTER, BACKEND_MODELS, SECTIONS, Config, known_dim
 
 log = logging.getLogger(__name__)
 
@@ -129,12 +129,25 @@ def load_config(
     if "host" in ollama:
         ollama["host"] = normalize_ollama_host(str(ollama["host"]))
     storage.setdefault("data_dir", str(default_data_dir(env)))
+    _embedding_defaults(raw["embedding"])
     try:
         config = _ADAPTER.validate_python(raw)
     except ValidationError as exc:
         raise ConfigError(_describe(exc.errors()[0])) from None
     _check(config)
     return config
+
+
+def _embedding_defaults(embedding: dict[str, Any]) -> None:
+    """The backend chooses the model and the model its dimension, unless the owner set them:
+    `LOBUG_EMBEDDER=local` alone gives MiniLM at 384, not Ollama's model at 768."""
+    backend = embedding.get("backend")
+    if isinstance(backend, str) and backend in BACKEND_MODELS:
+        embedding.setdefault("model", BACKEND_MODELS[backend])
+    model = embedding.get("model")
+    dim = known_dim(model) if isinstance(model, str) else None
+    if dim is not None:
+        embedding.setdefault("dim", dim)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -227,6 +240,14 @@ def _check(config: Config) -> None:
     for key, url in (("ollama.host", config.ollama.host), ("llm.base_url", config.llm.base_url)):
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"{key}: must start with http:// or https://, got {url!r}")
+    embedding = config.embedding
+    dim = known_dim(embedding.model)
+    if embedding.backend != "hashing" and dim is not None and dim != embedding.dim:
+        raise ConfigError(
+            f"embedding.dim: {embedding.model} makes {dim}-dimensional vectors, got"
+            f" {embedding.dim}; set embedding.dim = {dim} (or leave it unset), then run"
+            " `lobug memory reembed` if the database holds vectors of another size"
+        )
     # Tokens unique, agents sane. Messages name the entry, never the secret.
     seen_tokens: set[str] = set()
     seen_names: set[str] = set()

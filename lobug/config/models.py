@@ -249,21 +249,49 @@ class SpeechConfig:
     )
 
 
+# What `embedding.backend` alone chooses (load_config fills embedding.model from it).
+BACKEND_MODELS = {
+    "ollama": "nomic-embed-text",
+    "openai": "nomic-embed-text",
+    "local": "all-MiniLM-L6-v2",
+}
+# Embedding models whose dimension is known: embedding.dim follows the model unless set, and a
+# dim that disagrees with the model stops the start (a typo would fail every embedding).
+EMBEDDING_DIMS = {
+    "nomic-embed-text": 768,
+    "all-MiniLM-L6-v2": 384,
+    "all-minilm": 384,  # Ollama's name for the same weights
+    "mxbai-embed-large": 1024,
+    "bge-small-en-v1.5": 384,
+    "bge-m3": 1024,
+}
+
+
+def known_dim(model: str) -> int | None:
+    """The dimension of a known embedding model: `nomic-embed-text:latest` and
+    `sentence-transformers/all-MiniLM-L6-v2` are the models they name."""
+    name = model.rsplit("/", 1)[-1].split(":", 1)[0]
+    return EMBEDDING_DIMS.get(model, EMBEDDING_DIMS.get(name))
+
+
 @dataclass(frozen=True, config=SECTION)
 class EmbeddingConfig:
     backend: Literal["ollama", "openai", "local", "hashing"] = Field(
         default="ollama",
-        description="ollama | openai (llm.base_url) | local (sentence-transformers, extra"
+        description="ollama | openai (llm.base_url) | local (MiniLM on this machine, extra"
         ' "local-embed") | hashing (tests only)',
     )
     model: str = Field(
-        default="nomic-embed-text", description="the embedding model of the backend above"
+        default="nomic-embed-text",
+        description="the embedding model of the backend above; unset, the backend's own"
+        " (nomic-embed-text; all-MiniLM-L6-v2 for local)",
     )
     dim: int = Field(
         default=768,
         ge=1,
         le=8192,
-        description="must match the model; a change needs `lobug memory reembed`",
+        description="unset, the model's own when it is a known one; a change needs"
+        " `lobug memory reembed`",
     )
     batch_size: int = Field(
         default=32, ge=1, le=4096, description="texts per embedding call (re-embedding, imports)"

@@ -14,6 +14,18 @@ log = logging.getLogger(__name__)
 RECHECK_S = 30.0  # how often a disabled gate looks whether `lobug memory reembed` fixed it
 
 
+class EmbeddingMismatch(Exception):
+    """The daemon does not start on vectors of another model or size: it would search by words
+    alone and only /health would say so. The commands still open the file (reembed fixes it)."""
+
+    def __init__(self, state: EmbeddingState) -> None:
+        super().__init__(
+            f"the database holds vectors from {state.stored_model} ({state.stored_dim}-d) but"
+            f" the config asks for {state.model} ({state.dim}-d): run `lobug memory reembed` to"
+            " rebuild them from the stored text, or set embedding.backend, .model and .dim back"
+        )
+
+
 class VectorGate:
     """Vector search and vector writes are on only when the stored vectors fit the embedder.
 
