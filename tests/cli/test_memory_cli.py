@@ -1,5 +1,5 @@
 """`lobug memory …` as a real process: import (bad lines, no Ollama), the views, and `reembed`
-fixing an embedding-dimension change that the daemon detected and reported on /health."""
+fixing an embedding-dimension change that stopped the daemon's start."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from fake_ollama import FakeOllamaState
 from memory_kit import Script, drain, extract_by_keyword
 
 from lobug import keys
-from lobug.memory.vectors import gate as vector_state
+from lobug.memory.vectors.gate import EmbeddingMismatch
 
 ALEX = "The user's name is Alex and the user works at NASA."
 TEA = "The user drinks green tea every morning."
@@ -175,13 +175,12 @@ async def test_import_without_ollama_stores_embeds_and_leaves_extraction_pending
     assert client.app[keys.MEMORY] is not None
 
 
-async def test_dimension_change_is_reported_and_reembed_fixes_it(
+async def test_dimension_change_stops_the_daemon_and_reembed_fixes_it(
     tmp_path: Path,
     ollama: tuple[FakeOllamaState, str],
     db_path: Path,
     make_client: Any,
     clock: Any,
-    monkeypatch: Any,
 ) -> None:
     state, url = ollama
     state.script = Script(extract=extract_by_keyword(TABLE))
@@ -191,25 +190,10 @@ async def test_dimension_change_is_reported_and_reembed_fixes_it(
     blob = "SELECT length(embedding) FROM memory_vectors"
     assert [r[0] for r in query(db_path, blob)] == [64 * 4]
 
-    # The config now asks for 32-d vectors: detected at start, reported, nothing dropped.
-    client = await make_client(**{"embedding.dim": 32})
-    health = await (await client.get("/health")).json()
-    assert_valid("health.response", health)
-    assert health["status"] == "degraded" and health["embedding"]["vectors"] is False
-    assert (health["embedding"]["stored_dim"], health["embedding"]["dim"]) == (64, 32)
-    assert any("lobug memory reembed" in p for p in health["problems"])
-    resp = await client.post("/chat/text", json={"text": "Alex works at NASA, right?"})
-    assert resp.status == 200
-    # Without vectors the fact is still found by its words (BM25) and its entities.
-    system = state.prompt_text()
-    assert f"[Relevant memories]\n- {ALEX}" in system
-    await drain(db_path, clock)
-    waiting = query(
-        db_path,
-        "SELECT state, attempts, last_error FROM jobs WHERE kind = 'embed_turn'"
-        " ORDER BY id DESC LIMIT 1",
-    )[0]
-    assert (waiting[0], waiting[1]) == ("pending", 0) and "reembed" in waiting[2]
+    # The config now asks for 32-d vectors: the daemon does not start on them (it would search
+    # by words alone), it says what to run, and nothing is dropped.
+    with pytest.raises(EmbeddingMismatch, match="lobug memory reembed"):
+        await make_client(**{"embedding.dim": 32})
     assert [r[0] for r in query(db_path, blob)] == [64 * 4]  # untouched
 
     code, out, err = await lobug(config_file(tmp_path, url, 32), "memory", "reembed", "--json")
@@ -220,16 +204,18 @@ async def test_dimension_change_is_reported_and_reembed_fixes_it(
         True,
         32,
         1,
-        4,
+        2,  # the two imported turns: the daemon never ran on the wrong size
     )
     assert [r[0] for r in query(db_path, blob)] == [32 * 4]
     assert query(db_path, "SELECT value FROM meta WHERE key = 'embedding_dim'")[0][0] == "32"
 
-    # The running daemon notices (it re-reads the recorded state now and then).
-    monkeypatch.setattr(vector_state, "RECHECK_S", 0.0)
+    # Now the daemon starts, with its vectors on, and finds the fact.
+    client = await make_client(**{"embedding.dim": 32})
     health = await (await client.get("/health")).json()
+    assert_valid("health.response", health)
     assert health["embedding"]["vectors"] is True and health["status"] == "ok", health
     resp = await client.post("/chat/text", json={"text": "Alex works at NASA, right?"})
+    assert resp.status == 200
     assert f"[Relevant memories]\n- {ALEX}" in state.prompt_text()
     clock.advance(400)  # the deferred embed jobs come due: already embedded, they just finish
     await drain(db_path, clock)

@@ -187,7 +187,7 @@ async def test_extraction_and_embeddings_run_on_the_openai_server(
     overrides = {
         **openai_overrides,
         "embedding.backend": "openai",
-        "embedding.model": "all-minilm",
+        "embedding.model": "house-embed",  # the fake answers 768-d for any model
         "embedding.dim": 768,
     }
     async with memory_env(tmp_path, ollama[1], clock, **overrides) as mem:
@@ -237,8 +237,9 @@ async def test_doctor_checks_the_openai_server(
     openai_config: Callable[..., Config], openai_llm: tuple[FakeOpenAIState, str]
 ) -> None:
     config = openai_config(
-        **{"embedding.backend": "openai", "embedding.model": "all-minilm", "embedding.dim": 768}
+        **{"embedding.backend": "openai", "embedding.model": "house-embed", "embedding.dim": 768}
     )
+    openai_llm[0].models.append("house-embed")
     checks = {c.name: c for c in await doctor.run_checks(config, transcriber=FakeTranscriber())}
     assert checks["openai"].status == "ok" and openai_llm[1] in checks["openai"].detail
     assert checks["chat model"].status == "ok" and "gemma-3-270m" in checks["chat model"].detail
