@@ -32,7 +32,7 @@ async def test_the_openai_backend_does_not_follow_a_redirect(
     state, _ = openai_llm
     state.redirect, state.redirect_to = status, str(other.make_url("")).rstrip("/")
     config = openai_config(
-        **{"embedding.backend": "openai", "embedding.model": "all-minilm", "embedding.dim": 768}
+        **{"embedding.backend": "openai", "embedding.model": "house-embed", "embedding.dim": 768}
     )
     client = await make_client(config)
     resp = await client.post("/chat/text", json={"text": SECRET})

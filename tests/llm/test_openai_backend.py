@@ -184,6 +184,7 @@ async def test_extraction_and_embeddings_run_on_the_openai_server(
 ) -> None:
     state, _ = openai_llm
     state.script = Script(extract=lambda _: facts_json(TEA, kind="preference"))
+    state.models.append("house-embed")
     overrides = {
         **openai_overrides,
         "embedding.backend": "openai",

@@ -87,7 +87,9 @@ async def test_each_problem_fails_with_a_fix(
     ollama_config: Callable[..., Config], ollama: tuple[FakeOllamaState, str]
 ) -> None:
     state, _ = ollama
-    config = migrated(ollama_config(**{"embedding.dim": 384}))
+    # A model whose size lobug does not know, set to the wrong dimension (a known one's
+    # wrong dimension stops the config itself: tests/test_config.py).
+    config = migrated(ollama_config(**{"embedding.model": "house-embed", "embedding.dim": 384}))
     db = open_database(config)
     now = time.time()
     db.write_sync(lambda c: write_meta(c, "embedding_model", "nomic-embed-text"))
@@ -96,7 +98,7 @@ async def test_each_problem_fails_with_a_fix(
     db.write_sync(lambda c: c.execute("UPDATE jobs SET state = 'failed', last_error = 'boom'"))
     db.close_sync()
     assert job
-    state.models = ["nomic-embed-text:latest"]  # the chat model was never pulled
+    state.models = ["house-embed:latest"]  # the chat model was never pulled
 
     checks = await doctor.run_checks(config, transcriber=FakeTranscriber(fail_load=True))
     found = by_name(checks)
