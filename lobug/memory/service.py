@@ -35,7 +35,7 @@ from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.table import memory_events
 from lobug.memory.table.strength import Strength
-from lobug.memory.upkeep import sessions
+from lobug.memory.upkeep import retention, sessions
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
@@ -44,8 +44,7 @@ from lobug.memory.write.proposals import Proposals
 from lobug.memory.write.reconcile import Origin
 from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
-from lobug.storage.vector_index import prune_changes
-from lobug.workers.periodic import Periodic, Task
+from lobug.workers.periodic import Periodic, Slot, Task
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
@@ -81,7 +80,10 @@ class MemoryService:
         self.hits = HitBuffer()
         self.searches = memory_events.SearchEvents()  # written with the hits
         self.seen = SeenMarks()
-        self.periodic = Periodic(db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc)])
+        gc_at = Slot.parse(config.lifecycle.gc_at) if config.lifecycle.gc_at else None
+        self.periodic = Periodic(
+            db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc, at=gc_at)]
+        )
         self._flusher: asyncio.Task[None] | None = None
         self.indexing: asyncio.Task[int] | None = None  # the in-memory vectors loading
         self.gate = VectorGate(
@@ -486,12 +488,17 @@ class MemoryService:
                 log.warning("could not write retrieval hits (%s); retrying", exc)
 
     async def _gc(self) -> None:
+        """The nightly pass: the GC, then what only grows is forgotten (`upkeep/retention.py`),
+        then fresh planner statistics."""
         await self.gc(actor="scheduler")
-        await self.db.optimize()
         index = self.db.vector_index
-        if index is not None and index.ready:
-            # The change log only has to reach the index; what it applied can go.
-            await self.db.write(prune_changes, index.applied)
+        # The change log only has to reach the index; what it applied can go.
+        applied = index.applied if index is not None and index.ready else None
+        pruned = await self.db.write(
+            partial(retention.prune, now=self.clock(), applied_changes=applied)
+        )
+        log.info("nightly retention: %s", pruned)
+        await self.db.optimize()
 
     async def _think(self) -> None:
         """Enqueue the due reflection, insight and early-base-memory jobs (reflect.jobs)."""

@@ -26,6 +26,7 @@ from lobug.memory.summaries import base_memory, distill, early_base
 from lobug.memory.table import rows as store
 from lobug.memory.upkeep import budget
 from lobug.storage.database import Database
+from lobug.workers.periodic import Slot
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
 
@@ -79,6 +80,7 @@ class Thinking:
                     user_id,
                     now=now,
                     every_days=cfg.reflection_every_days,
+                    slot=Slot.parse(cfg.reflection_at).latest(now),
                 ),
                 INSIGHTS: insights.due(
                     conn, user_id, now=now, every_hours=cfg.insights_every_hours
@@ -93,10 +95,12 @@ class Thinking:
     # -- handlers --------------------------------------------------------------------------------
     async def reflect(self, job: Job) -> None:
         user_id, cfg = _user(job), self.config
+        now = self.clock()
         check = partial(
             reflection.due,
-            now=self.clock(),
+            now=now,
             every_days=cfg.reflection_every_days,
+            slot=Slot.parse(cfg.reflection_at).latest(now),
         )
         if not await self.db.read(check, user_id):
             return
