@@ -90,7 +90,8 @@ class ReflectionConfig:
     enabled: bool = Field(default=True, description="false: none of this background thinking")
     reflection_every_days: float = Field(
         default=6.0,
-        description="the weekly reflection at most once in this many days (after 3 new facts)",
+        description="unused since the weekly reflection runs at reflection_at (kept so that"
+        " older config files load)",
     )
     reflection_at: str = Field(
         default="sunday 03:00",

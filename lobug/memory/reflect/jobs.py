@@ -79,7 +79,6 @@ class Thinking:
                     conn,
                     user_id,
                     now=now,
-                    every_days=cfg.reflection_every_days,
                     slot=Slot.parse(cfg.reflection_at).latest(now),
                 ),
                 INSIGHTS: insights.due(
@@ -96,12 +95,8 @@ class Thinking:
     async def reflect(self, job: Job) -> None:
         user_id, cfg = _user(job), self.config
         now = self.clock()
-        check = partial(
-            reflection.due,
-            now=now,
-            every_days=cfg.reflection_every_days,
-            slot=Slot.parse(cfg.reflection_at).latest(now),
-        )
+        slot = Slot.parse(cfg.reflection_at).latest(now)
+        check = partial(reflection.due, now=now, slot=slot)
         if not await self.db.read(check, user_id):
             return
         facts, summaries = await self.db.read(reflection.inputs, user_id, self.clock())
@@ -113,7 +108,7 @@ class Thinking:
             partial(
                 reflection.store_reflection,
                 now=self.clock(),
-                every_days=cfg.reflection_every_days,
+                slot=slot,
                 facts=len(facts),
             ),
             user_id,
