@@ -84,7 +84,7 @@ class _Batched:
                     f"{self.source} returned {len(got)} vector(s) of {size} dimensions; "
                     f"expected {len(batch)} of {self.dim} (set embedding.dim to match the model)"
                 )
-            vectors += [_normalize(v) for v in got]
+            vectors += [_normalize(_finite(v, self.source)) for v in got]
         return vectors
 
     async def _batch(self, batch: list[str]) -> list[list[float]]:
@@ -218,7 +218,7 @@ class LocalEmbedder:
             show_progress_bar=False,
             convert_to_numpy=True,
         )
-        return [list(map(float, row)) for row in array]
+        return [_finite(list(map(float, row)), f"local model {self.name}") for row in array]
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         # Inference is CPU-bound: a thread keeps the event loop free.
@@ -246,6 +246,15 @@ async def close_embedder(embedder: Embedder) -> None:
     close = getattr(embedder, "close", None)
     if close is not None:
         await close()
+
+
+def _finite(vec: list[float], source: str) -> list[float]:
+    """The vector, unless a value is NaN or infinite (a model server with a broken backend
+    answers so): such a vector ranks nothing and breaks every similarity computed from it, so
+    it is never stored; the job retries later, when the server may have recovered."""
+    if not all(math.isfinite(v) for v in vec):
+        raise EmbeddingUnavailable(f"{source} returned a vector with NaN or infinite values")
+    return vec
 
 
 def _normalize(vec: Sequence[float]) -> list[float]:
