@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 # Constants (issue 24): retrieval hits are counted in memory and written this often (one
 # transaction, not one per query); the persisted reflection schedule is looked at this often.
 HIT_FLUSH_S = 5.0
+INDEX_RETRY_S = 60.0  # a failed load of the in-memory vectors is tried again this often
 REFLECTION_CHECK_S = 3600.0
 
 
@@ -85,7 +86,8 @@ class MemoryService:
             db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc, at=gc_at)]
         )
         self._flusher: asyncio.Task[None] | None = None
-        self.indexing: asyncio.Task[int] | None = None  # the in-memory vectors loading
+        self.indexing: asyncio.Task[int | None] | None = None  # the in-memory vectors loading
+        self._index_retry_at = 0.0
         self.gate = VectorGate(
             backend=config.embedding.backend, model=embedder.name, dim=embedder.dim
         )
@@ -132,6 +134,7 @@ class MemoryService:
         if index is not None:
             # The daemon's in-memory vectors load in the background; search scans sqlite-vec
             # until they are ready.
+            self._index_retry_at = time.monotonic() + INDEX_RETRY_S
             self.indexing = asyncio.create_task(self.db.read(index.build), name="lobug-vectors")
             self.indexing.add_done_callback(_index_failed)
         if self.config.embedding.backend == "local" and self.gate.enabled:
@@ -480,12 +483,30 @@ class MemoryService:
     async def _flush_loop(self) -> None:
         while True:
             await asyncio.sleep(HIT_FLUSH_S)
+            self._keep_index()
             try:
                 await self.flush_hits()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - kept for the next flush
                 log.warning("could not write retrieval hits (%s); retrying", exc)
+
+    def _keep_index(self) -> None:
+        """Load the in-memory vectors again, in the background, when a search found the
+        tables replaced (`lobug memory reembed`), a load failed, or the tables appeared since
+        (`VectorIndex.refresh`); searches scan sqlite-vec meanwhile. A failed load is tried
+        again after `INDEX_RETRY_S`."""
+        index = self.db.vector_index
+        if index is None or index.ready:
+            return
+        if self.indexing is not None and not self.indexing.done():
+            return
+        if self.indexing is not None and not self.indexing.cancelled():
+            if self.indexing.exception() is not None and time.monotonic() < self._index_retry_at:
+                return
+        self._index_retry_at = time.monotonic() + INDEX_RETRY_S
+        self.indexing = asyncio.create_task(self.db.read(index.refresh), name="lobug-vectors")
+        self.indexing.add_done_callback(_index_failed)
 
     async def _gc(self) -> None:
         """The nightly pass: the GC, then what only grows is forgotten (`upkeep/retention.py`),
@@ -506,13 +527,13 @@ class MemoryService:
             self._wake()
 
 
-def _index_failed(task: asyncio.Task[int]) -> None:
+def _index_failed(task: asyncio.Task[int | None]) -> None:
     """Say when the in-memory vectors could not load (issue 25, item 20): search still works,
     scanning sqlite-vec, only slower."""
     if not task.cancelled() and (exc := task.exception()) is not None:
         log.error(
             "the in-memory vector index could not load (%s: %s); vector search scans the"
-            " database instead, slower, until the daemon restarts",
+            f" database instead, slower, and the load is tried again in {INDEX_RETRY_S:.0f} s",
             type(exc).__name__,
             exc,
             exc_info=exc,
