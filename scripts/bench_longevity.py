@@ -841,9 +841,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(year_table(figures)))
         return 0
     report = asyncio.run(
-        simulate(
-            args.weeks, judge=args.judge, embedder=args.embedder or "local", workdir=args.keep
-        )
+        simulate(args.weeks, judge=args.judge, embedder=args.embedder or "local", workdir=args.keep)
     )
     if args.json:
         print(json.dumps(asdict(report), indent=2))

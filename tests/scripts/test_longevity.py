@@ -52,3 +52,21 @@ async def test_a_quarter_without_the_llm_still_remembers(tmp_path: Path) -> None
     assert report.used_alive == (2, 2)
     assert report.updates_newest_first == (1, 1)
     assert report.user_facts_purged == 0
+
+
+async def test_a_household_database_grows_with_what_was_said_not_how_often_it_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42, shortened: 30-day "years" of daily talk and agent queries on the daemon's own
+    nightly schedule. What the household said keeps growing; the upkeep tables stop growing
+    once past their retention windows (jobs 7 days, seen marks and events 30)."""
+    longevity = bench()
+    monkeypatch.setattr(longevity, "YEAR_DAYS", 30)
+    years = await longevity.household(3, turns_per_day=1, queries_per_day=3, workdir=tmp_path)
+    first, _, last = (y.rows for y in years)
+    assert last["turns"] == 2 * 3 * 30 > first["turns"]  # the user's turns and Lo-Bug's
+    assert last["memories"] > first["memories"]
+    assert last["history HIT"] == 0
+    for table in ("jobs", "revisions", "memory_events", "vector_changes"):
+        assert last[table] <= first[table] * 1.2 + 5, (table, first[table], last[table])
+    assert years[-1].queries_asked == 3 * 3 * 30

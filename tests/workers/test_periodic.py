@@ -50,9 +50,10 @@ def test_slots_are_local_wall_clock_times(zone: None) -> None:
     assert nightly.latest(at) == datetime(2026, 3, 3, 3, 0).timestamp()
     assert nightly.latest(at + 60) == at + 60
     assert sunday.latest(at) == datetime(2026, 3, 1, 3, 0).timestamp()  # 1 March: a Sunday
-    assert sunday.latest(datetime(2026, 3, 8, 3, 0).timestamp()) == datetime(
-        2026, 3, 8, 3, 0
-    ).timestamp()
+    assert (
+        sunday.latest(datetime(2026, 3, 8, 3, 0).timestamp())
+        == datetime(2026, 3, 8, 3, 0).timestamp()
+    )
     for bad in ("3am", "25:00", "someday 03:00", "s 03:00"):
         with pytest.raises(ValueError):
             Slot.parse(bad)

@@ -2,10 +2,11 @@
 the week's facts.
 
 Due once a week (`reflection.reflection_at`, Sunday 03:00 local time): when the user's last
-reflection is from before that slot (or there is none), and at least `MIN_FACTS` facts were learned in the last 7 days. Stored as a memory of kind
-`reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the latest
-one (`notes`). Its input, the week's facts and episodes, is fitted to `INPUT_CHARS`: the seed's
-200 items would overflow the whole context of the small model a Pi runs.
+reflection is from before that slot (or there is none), and at least `MIN_FACTS` facts were
+learned in the last 7 days. Stored as a memory of kind `reflection`, tagged `weekly`, with
+`decay_rate` 0 (it never fades); the prompt shows the latest one (`notes`). Its input, the
+week's facts and episodes, is fitted to `INPUT_CHARS`: the seed's 200 items would overflow the
+whole context of the small model a Pi runs.
 """
 
 from __future__ import annotations

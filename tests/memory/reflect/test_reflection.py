@@ -3,9 +3,8 @@ local time, through the schedule and the job queue; garbage, outage and the dail
 
 from __future__ import annotations
 
-from typing import Any
-
 from datetime import datetime
+from typing import Any
 
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, memory_env
