@@ -175,7 +175,7 @@ class LocalEmbedder:
         # One encoding at a time, on its own thread: the model uses every core already, and a
         # cancelled call that has not started never runs (issue 42: timed-out queries piled up
         # in the shared default pool, each still encoding).
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-embed")
+        self._pool: ThreadPoolExecutor | None = None  # made at the first call after a close
 
     def model_path(self) -> str:
         if Path(self.config.model).expanduser().is_dir():
@@ -238,6 +238,8 @@ class LocalEmbedder:
         # Inference is CPU-bound: a thread keeps the event loop free.
         cancelled = threading.Event()
         loop = asyncio.get_running_loop()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-embed")
         try:
             return await loop.run_in_executor(self._pool, self.encode, texts, cancelled)
         except asyncio.CancelledError:
@@ -245,7 +247,9 @@ class LocalEmbedder:
             raise
 
     async def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def make_embedder(config: Config, llm: LLMClient | None = None) -> Embedder:
