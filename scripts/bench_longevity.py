@@ -27,8 +27,17 @@ and prints the figures:
   low-value cleaned       agent notes soft-deleted or purged by the narrow TTL
   allergy in the prompt   a chat turn about peanut butter gave the LLM the allergy fact
 
+With `--years N` it runs the other scenario instead (issue 42): N years of a household's daily
+use, the daemon's own schedule doing the upkeep (its nightly GC at 03:00, the weekly reflection,
+consolidation and enrichment, all on the moved clock), and prints the database's size and rows
+per table after each year. Each simulated day the household says `--turns-per-day` things on
+the device and an agent asks `--queries-per-day` /v1/query questions (each in a new session);
+a real household says and asks more: the traffic is scaled down so five years take minutes.
+
 Usage: .venv/bin/python scripts/bench_longevity.py [--weeks 52] [--judge llm|garbage|down]
        [--embedder local|hashing] [--json] [--keep DIR] [--verbose]
+       .venv/bin/python scripts/bench_longevity.py --years 5 [--turns-per-day 1]
+       [--queries-per-day 2] [--embedder hashing384|local] [--json] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -55,11 +64,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fake_ollama import MEMORY_DEFAULTS, FakeOllamaState, build_app  # noqa: E402
 
 from lobug.app import Overrides, create_app  # noqa: E402
-from lobug.config import load_config  # noqa: E402
+from lobug.config import LifecycleConfig, load_config  # noqa: E402
 from lobug.llm import client as llm_client  # noqa: E402
 from lobug.memory import service as memory_service  # noqa: E402
 from lobug.memory.instructions import SHARED_TASKS, task_of  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
+from lobug.workers import periodic as workers_periodic  # noqa: E402
 from lobug.workers import runner as workers_runner  # noqa: E402
 
 DAY = 86_400.0
@@ -74,6 +84,8 @@ EMBEDDERS: dict[str, dict[str, Any]] = {
     },
     # No model at all: word hashing (vectors that only match shared words).
     "hashing": {"embedding.backend": "hashing", "embedding.dim": 64},
+    # Word hashing with MiniLM's size of vector: the database's size as with the model, fast.
+    "hashing384": {"embedding.backend": "hashing", "embedding.dim": 384},
 }
 
 
@@ -353,8 +365,16 @@ class Report:
 class World:
     """The app and the fake Ollama on real ports, and the user's HTTP session."""
 
-    def __init__(self, workdir: Path, brain: Brain, clock: Clock, embedder: str) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        brain: Brain,
+        clock: Clock,
+        embedder: str,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.workdir = workdir
+        self.config = config or {}
         self.embedder = embedder
         self.brain = brain
         self.clock = clock
@@ -386,6 +406,7 @@ class World:
                 "lifecycle.gc_interval_s": 0,  # the simulation runs it at each day's time
                 "speech.load_at_start": False,
                 "api.tokens": [{"token": TOKEN, "trust": "full", "agent": "owner"}],
+                **self.config,
             },
         )
         self.db_path = config.storage.db_path
@@ -592,21 +613,239 @@ async def check(world: World, report: Report, weeks: int) -> None:
     report.base_memory_words = sum(len(r[0].split()) for r in base)
 
 
+# -- five years of a household (issue 42) ------------------------------------------------------
+YEAR_DAYS = 365
+NIGHTLY_S = 3 * 3600 + 30  # 03:00:30: just after the daemon's nightly GC slot (local time)
+PEOPLE = ("Mara", "Tomas", "Ilse", "grandma", "the neighbour", "Ada's teacher", "the plumber")
+DOINGS = (
+    "planted tomatoes",
+    "fixed the bike",
+    "baked bread",
+    "went to the lake",
+    "painted the shed",
+    "read a novel",
+    "cooked curry",
+    "walked the dog",
+    "repaired the fence",
+    "visited the market",
+    "played chess",
+    "cleaned the attic",
+)
+PLACES = ("in the garden", "in town", "at home", "by the river", "at the library", "downtown")
+ASKS = (
+    "What does the household like to do?",
+    "Who did the user meet recently?",
+    "What did the user do in the garden?",
+    "Where does the user go on weekends?",
+    "What is the user's routine?",
+    "Which people does the user mention?",
+)
+TABLES = (
+    "turns",
+    "memories",
+    "history",
+    "memory_vectors",
+    "turn_vectors",
+    "relations",
+    "entities",
+    "jobs",
+    "revisions",
+    "change_log",
+    "vector_changes",
+    "memory_events",
+    "op_events",
+    "sessions",
+    "pair_checks",
+)
+
+
+def day_words(day: int, n: int) -> list[str]:
+    """What the household says on `day`: one thing worth remembering, then small talk."""
+    doing, who = DOINGS[day % len(DOINGS)], PEOPLE[(day // 3) % len(PEOPLE)]
+    place = PLACES[(day // 5) % len(PLACES)]
+    said = [f"Remember that on day {day} I {doing} with {who} {place}."]
+    said += [
+        f"It was a {('quiet', 'busy', 'sunny', 'rainy')[(day + i) % 4]} day." for i in range(n - 1)
+    ]
+    return said[:n]
+
+
+class HouseholdBrain(Brain):
+    """The fake model's answers for the household: "Remember that …" is one fact."""
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        messages = body.get("messages", [])
+        if task_of(messages) == "extract":
+            first_user = next(m["content"] for m in messages if m["role"] == "user")
+            facts = [
+                "The user " + line.split("Remember that ", 1)[1].split(" I ", 1)[-1]
+                for line in first_user.split("\n")
+                if line.startswith("User:") and "Remember that " in line
+            ]
+            return json.dumps([{"fact": f, "type": "event"} for f in facts])
+        return super().__call__(body)
+
+
+@dataclass
+class YearFigures:
+    year: int
+    file_bytes: int  # the database file and its WAL
+    used_bytes: int  # pages in use (the file less its free pages, which SQLite reuses)
+    rows: dict[str, int]
+    turns_said: int
+    queries_asked: int
+    seconds: float
+
+
+async def household(
+    years: int,
+    *,
+    turns_per_day: int = 1,
+    queries_per_day: int = 2,
+    embedder: str = "hashing384",
+    workdir: Path | None = None,
+    on_year: Any = None,
+) -> list[YearFigures]:
+    """Simulate `years` of daily use on the daemon's app; the figures after each year."""
+    own = workdir is None
+    root = Path(tempfile.mkdtemp(prefix="lobug-household-")) if workdir is None else workdir
+    clock = Clock()
+    workers_periodic.CHECK_S = 0.01  # the daemon's schedule looks often: the clock jumps
+    figures: list[YearFigures] = []
+    said = asked = 0
+    started = time.monotonic()
+    config: dict[str, Any] = {"lifecycle.gc_interval_s": 3600.0}
+    if "gc_at" in LifecycleConfig.__dataclass_fields__:  # not in the anchor's code (before 42)
+        config["lifecycle.gc_at"] = "03:00"
+    try:
+        async with World(root, HouseholdBrain(), clock, embedder, config) as world:
+            # A new job wakes a worker at once; the poll only finds jobs the clock made due,
+            # and every poll is a write transaction: at the weekly scenario's 20 ms the idle
+            # workers took most of a loaded machine's time.
+            workers_runner.POLL_INTERVAL_S = 0.2
+            for day in range(years * YEAR_DAYS):
+                midnight = START - 10 * 3600 + day * DAY  # START is 10:00 UTC
+                clock.now = midnight + 8 * 3600
+                for words in day_words(day, turns_per_day):
+                    await world.call("POST", "/chat/text", {"text": words, "device_id": "m5"})
+                    said += 1
+                    clock.now += 600
+                for hour in range(queries_per_day):
+                    clock.now = midnight + 9 * 3600 + hour * (14 * 3600 / queries_per_day)
+                    body = {
+                        "query": ASKS[(day + hour) % len(ASKS)],
+                        "session_id": f"agent-{day}-{hour}",
+                    }
+                    await world.call("POST", "/v1/query", body)
+                    asked += 1
+                # No settle: the workers run the day's jobs while the next requests are served.
+                clock.now = midnight + DAY + NIGHTLY_S
+                await nightly_gc(world)
+                if (day + 1) % YEAR_DAYS == 0:
+                    await world.settle()
+                    year = measure(world, (day + 1) // YEAR_DAYS, said, asked, started)
+                    figures.append(year)
+                    if on_year is not None:
+                        on_year(year)
+    finally:
+        if own:
+            shutil.rmtree(root, ignore_errors=True)
+    return figures
+
+
+async def nightly_gc(world: World) -> None:
+    """Wait until the daemon's own schedule has run tonight's GC (a hang guard of 60 s)."""
+    for _ in range(1200):
+        rows = world.rows("SELECT last_run FROM periodic_runs WHERE name = 'gc'")
+        if rows and rows[0][0] >= world.clock.now:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError("the nightly GC did not run")
+
+
+def measure(world: World, year: int, said: int, asked: int, started: float) -> YearFigures:
+    conn = connect(world.db_path, readonly=True)
+    try:
+        rows = {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in TABLES}
+        rows["history HIT"] = int(
+            conn.execute("SELECT COUNT(*) FROM history WHERE event = 'HIT'").fetchone()[0]
+        )
+        page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+        free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+    finally:
+        conn.close()
+    wal = world.db_path.with_name(world.db_path.name + "-wal")
+    size = world.db_path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    return YearFigures(
+        year, size, (pages - free) * page, rows, said, asked, time.monotonic() - started
+    )
+
+
+def year_table(figures: list[YearFigures]) -> list[str]:
+    """A Markdown table: one row per table, one column per year."""
+    mib = 1024 * 1024
+    head = "| after year | " + " | ".join(str(f.year) for f in figures) + " |"
+    lines = [head, "|---" * (len(figures) + 1) + "|"]
+
+    def row(name: str, values: list[Any]) -> None:
+        lines.append(f"| {name} | " + " | ".join(str(v) for v in values) + " |")
+
+    row("turns said (total)", [f.turns_said for f in figures])
+    row("queries asked (total)", [f.queries_asked for f in figures])
+    row("file MiB (with WAL)", [f"{f.file_bytes / mib:.1f}" for f in figures])
+    row("in use MiB", [f"{f.used_bytes / mib:.1f}" for f in figures])
+    for name in figures[0].rows:
+        row(f"`{name}` rows", [f.rows[name] for f in figures])
+    row("wall s", [f"{f.seconds:.0f}" for f in figures])
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--weeks", type=int, default=52)
     parser.add_argument("--judge", choices=("llm", "garbage", "down"), default="llm")
-    parser.add_argument("--embedder", choices=tuple(EMBEDDERS), default="local")
+    parser.add_argument(
+        "--embedder",
+        choices=tuple(EMBEDDERS),
+        default=None,
+        help="default: local for the weekly scenario, hashing384 for the household's",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, help="keep the database in this directory")
     parser.add_argument("--verbose", action="store_true", help="the daemon's log as it runs")
+    parser.add_argument("--years", type=int, help="the household scenario: this many years")
+    parser.add_argument("--turns-per-day", type=int, default=1)
+    parser.add_argument("--queries-per-day", type=int, default=2)
     args = parser.parse_args(argv)
     if not args.verbose:  # an outage run logs every retry of every owed LLM pass
         logging.getLogger("lobug").setLevel(logging.ERROR)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
+    if args.years:
+        embedder = args.embedder or "hashing384"
+
+        def progress(year: YearFigures) -> None:
+            if not args.json:  # each year as it ends: a long run's figures so far
+                print(json.dumps(asdict(year)), flush=True)
+
+        figures = asyncio.run(
+            household(
+                args.years,
+                turns_per_day=args.turns_per_day,
+                queries_per_day=args.queries_per_day,
+                embedder=embedder,
+                workdir=args.keep,
+                on_year=progress,
+            )
+        )
+        if args.json:
+            print(json.dumps([asdict(f) for f in figures], indent=2))
+        else:
+            print("\n".join(year_table(figures)))
+        return 0
     report = asyncio.run(
-        simulate(args.weeks, judge=args.judge, embedder=args.embedder, workdir=args.keep)
+        simulate(args.weeks, judge=args.judge, embedder=args.embedder or "local", workdir=args.keep)
     )
     if args.json:
         print(json.dumps(asdict(report), indent=2))

@@ -40,6 +40,7 @@ class FakeOllamaState:
     reply: str | None = None  # fixed content for chat; None → a JSON RESPOND echo
     script: ChatScript | None = None  # content from the request (extraction, summaries…)
     embed_dim: int = 768
+    embed_nan: bool = False  # vectors of NaN, as a server whose backend broke answers them
     fail_next: int = 0  # the next N requests answer 500, then normal service resumes
     # Memory prompts (extraction, summaries, distillation) only: background work can be held
     # or failed while device turns keep working.
@@ -303,6 +304,8 @@ def build_app(state: FakeOllamaState) -> web.Application:
         texts = body.get("input", "")
         texts = [texts] if isinstance(texts, str) else list(texts)
         vectors = [fake_embedding(t, state.embed_dim) for t in texts]
+        if state.embed_nan:
+            vectors = [[math.nan] * state.embed_dim for _ in texts]
         return web.json_response({"model": model, "embeddings": vectors, "total_duration": 1000})
 
     app = web.Application()

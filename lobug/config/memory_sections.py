@@ -90,7 +90,14 @@ class ReflectionConfig:
     enabled: bool = Field(default=True, description="false: none of this background thinking")
     reflection_every_days: float = Field(
         default=6.0,
-        description="the weekly reflection at most once in this many days (after 3 new facts)",
+        description="unused since the weekly reflection runs at reflection_at (kept so that"
+        " older config files load)",
+    )
+    reflection_at: str = Field(
+        default="sunday 03:00",
+        pattern=r"^([A-Za-z]{3,9} )?\d{1,2}:\d{2}$",
+        description="the weekly reflection is due at this local time (weekday HH:MM; HH:MM:"
+        " daily), at the first hourly check after it, once after downtime",
     )
     insights_every_hours: float = Field(
         default=24.0,
@@ -110,7 +117,15 @@ class LifecycleConfig:
     gc_interval_s: float = Field(
         default=3600.0,
         ge=0,
-        description="the GC pass (0 = never); decay only lowers rank, it never deletes",
+        description="the GC pass (0 = never), every this often when gc_at is empty; decay only"
+        " lowers rank, it never deletes",
+    )
+    gc_at: str = Field(
+        default="03:00",
+        pattern=r"^(\d{1,2}:\d{2})?$",
+        description="the nightly GC pass at this local time (HH:MM; once at start after"
+        " downtime), which also forgets finished jobs and other rows that only grow; empty:"
+        " every gc_interval_s",
     )
     decay_rate: float = Field(
         default=0.1,

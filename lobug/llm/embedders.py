@@ -11,6 +11,7 @@ import math
 import re
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -85,7 +86,7 @@ class _Batched:
                     f"{self.source} returned {len(got)} vector(s) of {size} dimensions; "
                     f"expected {len(batch)} of {self.dim} (set embedding.dim to match the model)"
                 )
-            vectors += [_normalize(v) for v in got]
+            vectors += [_normalize(_finite(v, self.source)) for v in got]
         return vectors
 
     async def _batch(self, batch: list[str]) -> list[list[float]]:
@@ -181,6 +182,10 @@ class LocalEmbedder:
         self.dim = config.dim
         self._model: Any = None
         self._lock = threading.Lock()  # one load; encode is thread-safe for inference
+        # One encoding at a time, on its own thread: the model uses every core already, and a
+        # cancelled call that has not started never runs (issue 42: timed-out queries piled up
+        # in the shared default pool, each still encoding).
+        self._pool: ThreadPoolExecutor | None = None  # made at the first call after a close
 
     def model_path(self) -> str:
         if Path(self.config.model).expanduser().is_dir():
@@ -219,20 +224,42 @@ class LocalEmbedder:
                 self._model = model
             return self._model
 
-    def encode(self, texts: Sequence[str]) -> list[list[float]]:
+    def encode(
+        self, texts: Sequence[str], cancelled: threading.Event | None = None
+    ) -> list[list[float]]:
+        """A batch at a time (`embedding.batch_size`); stops between two batches once
+        `cancelled` is set, so a call given up on costs one batch more at most."""
         model = self.load()
-        array = model.encode(
-            list(texts),
-            batch_size=self.config.batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-        )
-        return [list(map(float, row)) for row in array]
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.config.batch_size):
+            if cancelled is not None and cancelled.is_set():
+                raise EmbeddingUnavailable("cancelled")
+            array = model.encode(
+                list(texts[start : start + self.config.batch_size]),
+                batch_size=self.config.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+            vectors += [_finite(list(map(float, row)), f"local model {self.name}") for row in array]
+        return vectors
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         # Inference is CPU-bound: a thread keeps the event loop free.
-        return await asyncio.to_thread(self.encode, texts)
+        cancelled = threading.Event()
+        loop = asyncio.get_running_loop()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="lobug-embed")
+        try:
+            return await loop.run_in_executor(self._pool, self.encode, texts, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()  # a timeout or a shutdown: the thread stops after its batch
+            raise
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def make_embedder(config: Config, llm: LLMClient | None = None) -> Embedder:
@@ -256,6 +283,15 @@ async def close_embedder(embedder: Embedder) -> None:
     close = getattr(embedder, "close", None)
     if close is not None:
         await close()
+
+
+def _finite(vec: list[float], source: str) -> list[float]:
+    """The vector, unless a value is NaN or infinite (a model server with a broken backend
+    answers so): such a vector ranks nothing and breaks every similarity computed from it, so
+    it is never stored; the job retries later, when the server may have recovered."""
+    if not all(math.isfinite(v) for v in vec):
+        raise EmbeddingUnavailable(f"{source} returned a vector with NaN or infinite values")
+    return vec
 
 
 def _normalize(vec: Sequence[float]) -> list[float]:

@@ -35,7 +35,7 @@ from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import Cascades, short_cascade_due
 from lobug.memory.table import memory_events
 from lobug.memory.table.strength import Strength
-from lobug.memory.upkeep import sessions
+from lobug.memory.upkeep import retention, sessions
 from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.query import QueryVectors, RecentVectors
 from lobug.memory.write import consent, consent_chat, edits
@@ -44,14 +44,14 @@ from lobug.memory.write.proposals import Proposals
 from lobug.memory.write.reconcile import Origin
 from lobug.memory.write.validator import checked, count_rejection
 from lobug.storage.database import Database
-from lobug.storage.vector_index import prune_changes
-from lobug.workers.periodic import Periodic, Task
+from lobug.workers.periodic import Periodic, Slot, Task
 from lobug.workers.runner import JobRunner
 
 log = logging.getLogger(__name__)
 # Constants (issue 24): retrieval hits are counted in memory and written this often (one
 # transaction, not one per query); the persisted reflection schedule is looked at this often.
 HIT_FLUSH_S = 5.0
+INDEX_RETRY_S = 60.0  # a failed load of the in-memory vectors is tried again this often
 REFLECTION_CHECK_S = 3600.0
 
 
@@ -81,9 +81,13 @@ class MemoryService:
         self.hits = HitBuffer()
         self.searches = memory_events.SearchEvents()  # written with the hits
         self.seen = SeenMarks()
-        self.periodic = Periodic(db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc)])
+        gc_at = Slot.parse(config.lifecycle.gc_at) if config.lifecycle.gc_at else None
+        self.periodic = Periodic(
+            db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc, at=gc_at)]
+        )
         self._flusher: asyncio.Task[None] | None = None
-        self.indexing: asyncio.Task[int] | None = None  # the in-memory vectors loading
+        self.indexing: asyncio.Task[int | None] | None = None  # the in-memory vectors loading
+        self._index_retry_at = 0.0
         self.gate = VectorGate(
             backend=config.embedding.backend, model=embedder.name, dim=embedder.dim
         )
@@ -131,6 +135,7 @@ class MemoryService:
         if index is not None:
             # The daemon's in-memory vectors load in the background; search scans sqlite-vec
             # until they are ready.
+            self._index_retry_at = time.monotonic() + INDEX_RETRY_S
             self.indexing = asyncio.create_task(self.db.read(index.build), name="lobug-vectors")
             self.indexing.add_done_callback(_index_failed)
         if self.config.embedding.backend == "local" and self.gate.enabled:
@@ -519,6 +524,7 @@ class MemoryService:
     async def _flush_loop(self) -> None:
         while True:
             await asyncio.sleep(HIT_FLUSH_S)
+            self._keep_index()
             try:
                 await self.flush_hits()
             except asyncio.CancelledError:
@@ -526,13 +532,35 @@ class MemoryService:
             except Exception as exc:  # noqa: BLE001 - kept for the next flush
                 log.warning("could not write retrieval hits (%s); retrying", exc)
 
-    async def _gc(self) -> None:
-        await self.gc(actor="scheduler")
-        await self.db.optimize()
+    def _keep_index(self) -> None:
+        """Load the in-memory vectors again, in the background, when a search found the
+        tables replaced (`lobug memory reembed`), a load failed, or the tables appeared since
+        (`VectorIndex.refresh`); searches scan sqlite-vec meanwhile. A failed load is tried
+        again after `INDEX_RETRY_S`."""
         index = self.db.vector_index
-        if index is not None and index.ready:
-            # The change log only has to reach the index; what it applied can go.
-            await self.db.write(prune_changes, index.applied)
+        if index is None or index.ready:
+            return
+        if self.indexing is not None and not self.indexing.done():
+            return
+        if self.indexing is not None and not self.indexing.cancelled():
+            if self.indexing.exception() is not None and time.monotonic() < self._index_retry_at:
+                return
+        self._index_retry_at = time.monotonic() + INDEX_RETRY_S
+        self.indexing = asyncio.create_task(self.db.read(index.refresh), name="lobug-vectors")
+        self.indexing.add_done_callback(_index_failed)
+
+    async def _gc(self) -> None:
+        """The nightly pass: the GC, then what only grows is forgotten (`upkeep/retention.py`),
+        then fresh planner statistics."""
+        await self.gc(actor="scheduler")
+        index = self.db.vector_index
+        # The change log only has to reach the index; what it applied can go.
+        applied = index.applied if index is not None and index.ready else None
+        pruned = await self.db.write(
+            partial(retention.prune, now=self.clock(), applied_changes=applied)
+        )
+        log.info("nightly retention: %s", pruned)
+        await self.db.optimize()
 
     async def _think(self) -> None:
         """Enqueue the due reflection, insight and early-base-memory jobs (reflect.jobs)."""
@@ -540,13 +568,13 @@ class MemoryService:
             self._wake()
 
 
-def _index_failed(task: asyncio.Task[int]) -> None:
+def _index_failed(task: asyncio.Task[int | None]) -> None:
     """Say when the in-memory vectors could not load (issue 25, item 20): search still works,
     scanning sqlite-vec, only slower."""
     if not task.cancelled() and (exc := task.exception()) is not None:
         log.error(
             "the in-memory vector index could not load (%s: %s); vector search scans the"
-            " database instead, slower, until the daemon restarts",
+            f" database instead, slower, and the load is tried again in {INDEX_RETRY_S:.0f} s",
             type(exc).__name__,
             exc,
             exc_info=exc,

@@ -41,9 +41,10 @@ def record_change(conn: Any, table: str, row_id: int = 0) -> None:
 
 
 def index_of(conn: Any) -> VectorIndex | None:
-    """The index attached to this connection by its Database, if any (None: use vec0)."""
+    """The index attached to this connection by its Database, if any and current (None: use
+    vec0, e.g. while the index loads again after the tables were replaced)."""
     index = getattr(conn, "vector_index", None)
-    return index if isinstance(index, VectorIndex) and index.ready else None
+    return index if isinstance(index, VectorIndex) and index.current(conn) else None
 
 
 class _Table:
@@ -117,41 +118,57 @@ class _Table:
 
 
 class VectorIndex:
-    """Both vector tables in memory, kept in step with SQLite through `vector_changes`."""
+    """Both vector tables in memory, kept in step with SQLite through `vector_changes`.
+
+    Loading every vector happens off the lock, on the thread that asked for it (`build`, then
+    `refresh` when one is owed), never on a search's: a search that finds the tables replaced
+    (a `REBUILD` change) or changes it never saw (ids pruned by another process's GC) marks the
+    index stale and scans sqlite-vec until the owner's `refresh` has loaded them again.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tables: dict[str, _Table] = {}
         self._applied = 0  # the last vector_changes id reflected here
         self.ready = False
+        self.stale = False  # a load is owed: the tables were replaced, or a load failed
+        self._seen: int | None = None  # the last change id when the last load found no tables
         self.dim: int | None = None
 
     # -- loading and keeping in step -------------------------------------------------------
     def build(self, conn: Any) -> int:
-        """Load every vector (at start, on a reader connection); returns how many."""
+        """Load every vector (at start, on a reader connection); returns how many. Searches
+        meanwhile scan sqlite-vec; the loaded tables are swapped in under the lock."""
         started = time.perf_counter()
+        self.stale = True  # until this load is in (a failure leaves it owed)
+        applied, dim, tables = _read_all(conn)
         with self._lock:
-            self._load(conn)
-            count = sum(t.size for t in self._tables.values())
+            self._tables = tables or {}
+            self._applied = applied
+            self.dim = dim
+            self.ready = tables is not None
+            self._seen = None if self.ready else applied
+            self.stale = False
+        count = sum(t.size for t in self._tables.values())
         log.info("vector index: %d vectors loaded in %.2f s", count, time.perf_counter() - started)
         return count
 
-    def _load(self, conn: Any) -> None:
-        self.ready = False
-        self._tables = {}
-        if not has_table(conn, CHANGES_TABLE) or not all(has_table(conn, t) for t in KEYS):
-            return
-        row = conn.execute(f"SELECT max(id) FROM {CHANGES_TABLE}").fetchone()
-        self._applied = int(row[0] or 0)
-        self.dim = _stored_dim(conn)
-        if self.dim is None:
-            return
-        for table, key in KEYS.items():
-            found = _Table(self.dim)
-            for row_id, blob in conn.execute(f"SELECT {key}, embedding FROM {table}"):
-                found.put(int(row_id), blob)
-            self._tables[table] = found
-        self.ready = True
+    def refresh(self, conn: Any) -> int | None:
+        """Load again when a load is owed, or when the tables may have appeared since the
+        last load found none (a vector change was logged since); None when nothing was owed."""
+        if self.ready:
+            return None
+        if not self.stale and self._seen is not None and _last_change(conn) == self._seen:
+            return None
+        return self.build(conn)
+
+    def current(self, conn: Any) -> bool:
+        """Apply the changes logged since the last look; whether the index can answer."""
+        if not self.ready:
+            return False
+        with self._lock:
+            self._sync(conn)
+            return self.ready
 
     def _sync(self, conn: Any) -> None:
         if not self.ready:
@@ -162,8 +179,12 @@ class VectorIndex:
         ).fetchall()
         if not changes:
             return
-        if any(tbl == REBUILD for _, tbl, _ in changes):
-            self._load(conn)
+        # Ids are never reused and only the GC deletes them: a gap is changes this index never
+        # saw (another process pruned them), so like a swap it needs a full load.
+        if changes[0][0] != self._applied + 1 or any(tbl == REBUILD for _, tbl, _ in changes):
+            self.ready = False
+            self.stale = True
+            log.info("vector index: the vector tables changed wholesale; loading them again")
             return
         for change_id, table, row_id in changes:
             found = self._tables.get(table)
@@ -279,6 +300,32 @@ def prune_changes(conn: Any, upto: int) -> int:
     if not has_table(conn, CHANGES_TABLE):
         return 0
     return int(conn.execute(f"DELETE FROM {CHANGES_TABLE} WHERE id <= ?", (upto,)).rowcount)
+
+
+def _last_change(conn: Any) -> int:
+    """The last vector change id ever issued (pruned ones included: AUTOINCREMENT's record)."""
+    row = conn.execute(
+        "SELECT seq FROM sqlite_sequence WHERE name = ?", (CHANGES_TABLE,)
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _read_all(conn: Any) -> tuple[int, int | None, dict[str, _Table] | None]:
+    """(the last change id, the dimension, every table) read from SQLite; no tables (None)
+    before the vector tables exist."""
+    if not has_table(conn, CHANGES_TABLE) or not all(has_table(conn, t) for t in KEYS):
+        return 0, None, None
+    applied = _last_change(conn)  # first: a change made while reading is applied again
+    dim = _stored_dim(conn)
+    if dim is None:
+        return applied, None, None
+    tables = {}
+    for table, key in KEYS.items():
+        found = _Table(dim)
+        for row_id, blob in conn.execute(f"SELECT {key}, embedding FROM {table}"):
+            found.put(int(row_id), blob)
+        tables[table] = found
+    return applied, dim, tables
 
 
 def _unit(blob: bytes, dim: int) -> np.ndarray | None:

@@ -64,8 +64,15 @@ def enqueue(
             " updated_at) VALUES (?, ?, 'pending', 0, ?, ?, ?, ?)",
             (kind, json.dumps(payload), run_after or now, dedupe_key, now, now),
         )
-    except (IntegrityError, _stdlib_sqlite3.IntegrityError):  # raced dedupe (same writer: rare)
-        row = conn.execute("SELECT id FROM jobs WHERE dedupe_key = ?", (dedupe_key,)).fetchone()
+    except (IntegrityError, _stdlib_sqlite3.IntegrityError):  # raced by another process's enqueue
+        # Only a live job holds the key (the unique index is partial): a finished one with the
+        # same key is history, and returning it would make the caller wait on work never done.
+        row = conn.execute(
+            "SELECT id FROM jobs WHERE dedupe_key = ? AND state IN ('pending', 'running')",
+            (dedupe_key,),
+        ).fetchone()
+        if row is None:
+            raise
         return int(row[0])
     return int(cur.lastrowid)
 

@@ -12,6 +12,8 @@ from types import ModuleType
 import pytest
 from script_kit import load_script
 
+from lobug.workers import periodic, runner
+
 
 def bench() -> ModuleType:
     return load_script("bench_longevity")
@@ -52,3 +54,25 @@ async def test_a_quarter_without_the_llm_still_remembers(tmp_path: Path) -> None
     assert report.used_alive == (2, 2)
     assert report.updates_newest_first == (1, 1)
     assert report.user_facts_purged == 0
+
+
+async def test_a_household_database_grows_with_what_was_said_not_how_often_it_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42, shortened: four 30-day "years" of daily talk and agent queries on the daemon's
+    own nightly schedule. What the household said keeps growing; the upkeep tables stop growing
+    once past their retention windows (jobs 7 days, seen marks and events 30)."""
+    longevity = bench()
+    monkeypatch.setattr(longevity, "YEAR_DAYS", 30)
+    # The run sets the daemon's pace constants; they are put back after the test.
+    monkeypatch.setattr(periodic, "CHECK_S", periodic.CHECK_S)
+    monkeypatch.setattr(runner, "POLL_INTERVAL_S", runner.POLL_INTERVAL_S)
+    years = await longevity.household(4, turns_per_day=1, queries_per_day=3, workdir=tmp_path)
+    second, last = years[1].rows, years[3].rows  # day 60 and day 120: both past the windows
+    assert last["turns"] == 2 * 4 * 30 == 2 * second["turns"]  # theirs and Lo-Bug's
+    assert last["memories"] > second["memories"]
+    assert last["history HIT"] == 0
+    for table in ("jobs", "revisions", "memory_events", "vector_changes"):
+        # Twice the days and the queries, not twice the rows (a day's events vary a little).
+        assert last[table] <= second[table] * 1.35 + 5, (table, second[table], last[table])
+    assert years[-1].queries_asked == 3 * 4 * 30

@@ -144,8 +144,9 @@ def test_writes_through_any_connection_reach_the_index(db: Database, db_path: Pa
     db.write_sync(lambda conn: knn.drop_memory_vector(conn, cli_id))
     assert cli_id not in [i for i, _ in vector_knn(db.writer, list(target), 10)]
 
-    # The tables replaced wholesale (reembed's swap: dropped, then made anew): the index
-    # reloads them.
+    # The tables replaced wholesale (reembed's swap: dropped, then made anew): the search
+    # that sees it does not load them (a search thread, under the lock) but scans vec0, and
+    # the owner's refresh loads them off the lock.
     def replaced(conn: Any) -> None:
         for table in KEYS:
             conn.execute(f"DROP TABLE {table}")
@@ -153,6 +154,22 @@ def test_writes_through_any_connection_reach_the_index(db: Database, db_path: Pa
         knn.put_memory_vector(conn, cli_id, list(target))
 
     db.write_sync(replaced)
+    loads: list[int] = []
+    original = vector_index._read_all
+
+    def counted(conn: Any) -> Any:
+        loads.append(1)
+        return original(conn)
+
+    vector_index._read_all = counted  # type: ignore[assignment]
+    try:
+        assert [i for i, _ in vector_knn(db.writer, list(target), 5)] == [cli_id]
+        assert loads == [] and not index.ready and index.stale
+        assert vector_index.index_of(db.writer) is None  # vec0 answers until it is loaded
+        assert db.read_sync(index.refresh) == 1 and loads == [1]
+    finally:
+        vector_index._read_all = original  # type: ignore[assignment]
+    assert index.ready and vector_index.index_of(db.writer) is index
     assert [i for i, _ in vector_knn(db.writer, list(target), 5)] == [cli_id]
 
     # GC forgets the applied changes; later writes still arrive.
@@ -198,3 +215,54 @@ def test_without_an_index_or_before_it_is_built_search_scans_sqlite_vec(db: Data
     assert db.vector_index.build(conn) == 40
     assert vector_index.index_of(conn) is db.vector_index
     assert MEMORIES.vectors in db.vector_index.stats()["vectors"]
+
+
+def test_changes_pruned_by_another_process_make_the_index_load_again(
+    db: Database, db_path: Path
+) -> None:
+    """`lobug mcp`'s index and the daemon's share the change log; when one GC prunes what the
+    other never applied, the other sees the gap in the ids and loads again, missing nothing."""
+    rng = np.random.default_rng(5)
+    facts(db, rng.standard_normal((10, DIM)))
+    index = db.vector_index
+    assert index is not None and index.build(db.writer) == 10
+    other = Database(db_path, vector_index=VectorIndex())
+    other.open_sync()
+    try:
+        target = rng.standard_normal(DIM)
+        new = facts(other, np.array([target]))[0]  # written while ours is not looking
+        more = facts(other, rng.standard_normal((3, DIM)))
+        other.write_sync(prune_changes, 10**9)  # …and pruned by the other GC
+        facts(other, rng.standard_normal((1, DIM)))  # the newest change survives a GC
+        assert vector_index.index_of(db.writer) is None and index.stale
+        assert db.read_sync(index.refresh) == 15
+        found = [i for i, _ in vector_knn(db.writer, list(target), 1)]
+        assert found == [new] and set(more) <= set(index._tables[MEMORIES.vectors].pos)
+    finally:
+        other.close_sync()
+
+
+def test_tables_that_appear_later_are_loaded_without_a_restart(tmp_path: Path) -> None:
+    """Vectors off at start (no tables yet: the embedder could not be set up): the index
+    stays off only until they exist."""
+    path = tmp_path / "late.db"
+    conn = connect(path)
+    migrate(conn)
+    conn.close()
+    database = Database(path, vector_index=VectorIndex())
+    database.open_sync()
+    try:
+        index = database.vector_index
+        assert index is not None
+        assert index.build(database.writer) == 0 and not index.ready
+        assert database.read_sync(index.refresh) is None  # nothing changed: no load
+
+        def set_up(conn: Any) -> None:
+            write_meta(conn, "embedding_dim", str(DIM))
+            create_vector_tables(conn, DIM)
+
+        database.write_sync(set_up)
+        facts(database, np.random.default_rng(6).standard_normal((3, DIM)))
+        assert database.read_sync(index.refresh) == 3 and index.ready
+    finally:
+        database.close_sync()

@@ -11,6 +11,7 @@ import pytest
 from lobug.config import WorkerConfig
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
+from lobug.storage.sqlite import connect
 from lobug.workers import queue
 from lobug.workers import runner as runner_module
 from lobug.workers.queue import Job
@@ -55,6 +56,38 @@ async def test_enqueue_dedupe_and_counts(db: Database) -> None:
     c_ = await db.write(lambda c: queue.enqueue(c, "embed", {"x": 3}, now=3.0))
     assert a == b != c_
     assert await db.read(queue.counts) == {"pending": 2, "running": 0, "failed": 0}
+
+
+def test_a_raced_enqueue_returns_the_live_job_never_a_finished_one(tmp_path: Path) -> None:
+    """Two processes enqueue the same key at once: the loser's insert hits the unique index
+    and it must get the live job's id, not the id of last week's finished job with that key."""
+    path = tmp_path / "race.db"
+    mine, theirs = connect(path), connect(path)
+    migrate(mine)
+    finished = queue.enqueue(mine, "consolidate", {}, now=1.0, dedupe_key="consolidate:default")
+    queue.complete(mine, finished, now=2.0)
+
+    class Racing:
+        """`mine`, with the other process's enqueue landing right after our look-up."""
+
+        def __init__(self) -> None:
+            self.raced: int | None = None
+
+        def execute(self, sql: str, params: Any = ()) -> Any:
+            cur = mine.execute(sql, params)
+            if self.raced is None and sql.startswith("SELECT id FROM jobs WHERE dedupe_key"):
+                # Our look-up saw no live job; then the other process's enqueue commits.
+                self.raced = queue.enqueue(
+                    theirs, "consolidate", {}, now=3.0, dedupe_key="consolidate:default"
+                )
+            return cur
+
+    racing = Racing()
+    got = queue.enqueue(racing, "consolidate", {}, now=3.0, dedupe_key="consolidate:default")
+    assert racing.raced is not None and racing.raced != finished
+    assert got == racing.raced
+    mine.close()
+    theirs.close()
 
 
 async def test_retry_backoff_then_success(db: Database) -> None:

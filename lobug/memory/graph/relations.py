@@ -47,8 +47,8 @@ def link_neighbours(
         found = knn.nearest_facts(conn, vector, user_id=user_id, k=k + 1)
     made: list[tuple[int, float]] = []
     for row, distance in found:
-        if row.id == memory_id or len(made) >= k or 1.0 - distance < link_min:
-            continue
+        if row.id == memory_id or len(made) >= k or not 1.0 - distance >= link_min:
+            continue  # `not >=`: a NaN distance (a vector stored before issue 42) links nothing
         strength = round(1.0 - distance, 6)
         if link(conn, memory_id, row.id, strength, user_id=user_id, now=now, actor=actor):
             made.append((row.id, strength))

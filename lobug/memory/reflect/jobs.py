@@ -26,6 +26,7 @@ from lobug.memory.summaries import base_memory, distill, early_base
 from lobug.memory.table import rows as store
 from lobug.memory.upkeep import budget
 from lobug.storage.database import Database
+from lobug.workers.periodic import Slot
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
 
@@ -78,7 +79,7 @@ class Thinking:
                     conn,
                     user_id,
                     now=now,
-                    every_days=cfg.reflection_every_days,
+                    slot=Slot.parse(cfg.reflection_at).latest(now),
                 ),
                 INSIGHTS: insights.due(
                     conn, user_id, now=now, every_hours=cfg.insights_every_hours
@@ -93,11 +94,9 @@ class Thinking:
     # -- handlers --------------------------------------------------------------------------------
     async def reflect(self, job: Job) -> None:
         user_id, cfg = _user(job), self.config
-        check = partial(
-            reflection.due,
-            now=self.clock(),
-            every_days=cfg.reflection_every_days,
-        )
+        now = self.clock()
+        slot = Slot.parse(cfg.reflection_at).latest(now)
+        check = partial(reflection.due, now=now, slot=slot)
         if not await self.db.read(check, user_id):
             return
         facts, summaries = await self.db.read(reflection.inputs, user_id, self.clock())
@@ -109,7 +108,7 @@ class Thinking:
             partial(
                 reflection.store_reflection,
                 now=self.clock(),
-                every_days=cfg.reflection_every_days,
+                slot=slot,
                 facts=len(facts),
             ),
             user_id,

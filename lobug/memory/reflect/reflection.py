@@ -1,11 +1,12 @@
 """The weekly reflection (seed 003; docs/seeds.md, rows 244-246): a paragraph looking back over
 the week's facts.
 
-Due when the user's last reflection is at least `reflection_every_days` old (or there is none)
-and at least `MIN_FACTS` facts were learned in the last 7 days. Stored as a memory of kind
-`reflection`, tagged `weekly`, with `decay_rate` 0 (it never fades); the prompt shows the latest
-one (`notes`). Its input, the week's facts and episodes, is fitted to `INPUT_CHARS`: the seed's
-200 items would overflow the whole context of the small model a Pi runs.
+Due once a week (`reflection.reflection_at`, Sunday 03:00 local time): when the user's last
+reflection is from before that slot (or there is none), and at least `MIN_FACTS` facts were
+learned in the last 7 days. Stored as a memory of kind `reflection`, tagged `weekly`, with
+`decay_rate` 0 (it never fades); the prompt shows the latest one (`notes`). Its input, the
+week's facts and episodes, is fitted to `INPUT_CHARS`: the seed's 200 items would overflow the
+whole context of the small model a Pi runs.
 """
 
 from __future__ import annotations
@@ -86,11 +87,14 @@ def fit(facts: list[str], episodes: list[str]) -> tuple[list[str], list[str]]:
     return taken[0], taken[1]
 
 
-def due(conn: Any, user_id: str, *, now: float, every_days: float) -> bool:
+def due(conn: Any, user_id: str, *, now: float, slot: float) -> bool:
+    """`slot`: when this week's reflection came due (`reflection.reflection_at`, Sunday at
+    03:00 local time): one reflection after it, the first check that can run it (a daemon
+    that was off on Sunday reflects once when it is back)."""
     if marks.quiet(conn, TASK, user_id, now, GIVE_UP_S):
         return False
     last = latest(conn, user_id)
-    if last is not None and now - last.created_at < every_days * 86400.0:
+    if last is not None and last.created_at >= slot:
         return False
     count = conn.execute(
         "SELECT COUNT(*) FROM memories WHERE user_id = ? AND kind = 'fact' AND status = 'active'"
@@ -126,12 +130,13 @@ def store_reflection(
     content: str,
     *,
     now: float,
-    every_days: float,
+    slot: float,
     facts: int,
 ) -> int | None:
-    """Write the reflection unless another run wrote one meanwhile; its vector is a job."""
+    """Write the reflection unless another run wrote this week's meanwhile (`due`'s `slot`);
+    its vector is a job."""
     last = latest(conn, user_id)
-    if last is not None and now - last.created_at < every_days * 86400.0:
+    if last is not None and last.created_at >= slot:
         return None
     memory_id = store.insert_memory(
         conn,

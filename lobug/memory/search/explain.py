@@ -25,7 +25,8 @@ from lobug.memory.search.runner import Plan, Similarity, memory_sources, rank_al
 from lobug.memory.search.scoring import Fused, ScoringWeights, memory_score, rescore
 
 DECISIONS = 10
-# Upkeep noise: every retrieval writes a HIT; the count is in `hits`.
+# Upkeep noise: retrievals wrote a HIT row each until issue 42 (now only `hits` counts them);
+# a database from before holds them until the nightly GC forgets them (`upkeep/retention.py`).
 QUIET_EVENTS = ("HIT",)
 
 

@@ -5,9 +5,10 @@ and a turn would queue behind a long extraction or GC pass. So `HitBuffer.add` o
 `SeenMarks.mark` only remembers which delta revision a session was shown; the service's flush
 (every `service.HIT_FLUSH_S`, and at shutdown) writes both in one transaction: `hits += n`,
 `last_accessed = the last retrieval`, the memory's strength reinforced once (a use, however
-many retrievals the interval held: `store.strength`) and one HIT history row per memory with
-the old and new count; each session's seen revision (`delta.mark_seen`). A crash loses at most
-one interval of hit counts (and may show a delta header once more), never a memory.
+many retrievals the interval held: `store.strength`); each session's seen revision
+(`delta.mark_seen`). A hit is a counter, not a history row (issue 42: a row per retrieved memory
+per flush was most of the file after a year, and explained nothing). A crash loses at most one
+interval of hit counts (and may show a delta header once more), never a memory.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from lobug.memory.table import delta
-from lobug.memory.table.rows import add_history
 from lobug.memory.table.strength import Strength, reinforce_row
 
 MAX_PENDING = 10_000  # ids; far more than a household's memories retrieved in an interval
@@ -63,22 +63,11 @@ def apply_hits(
         ).fetchone()
         if row is None:
             continue
-        old_rate, new_rate = reinforce_row(conn, row, at=seen, strength=strength)
+        reinforce_row(conn, row, at=seen, strength=strength)
         conn.execute(
             "UPDATE memories SET hits = hits + ?,"
             " last_accessed = MAX(COALESCE(last_accessed, 0), ?) WHERE id = ?",
             (count, seen, memory_id),
-        )
-        add_history(
-            conn,
-            user_id=row["user_id"],
-            memory_id=memory_id,
-            event="HIT",
-            actor="retrieval",
-            now=now,
-            old_value=str(row["hits"]),
-            new_value=str(row["hits"] + count),
-            meta={"count": count, "last_accessed": seen, "decay_rate": [old_rate, new_rate]},
         )
         touched += 1
     return touched

@@ -1,13 +1,15 @@
-"""Weekly reflection (seed 003): due with ≥ 3 new facts in 7 days, at most once per 6 days,
-through the schedule and the job queue; garbage, outage and the daily budget."""
+"""Weekly reflection (seed 003): due with ≥ 3 new facts in 7 days, once a week from Sunday 03:00
+local time, through the schedule and the job queue; garbage, outage and the daily budget."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, memory_env
 from thinking_kit import REFLECTION, add_facts, canned, prompt
+from tz_kit import AUCKLAND, machine_zone
 
 from lobug.memory.reflect.jobs import BUDGET, INSIGHTS, REFLECT
 from lobug.memory.upkeep import budget
@@ -31,7 +33,8 @@ async def test_reflection_runs_through_the_queue_and_reaches_the_prompt(
     assert row["decay_rate"] == 0.0 and row["tags"] == '["weekly"]'
     assert [j["state"] for j in mem.jobs(REFLECT)] == ["done"]
     assert f"[Weekly reflection]\n{REFLECTION}" in await prompt(mem)
-    # Within 6 days: not again, whatever is learned meanwhile.
+    # Not again before the next Sunday, whatever is learned meanwhile (the clock starts on a
+    # Sunday afternoon in UTC, a Monday morning east of it, so 5 days on is before Sunday).
     clock.advance(5 * DAY)
     await add_facts(mem, "The user bought a bike.", "The user likes jazz.", "The user is 40.")
     await mem.service._think()
@@ -41,6 +44,30 @@ async def test_reflection_runs_through_the_queue_and_reaches_the_prompt(
     await mem.run()
     assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 2
     assert len(ollama[0].memory_calls("reflect")) == 2
+
+
+async def test_the_weekly_reflection_comes_on_sunday_and_once_after_downtime(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    ollama[0].thinking = canned()
+
+    async def week(*local: int, facts: tuple[str, ...]) -> int:
+        """Learn `facts` at a local time, run the hourly check and the jobs: reflections."""
+        clock.now = datetime(*local).timestamp()  # type: ignore[arg-type]
+        await add_facts(mem, *facts)
+        await mem.service._think()
+        await mem.run()
+        return int(mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'"))
+
+    more = ("The user bought a bike.", "The user likes jazz.", "The user is 40.")
+    with machine_zone(AUCKLAND):
+        assert await week(2026, 3, 4, 10, 0, facts=FACTS) == 1  # a Wednesday: the first one
+        assert await week(2026, 3, 7, 23, 59, facts=more) == 1  # Saturday night: not yet
+        assert await week(2026, 3, 8, 3, 0, facts=()) == 2  # Sunday 03:00
+        assert await week(2026, 3, 8, 22, 0, facts=more) == 2  # once that Sunday
+        # Off from Saturday 14th to Wednesday 18th: the missed Sunday's, once.
+        assert await week(2026, 3, 18, 9, 0, facts=FACTS) == 3
+        assert await week(2026, 3, 18, 10, 0, facts=more) == 3
 
 
 async def test_fewer_than_three_new_facts_is_no_reflection(

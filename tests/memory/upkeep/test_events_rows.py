@@ -84,7 +84,7 @@ async def test_a_context_search_is_written_with_the_hits_not_on_the_turn(
     assert (search["op"], search["status"], search["thread_id"]) == ("search", "ok", "s-2")
     assert (search["memory_id"], search["category"], search["ts"]) == (tea, "personal", clock())
     # One transaction with the hit it counted.
-    assert mem.value("SELECT COUNT(*) FROM history WHERE event = 'HIT' AND memory_id = ?", tea)
+    assert mem.value("SELECT hits FROM memories WHERE id = ?", tea) == 1
 
     async def unreachable(text: str) -> Any:
         raise RuntimeError("embedder gone")
