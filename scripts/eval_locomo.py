@@ -34,6 +34,7 @@ import logging
 import pickle
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -267,10 +268,12 @@ def cache_embeddings(path: Path) -> None:
     cache: dict[str, list[float]] = pickle.loads(path.read_bytes()) if path.exists() else {}
     original = embedders.LocalEmbedder.encode
 
-    def encode(self: Any, texts: Sequence[str]) -> list[list[float]]:
+    def encode(
+        self: Any, texts: Sequence[str], cancelled: threading.Event | None = None
+    ) -> list[list[float]]:
         missing = list(dict.fromkeys(t for t in texts if t not in cache))
         if missing:
-            for text, vector in zip(missing, original(self, missing), strict=True):
+            for text, vector in zip(missing, original(self, missing, cancelled), strict=True):
                 cache[text] = vector
             path.write_bytes(pickle.dumps(cache))
         return [cache[t] for t in texts]
