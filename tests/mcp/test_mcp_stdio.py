@@ -104,9 +104,16 @@ async def test_resources_base_memory_and_entities(config: Path, tmp_path: Path) 
             "INSERT INTO base_memory (user_id, content, updated_at) VALUES ('default', ?, 0)",
             ("# Alex\n- works at NASA",),
         )
-        conn.execute(
+        entity = conn.execute(
             "INSERT INTO entities (user_id, canonical_name, type, created_at, last_mentioned)"
             " VALUES ('default', 'Mia', 'person', 0, 0)"
+        ).lastrowid
+        memory = conn.execute(  # a name is in the index while a live memory names it
+            "INSERT INTO memories (content, created_at, updated_at)"
+            " VALUES ('Mia is the user''s niece.', 0, 0)"
+        ).lastrowid
+        conn.execute(
+            "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)", (memory, entity)
         )
     conn.close()
     async with stdio_session(config, errlog=tmp_path / "mcp.err") as mcp:

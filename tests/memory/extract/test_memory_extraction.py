@@ -261,7 +261,9 @@ async def test_embedder_outage_is_retried_and_reported(
 ) -> None:
     state, url = ollama
     state.embed_dim = 64
-    overrides = {"embedding.backend": "ollama", "embedding.model": "nomic-embed-text"}
+    state.models.append("house-embed:latest")
+    # A model whose size lobug does not know (a known one at 64-d stops the config itself).
+    overrides = {"embedding.backend": "ollama", "embedding.model": "house-embed"}
     async with memory_env(tmp_path, url, clock, **overrides) as mem:
         state.mode = "down"
         await mem.exchange("remember the milk", None)
