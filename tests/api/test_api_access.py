@@ -189,3 +189,50 @@ async def test_a_lower_trust_write_never_changes_an_invisible_memory(
     )
     assert written["supersedes"] is None
     assert app.value("SELECT status FROM memories WHERE id = ?", secret["id"]) == "active"
+
+
+async def test_query_stores_narrow_within_the_trusts_stores(
+    make_client: Callable[..., Any],
+) -> None:
+    """Seed 002: a query's `stores` are intersected with what the trust reads; naming a store it
+    may not read is 403 with the contract's error body, as writing there is."""
+    app = await make_app(make_client)
+    made = {
+        store: (await app.remember(IN_STORE[store], category="personal", store=store))["id"]
+        for store in STORES
+    }
+    words = " ".join(IN_STORE.values())
+    for trust in TRUSTS:
+        caller, readable = app.as_[trust], STORES_BY_TRUST[trust]
+        for store in STORES:
+            body = {"query": words, "top_k": 100, "stores": [store]}
+            if store not in readable:
+                status, error, _ = await caller.call("POST", "/v1/query", 403, json=body)
+                assert error == {
+                    "error": {
+                        "code": "forbidden",
+                        "message": f"trust '{trust}' may not read the '{store}' store "
+                        f"(readable: {', '.join(readable) or 'none'})",
+                        "details": {"store": store, "trust": trust},
+                    }
+                }
+                continue
+            found = await caller.post("/v1/query", {**body, "return": "full"})
+            assert [r["id"] for r in found["results"]] == [made[store]]
+            assert {r["store"] for r in found["results"]} == {store}
+    both = await app.as_["inner"].post(
+        "/v1/query", {"query": words, "top_k": 100, "stores": ["social", "shared"]}
+    )
+    assert sorted(r["id"] for r in both["results"]) == sorted([made["shared"], made["social"]])
+    # A store the owner names leaves the conversation turns (the private store) out too.
+    await app.local.post(
+        "/v1/turns", {"session_id": "s", "role": "user", "text": words, "auto_extract": False}, 201
+    )
+    episodes = await app.local.post(
+        "/v1/query", {"query": words, "kinds": ["episode", "fact"], "stores": ["shared"]}
+    )
+    assert [r["id"] for r in episodes["results"]] == [made["shared"]]
+    status, error, _ = await app.local.call(
+        "POST", "/v1/query", 400, json={"query": words, "stores": ["attic"]}
+    )
+    assert error["error"]["details"]["field"] == "stores"

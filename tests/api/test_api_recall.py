@@ -170,9 +170,13 @@ async def test_query_bullets_full_limits_and_filters(
     keys = {"id", "kind", "category", "text", "score", "status", "valid_until", "sources"}
     assert all(set(r) == keys
                for r in bullets["results"])  # fmt: skip
+    # "… beside the new garden wall" reads as an update to four of the earlier plantings
+    # (the heuristic judge): the history is asked for, so all twelve are found.
     full = await app.local.post(
-        "/v1/query", {"query": "planted garden wall", "top_k": 100, "return": "full"}
-    )
+        "/v1/query",
+        {"query": "planted garden wall", "top_k": 100, "return": "full",
+         "include_superseded": True},
+    )  # fmt: skip
     assert len(full["results"]) == 12
     first = full["results"][0]
     assert first["memory"]["id"] == first["id"] and first["text"] == first["memory"]["content"]
@@ -256,3 +260,27 @@ async def test_turns_with_speakers_answer_questions_that_name_them(
         "POST", "/v1/turns", 400, json=turn("hi", speaker="Li\x07am")
     )
     assert body["error"]["details"]["field"] == "speaker"
+
+
+async def test_query_reads_current_facts_and_history_on_request(
+    make_client: Callable[..., Any], clock: Any
+) -> None:
+    """Seed 003: a query leaves out a fact a newer statement replaced; `include_superseded`
+    brings the history back, after the current value and with its `valid_until`."""
+    app = await make_app(make_client)
+    old = await app.remember("The user lives in Portland.", category="personal")
+    clock.advance(60)
+    new = await app.remember("The user lives in Seattle.", category="personal")
+    assert (new["action"], new["supersedes"]) == ("superseded", old["id"])
+    assert app.value("SELECT valid_until FROM memories WHERE id = ?", old["id"]) is not None
+    asked = {"query": "where does the user live", "top_k": 10}
+    current = await app.local.post("/v1/query", asked)
+    assert [r["id"] for r in current["results"]] == [new["id"]]
+    assert current["results"][0]["valid_until"] is None
+    history = await app.local.post("/v1/query", {**asked, "include_superseded": True})
+    assert [r["id"] for r in history["results"]] == [new["id"], old["id"]]
+    assert history["results"][1]["valid_until"] is not None
+    status, body, _ = await app.local.call(
+        "POST", "/v1/query", 400, json={**asked, "include_superseded": "yes"}
+    )
+    assert body["error"]["details"]["field"] == "include_superseded"

@@ -179,3 +179,28 @@ async def test_cli_forget_by_text(tmp_path: Path, ollama: tuple[FakeOllamaState,
     with_pii = await lobug_json(config, "memory", "list", "--pii", "email")
     assert [m["content"] for m in with_pii["memories"]] == ["The user's email is jo@example.com."]
     assert query(db, "SELECT COUNT(*) FROM memories WHERE status = 'active'")[0][0] == 2
+
+
+async def test_query_store_and_history_options(
+    tmp_path: Path, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """`lobug memory query --store S` narrows to that store; `--include-superseded` brings back
+    the facts a newer one replaced (left out by default, seed 003)."""
+    _, url = ollama
+    config = config_file(tmp_path, url)
+    old = await lobug_json(config, "memory", "remember", "The user lives in Portland.")
+    new = await lobug_json(config, "memory", "remember", "The user lives in Seattle.")
+    family = await lobug_json(config, "memory", "remember", "The user's sister lives in Denver.",
+                              "--store", "shared")  # fmt: skip
+    assert new["supersedes"] == old["id"] and family["store"] == "shared"
+    words = "where does the user live"
+    current, history, shared, private = await asyncio.gather(
+        lobug_json(config, "memory", "query", words, "--store", "private"),
+        lobug_json(config, "memory", "query", words, "--include-superseded", "-k", "10"),
+        lobug_json(config, "memory", "query", words, "--store", "shared"),
+        lobug_json(config, "memory", "query", words, "--store", "private", "--include-superseded"),
+    )
+    assert [r["id"] for r in current["results"]] == [new["id"]]
+    assert {r["id"] for r in history["results"]} == {new["id"], old["id"], family["id"]}
+    assert [r["id"] for r in shared["results"]] == [family["id"]]
+    assert [r["id"] for r in private["results"]] == [new["id"], old["id"]]

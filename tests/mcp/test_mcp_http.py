@@ -18,6 +18,8 @@ from api_kit import TOKENS, make_app
 from dbutil import connect
 from mcp.shared.exceptions import MCPError
 
+from lobug.access import STORES
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from mcp_kit import TOOL_NAMES, call, http_session, refused  # noqa: E402
@@ -222,3 +224,35 @@ async def test_a_session_answers_only_the_credential_that_opened_it(make_client:
         same = {**other, "Authorization": full["Authorization"]}
         async with http.post(mcp_url(app), json=listing, headers=same) as resp:
             assert resp.status in (200, 202)
+
+
+async def test_query_tool_takes_stores_and_the_history_switch(make_client: Any) -> None:
+    """The MCP `query` tool's schema is /v1/query's: `stores` within the token's trust (403
+    `forbidden` beyond it), replaced facts only with `include_superseded`."""
+    app = await make_app(make_client)
+    social = await app.remember("The user plays chess in the park.", store="social")
+    shared = await app.remember("The user plays chess with the family.", store="shared")
+    old = await app.remember("The user lives in Portland.", store="social")
+    new = await app.remember("The user lives in Seattle.", store="social")
+    assert new["supersedes"] == old["id"]
+    async with http_session(mcp_url(app), TOKENS["familiar"]) as mcp:
+        tool = next(t for t in (await mcp.list_tools()).tools if t.name == "query")
+        assert tool.input_schema["properties"]["stores"]["items"]["enum"] == list(STORES)
+        assert tool.input_schema["properties"]["include_superseded"]["type"] == "boolean"
+        error = await refused(mcp, "query", query="chess", stores=["shared"])
+        assert error["code"] == "forbidden" and error["details"] == {
+            "store": "shared",
+            "trust": "familiar",
+        }
+        found = await call(mcp, "query", query="plays chess", stores=["social"], top_k=10)
+        assert [r["id"] for r in found["results"]][0] == social["id"]
+        lives = [
+            r["id"] for r in (await call(mcp, "query", query="user lives", top_k=10))["results"]
+        ]
+        assert new["id"] in lives and old["id"] not in lives
+        history = await call(mcp, "query", query="user lives", top_k=10, include_superseded=True)
+        ranked = [r["id"] for r in history["results"]]
+        assert ranked.index(new["id"]) < ranked.index(old["id"])
+    async with http_session(mcp_url(app), TOKENS["inner"]) as mcp:
+        found = await call(mcp, "query", query="plays chess", stores=["shared"], top_k=10)
+        assert [r["id"] for r in found["results"]] == [shared["id"]]  # the only one there

@@ -100,6 +100,14 @@ def register(sub: Any) -> None:
     p.add_argument("text")
     p.add_argument("--category", action="append", dest="categories")
     p.add_argument("--kind", action="append", dest="kinds", choices=f.QUERY_KINDS)
+    p.add_argument(
+        "--store", action="append", dest="stores", choices=f.STORES, help="only this store"
+    )
+    p.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also facts a newer statement replaced (history)",
+    )
     p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE")
     _writer_options(p, "only memories written by")
     p.add_argument("-k", "--top-k", type=int, default=5, dest="top_k")

@@ -249,7 +249,9 @@ async def query(args: argparse.Namespace, rec: Records, recall: Recall, who: Pri
         }
         or None,
     }
-    body.update(_body(args, ("categories", "kinds", "threshold", "min_score")))
+    body.update(_body(args, ("categories", "kinds", "stores", "threshold", "min_score")))
+    if args.include_superseded:
+        body["include_superseded"] = True
     if args.budget is not None:
         body["budget_tokens"] = args.budget
     if args.session is not None:

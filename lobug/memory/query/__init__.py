@@ -75,6 +75,12 @@ def _categories(value: Any) -> Any:
     return value
 
 
+def _stores(value: Any) -> Any:
+    if not isinstance(value, list) or not 1 <= len(value) <= len(STORES):
+        raise bad(f"must be a list of 1-{len(STORES)} stores")
+    return value
+
+
 def _kinds(value: Any) -> Any:
     if not isinstance(value, list) or not 1 <= len(value) <= len(s.QUERY_KINDS):
         raise bad(f"must be a list of 1-{len(s.QUERY_KINDS)} kinds")
@@ -135,7 +141,10 @@ class Reach:
     # Archived memories stay findable (they only leave the prompt's default set); a
     # soft-deleted one never is by a query (search.runner.HIDDEN_STATUSES).
     statuses: tuple[str, ...] = ("active", "archived")  # memories only
-    superseded: bool = True  # memories only: False leaves out facts a newer one replaced
+    # Memories only: False leaves out facts a newer one replaced (seed 003). True here, the
+    # whole table, for the searches that must see history (the judge, `why`); /v1/query sets
+    # it from the request's `include_superseded` (`records.recall.reach_of`).
+    superseded: bool = True
     layer: str | None = None  # memories only: mid | long
     exclude_session: str | None = None
     # With exclude_session: rows of that session created before this time still count (the
@@ -195,6 +204,24 @@ class QueryRequest(Request):
         ]
         | None
     ) = None
+    stores: (
+        Annotated[
+            list[Store],
+            Field(min_length=1, max_length=len(STORES), json_schema_extra={"uniqueItems": True}),
+            BeforeValidator(_stores),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Search only these stores (seed 002: intersected with those your trust "
+        "reads). Naming a store your trust may not read is 403 `forbidden`, as a write to it "
+        "is. Default: every store your trust reads.",
+    )
+    include_superseded: Flag = Field(
+        default=False,
+        description="Also return facts a newer statement replaced (their `valid_until` set; "
+        "they rank after the current value). Default: current facts only (seed 003).",
+    )
     filters: QueryFilters | None = None
     top_k: Annotated[
         int, Field(ge=1, le=s.MAX_TOP_K), BeforeValidator(s.integer(1, s.MAX_TOP_K))
@@ -287,7 +314,8 @@ class QueryResult(BaseModel):
     valid_until: float | None = Field(
         default=None,
         description=(
-            "Set when a newer statement replaced this fact (it then ranks after the current value)."
+            "Set when a newer statement replaced this fact: only with `include_superseded`"
+            " (it then ranks after the current value)."
         ),
     )
     sources: list[Source] = Field(description="The turns this result came from.")

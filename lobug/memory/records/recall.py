@@ -166,9 +166,7 @@ class Recall:
             )
             sections = {"stable": got.sections.stable, "turn": got.sections.turn}
         else:
-            request = QueryRequest.model_construct(
-                query="", reach=reach_of(scope, user_id, None, superseded=False)
-            )
+            request = QueryRequest.model_construct(query="", reach=reach_of(scope, user_id, None))
             always = await self.db.read(
                 prompt_context.read_always_for, request, self.records.policy, self.records.clock()
             )
@@ -189,7 +187,9 @@ class Recall:
     async def query(
         self, principal: Principal, req: QueryRequest, *, user_id: str = USER
     ) -> dict[str, Any]:
-        """Seed 001 §6: `agent` may only narrow; categories within its allowlist (else 403)."""
+        """Seed 001 §6: `agent` may only narrow; categories within its allowlist and stores
+        within its trust's (else 403, seed 002); facts a newer one replaced only on request
+        (`include_superseded`, seed 003)."""
         policy = self.records.policy
         principal = policy.act_as(principal, req.agent)
         scope = self.records.scope(principal)
@@ -198,7 +198,14 @@ class Recall:
             scope.require_turns()
         filters = req.filters or QueryFilters()
         check_user(filters, user_id)
-        request = req.model_copy(update={"reach": reach_of(scope, user_id, categories)})
+        reach = reach_of(
+            scope,
+            user_id,
+            categories,
+            stores=scope.readable(req.stores),
+            superseded=req.include_superseded,
+        )
+        request = req.model_copy(update={"reach": reach})
         self.records.service("query")
         found = await self._search(request)
         if req.return_ == "full":
@@ -257,15 +264,22 @@ def reader_of(principal: Principal) -> str:
 
 
 def reach_of(
-    scope: Scope, user_id: str, categories: list[str] | None, *, superseded: bool = True
+    scope: Scope,
+    user_id: str,
+    categories: list[str] | None,
+    *,
+    stores: tuple[str, ...] | None = None,
+    superseded: bool = False,
 ) -> Reach:
-    """What the caller's search may see: its user, its trust's stores, its categories (those
-    asked for, already allowlist-checked, else its whole allowlist)."""
+    """What the caller's search may see: its user, its stores (those asked for, already
+    trust-checked by `Scope.readable`, else every store its trust reads), its categories (those
+    asked for, already allowlist-checked, else its whole allowlist), and the facts a newer one
+    replaced only when `superseded` (seed 003: a query reads current facts)."""
     if categories is None and scope.categories is not None:
         categories = sorted(scope.categories)
     return Reach(
         user_id=user_id,
-        stores=scope.stores,
+        stores=scope.stores if stores is None else stores,
         categories=None if categories is None else tuple(categories),
         superseded=superseded,
     )

@@ -108,6 +108,25 @@ class Scope:
             params.append(self.now)
         return clause, params
 
+    def readable(self, stores: Iterable[str] | None) -> tuple[str, ...] | None:
+        """The stores a request names, each one this trust reads (seed 002 intersects a
+        search's stores with the accessible ones); 403 for one it may not read, as a write to
+        it is (`access.check_write_store`). None when it names none (every store it reads)."""
+        if stores is None:
+            return None
+        named = set(stores)
+        for store in STORES:
+            if store in named and store not in self.stores:
+                readable = ", ".join(self.stores) or "none"
+                raise errors.ApiError(
+                    403,
+                    "forbidden",
+                    f"trust '{self.principal.trust}' may not read the '{store}' store "
+                    f"(readable: {readable})",
+                    details={"store": store, "trust": self.principal.trust},
+                )
+        return tuple(store for store in self.stores if store in named)
+
     def require_turns(self) -> None:
         if not self.reads_turns:
             raise errors.forbidden(
