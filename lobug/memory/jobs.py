@@ -288,5 +288,6 @@ def store_memory_vector(
         k=policy.link_k,
         now=now,
         actor="embedder",
+        category=row.category,
     )
     return True

@@ -2,7 +2,9 @@
 
 For a fact just given a vector, its top `link_k` active neighbours with similarity (1 − cosine
 distance) at or above `link_min` become `relations` rows, strength = similarity, one edge per
-pair whichever way round, each with a LINK history event. Retrieval adds a small
+pair whichever way round, each with a LINK history event and an op `link` row in
+`memory_events` (seed 001 §14; node `worker` when the vector came from the embed job, `hotpath`
+when the write had it). Retrieval adds a small
 boost for a memory's strongest `related_to` edge to any live (active or archived) memory,
 whether or not the other end is a candidate of the same search (`max_related_strength`), and
 the prompt shows 1-2 current facts tied to the ones it picked (`related_facts`,
@@ -18,11 +20,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from lobug.memory.table import memory_events
 from lobug.memory.table.rows import add_history, unexpired
 from lobug.memory.vectors import knn
 
 RELATED_TO = "related_to"
 SUPERSEDES = "supersedes"
+LINK_OP = "link"  # the `memory_events` op of an edge link_neighbours made
 
 
 def link_neighbours(
@@ -36,8 +40,12 @@ def link_neighbours(
     now: float,
     actor: str,
     found: Sequence[tuple[knn.MemoryRow, float]] | None = None,
+    node: str = memory_events.WORKER,
+    category: str | None = None,
 ) -> list[tuple[int, float]]:
-    """Create the edges (in the caller's transaction); returns (neighbour id, strength).
+    """Create the edges (in the caller's transaction), each with its op `link` event row of
+    `node` (the memory's `category`, the edge's strength as its similarity); returns
+    (neighbour id, strength).
 
     found: the vector's nearest facts when the caller has them already (one KNN scan, not two).
     """
@@ -52,6 +60,10 @@ def link_neighbours(
         strength = round(1.0 - distance, 6)
         if link(conn, memory_id, row.id, strength, user_id=user_id, now=now, actor=actor):
             made.append((row.id, strength))
+            memory_events.emit(
+                conn, node, LINK_OP, user_id=user_id, now=now, memory_id=memory_id,
+                category=category, sim=strength,
+            )  # fmt: skip
     return made
 
 

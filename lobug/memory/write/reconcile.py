@@ -397,6 +397,8 @@ def _add(
             now=now,
             actor=origin.actor,
             found=neighbours,
+            node=memory_events.HOTPATH,
+            category=cand.category,
         )
     event = "created" if supersedes is None else "updated"
     meta = delta.meta(cand.content, cand.category, cand.importance, origin.store)

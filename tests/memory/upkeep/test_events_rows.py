@@ -128,7 +128,7 @@ async def test_consolidation_writes_a_worker_row_per_merge(
     assert "consolidate" in await mem.service.periodic.run_due()
     await mem.run()
 
-    merges = events(mem, "worker")
+    merges = [e for e in events(mem, "worker") if e["op"] != "link"]  # the edges: their test
     merged_away = mem.value("SELECT COUNT(*) FROM memories WHERE status = 'archived'")
     assert len(merges) == merged_away == 6
     metas = [
@@ -169,3 +169,31 @@ async def test_a_stored_summary_writes_an_episodic_row(
     assert [(e["op"], e["status"], e["memory_id"]) for e in events(mem, "episodic")] == [
         ("create", "ok", summary)
     ]
+
+
+async def test_every_relation_edge_writes_a_link_row(
+    make_client: Callable[..., Any], clock: Any
+) -> None:
+    """Seed 001 §14's op `link` (issue 44): each `related_to` edge `link_neighbours` makes
+    when a fact's vector arrives (the embed job: node `worker`) writes one row, in the same
+    transaction, with the fact, its category and the edge's strength; `/v1/stats` counts them."""
+    app = await make_app(make_client)
+    made = [
+        await app.remember(f"The user planted {plant} by the {wall} garden wall.", category="home")
+        for plant, wall in (("basil", "north"), ("mint", "south"), ("thyme", "east"))
+    ]
+    assert [m["action"] for m in made] == ["added"] * 3
+    await drain(app.db_path, clock)
+    edges = app.rows(
+        "SELECT from_id, to_id, strength FROM relations WHERE relation_type = 'related_to'"
+        " ORDER BY id"
+    )
+    assert edges, "the plantings are alike enough to link"
+    links = app.rows("SELECT * FROM memory_events WHERE op = 'link' ORDER BY id")
+    assert [(e["node"], e["status"], e["memory_id"], e["category"]) for e in links] == [
+        ("worker", "ok", edge["from_id"], "home") for edge in edges
+    ]
+    assert [e["sim"] for e in links] == [round(edge["strength"], 4) for edge in edges]
+    assert {e["memory_id"] for e in links} <= {m["id"] for m in made}
+    found = (await app.local.get("/v1/stats"))["operations"]["events"]
+    assert found["worker"]["link"]["count"] == len(edges)
