@@ -13,6 +13,11 @@ search.prompt_context).
 A fact that replaces another ("newer wins", write/reconcile.py) gets a `supersedes` edge from
 the new row to the retired one (strength 1), next to its `supersedes` column: the graph keeps
 the chain of what the user used to say.
+
+A weekly reflection gets a `derived_from` edge to each fact and summary it read (seed 003's
+`source_ids`, `link_derived`): `why` names them (`derived_from`), and a purge of one removes its
+edge with it (`lifecycle.purge`). Retrieval's boost and the prompt's related facts do not follow
+these edges: a reflection is not a fact's neighbour.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from lobug.memory.vectors import knn
 
 RELATED_TO = "related_to"
 SUPERSEDES = "supersedes"
+DERIVED_FROM = "derived_from"  # a reflection → a memory it was written from
 LINK_OP = "link"  # the `memory_events` op of an edge link_neighbours made
 
 
@@ -111,6 +117,36 @@ def link_supersedes(
     return link(
         conn, new_id, old_id, 1.0, user_id=user_id, now=now, actor=actor, relation_type=SUPERSEDES
     )
+
+
+def link_derived(
+    conn: Any, memory_id: int, source_ids: Collection[int], *, user_id: str, now: float
+) -> int:
+    """A `derived_from` edge from `memory_id` to each of `source_ids` still stored (one purged
+    while the model wrote is skipped, never a dangling id); no history row each: the memory's
+    own ADD says how many it read. Returns how many edges were made."""
+    if not source_ids:
+        return 0
+    ids = sorted(set(source_ids) - {memory_id})
+    marks = ",".join("?" * len(ids))
+    return int(
+        conn.execute(
+            "INSERT OR IGNORE INTO relations"
+            " (user_id, from_id, to_id, relation_type, strength, created_at)"
+            f" SELECT ?, ?, id, ?, 1.0, ? FROM memories WHERE user_id = ? AND id IN ({marks})"
+            " ORDER BY id",
+            (user_id, memory_id, DERIVED_FROM, now, user_id, *ids),
+        ).rowcount
+    )
+
+
+def derived_from(conn: Any, memory_id: int) -> list[int]:
+    """The memories `memory_id` was written from (its `derived_from` edges), by id."""
+    rows = conn.execute(
+        "SELECT to_id FROM relations WHERE from_id = ? AND relation_type = ? ORDER BY to_id",
+        (memory_id, DERIVED_FROM),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
 
 
 def strongest(conn: Any, memory_id: int) -> list[dict[str, Any]]:

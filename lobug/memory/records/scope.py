@@ -215,9 +215,10 @@ def entity_visible_sql(scope: Scope, alias: str = "e") -> tuple[str, list[Any]]:
 
 
 def within_scope(conn: Any, found: dict[str, Any], *, scope: Scope, user_id: str) -> dict[str, Any]:
-    """An explanation without what the scope may not see: related memories and the memory
-    that superseded it are named only when the scope sees them."""
-    linked = {r["id"] for r in found.get("relations") or []}
+    """An explanation without what the scope may not see: related memories, the memories it
+    was derived from and the memory that superseded it are named only when the scope sees
+    them."""
+    linked = {r["id"] for r in found.get("relations") or []} | set(found.get("derived_from") or [])
     if found.get("superseded_by") is not None:
         linked.add(found["superseded_by"])
     visible: set[int] = set()
@@ -233,6 +234,7 @@ def within_scope(conn: Any, found: dict[str, Any], *, scope: Scope, user_id: str
     return {
         **found,
         "relations": [r for r in found.get("relations") or [] if r["id"] in visible],
+        "derived_from": [i for i in found.get("derived_from") or [] if i in visible],
         "superseded_by": found["superseded_by"] if found.get("superseded_by") in visible else None,
     }
 

@@ -99,8 +99,8 @@ class Thinking:
         check = partial(reflection.due, now=now, slot=slot)
         if not await self.db.read(check, user_id):
             return
-        facts, summaries = await self.db.read(reflection.inputs, user_id, self.clock())
-        messages = thinking.reflection_messages(facts, summaries)
+        read = await self.db.read(reflection.inputs, user_id, self.clock())
+        messages = thinking.reflection_messages(read.facts, read.episodes)
         text = await self._ask(
             job, reflection.TASK, messages, reflection.parse, thinking.REFLECT_REMINDER
         )
@@ -109,12 +109,13 @@ class Thinking:
                 reflection.store_reflection,
                 now=self.clock(),
                 slot=slot,
-                facts=len(facts),
+                facts=len(read.facts),
+                sources=read.source_ids,
             ),
             user_id,
             text,
         )
-        log.info("weekly reflection #%s for %s from %d facts", memory_id, user_id, len(facts))
+        log.info("weekly reflection #%s for %s from %d facts", memory_id, user_id, len(read.facts))
 
     async def insights(self, job: Job) -> None:
         user_id = _user(job)

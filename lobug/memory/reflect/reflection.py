@@ -6,17 +6,21 @@ reflection is from before that slot (or there is none), and at least `MIN_FACTS`
 learned in the last 7 days. Stored as a memory of kind `reflection`, tagged `weekly`, with
 `decay_rate` 0 (it never fades); the prompt shows the latest one (`notes`). Its input, the
 week's facts and episodes, is fitted to `INPUT_CHARS`: the seed's 200 items would overflow the
-whole context of the small model a Pi runs.
+whole context of the small model a Pi runs. The facts and summaries it read are its sources
+(seed 003's `source_ids`): a `derived_from` edge to each (`graph.relations.link_derived`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN, OWNER_TURN
 from lobug.llm.ask import InvalidOutput, plain_text
 from lobug.memory import enqueue
+from lobug.memory.graph import relations
 from lobug.memory.reflect import marks
 from lobug.memory.table import rows as store
 from lobug.memory.write.validator import validate_fact
@@ -41,15 +45,16 @@ def latest(conn: Any, user_id: str) -> store.MemoryRow | None:
     return None if row is None else store.MemoryRow.from_row(row)
 
 
-def week_memories(conn: Any, user_id: str, now: float, kind: str) -> list[str]:
-    """The week's memories of `kind`: facts most important first, summaries newest first."""
+def week_memories(conn: Any, user_id: str, now: float, kind: str) -> list[tuple[int, str]]:
+    """The week's memories of `kind` (id, content): facts most important first, summaries
+    newest first."""
     order = "importance DESC, created_at DESC" if kind == "fact" else "id DESC"
     rows = conn.execute(
-        "SELECT content FROM memories WHERE user_id = ? AND kind = ? AND status = 'active'"
+        "SELECT id, content FROM memories WHERE user_id = ? AND kind = ? AND status = 'active'"
         f" AND created_at >= ? AND {store.unexpired()} ORDER BY {order} LIMIT ?",
         (user_id, kind, now - WEEK_S, now, MAX_ITEMS),
     )
-    return [str(r[0]) for r in rows]
+    return [(int(r[0]), str(r[1])) for r in rows]
 
 
 def week_said(conn: Any, user_id: str, now: float) -> list[str]:
@@ -104,14 +109,29 @@ def due(conn: Any, user_id: str, *, now: float, slot: float) -> bool:
     return int(count) >= MIN_FACTS
 
 
-def inputs(conn: Any, user_id: str, now: float) -> tuple[list[str], list[str]]:
+@dataclass(frozen=True)
+class Inputs:
+    """What one reflection reads: the prompt's facts and episodes, and the ids of the memories
+    among them (the facts, then the summaries; the user's words are the conversation log's)."""
+
+    facts: list[str]
+    episodes: list[str]
+    source_ids: list[int]
+
+
+def inputs(conn: Any, user_id: str, now: float) -> Inputs:
     """The week's facts and episodes (summaries, then the user's words) for the reflection
     prompt, fitted to INPUT_CHARS; the episodes oldest first, as a week is told."""
     summaries = week_memories(conn, user_id, now, "summary")
     facts = week_memories(conn, user_id, now, "fact")
-    facts, episodes = fit(facts, summaries + week_said(conn, user_id, now))
+    texts, episodes = fit(
+        [text for _, text in facts],
+        [text for _, text in summaries] + week_said(conn, user_id, now),
+    )
     kept = min(len(episodes), len(summaries))  # `episodes` is a prefix of both lists joined
-    return facts, episodes[:kept][::-1] + episodes[kept:][::-1]
+    # `fit` keeps a prefix of each list: the ids read are those of the prefixes.
+    ids = [i for i, _ in facts[: len(texts)]] + [i for i, _ in summaries[:kept]]
+    return Inputs(texts, episodes[:kept][::-1] + episodes[kept:][::-1], ids)
 
 
 def parse(raw: str) -> str:
@@ -132,9 +152,11 @@ def store_reflection(
     now: float,
     slot: float,
     facts: int,
+    sources: Sequence[int] = (),
 ) -> int | None:
-    """Write the reflection unless another run wrote this week's meanwhile (`due`'s `slot`);
-    its vector is a job."""
+    """Write the reflection unless another run wrote this week's meanwhile (`due`'s `slot`),
+    linked to the memories it was written from (`sources`, `Inputs.source_ids`); its vector
+    is a job."""
     last = latest(conn, user_id)
     if last is not None and last.created_at >= slot:
         return None
@@ -150,5 +172,6 @@ def store_reflection(
         tags=("weekly",),
         history_meta={"facts": facts},
     )
+    relations.link_derived(conn, memory_id, sources, user_id=user_id, now=now)
     enqueue.embed_memory(conn, memory_id, now=now)
     return memory_id

@@ -114,6 +114,7 @@ def explain(
         "superseded_by": _superseded_by(conn, memory_id),
         "sources": list(memory_sources(conn, [memory_id]).get(memory_id, ())),
         "relations": relations.strongest(conn, memory_id),
+        "derived_from": relations.derived_from(conn, memory_id),
         "decisions": decisions(conn, memory_id),
     }
 

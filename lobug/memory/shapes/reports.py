@@ -95,6 +95,12 @@ class WhyResponse(BaseModel):
         description="With `q`: the memory's rank among the query's candidates."
     )
     query: str | None = absent()
+    derived_from: list[Id] = absent(
+        description=(
+            "The memories it was written from (a weekly reflection's facts and summaries, seed"
+            " 003's `source_ids`), those the caller may see; a purged one is gone from it."
+        ),
+    )
 
 
 class HistoryEvent(BaseModel):

@@ -6,11 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from api_kit import make_app
 from fake_ollama import FakeOllamaState
-from memory_kit import MemoryEnv, memory_env
+from memory_kit import MemoryEnv, drain, memory_env
 from thinking_kit import REFLECTION, add_facts, canned, prompt
 from tz_kit import AUCKLAND, machine_zone
 
+from lobug import keys
 from lobug.memory.reflect.jobs import BUDGET, INSIGHTS, REFLECT
 from lobug.memory.upkeep import budget
 from lobug.workers.periodic import Periodic
@@ -169,3 +171,32 @@ async def test_the_schedule_survives_a_restart(
         assert "reflection" not in await mem.service.periodic.run_due()
         await mem.run()
         assert mem.value("SELECT COUNT(*) FROM memories WHERE kind = 'reflection'") == 2
+
+
+async def test_a_reflection_names_its_sources_and_a_purge_unlinks_one(
+    make_client: Any, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    """Seed 003's `source_ids` (issue 44): the facts a weekly reflection read are linked to it
+    (`derived_from` edges), `why` names them, and purging one leaves no link to it."""
+    ollama[0].thinking = canned()
+    app = await make_app(make_client)
+    facts = [(await app.remember(text, category="personal"))["id"] for text in FACTS]
+    await drain(app.db_path, clock)
+    await app.client.app[keys.MEMORY]._think()  # the periodic task
+    await drain(app.db_path, clock)
+    reflection = app.value("SELECT id FROM memories WHERE kind = 'reflection'")
+    assert reflection is not None
+    why = await app.local.get(f"/v1/memories/{reflection}/why")
+    assert why["derived_from"] == sorted(facts)
+    edges = app.rows(
+        "SELECT to_id FROM relations WHERE from_id = ? AND relation_type = 'derived_from'",
+        reflection,
+    )
+    assert sorted(r[0] for r in edges) == sorted(facts)
+    # A fact's own why names the reflection among its relations (the edge's other end).
+    fact_why = await app.local.get(f"/v1/memories/{facts[0]}/why")
+    assert {"id": reflection, "type": "derived_from", "strength": 1.0} in fact_why["relations"]
+    await app.local.call("DELETE", f"/v1/memories/{facts[0]}?purge=true", 200)
+    why = await app.local.get(f"/v1/memories/{reflection}/why")
+    assert why["derived_from"] == sorted(facts[1:])
+    assert app.value("SELECT COUNT(*) FROM relations WHERE to_id = ?", facts[0]) == 0

@@ -106,16 +106,16 @@ async def test_a_memory_past_its_expires_at_is_not_read(mem: MemoryEnv, clock: A
     await mem.db.write(
         lambda c: c.execute("UPDATE memories SET expires_at = ? WHERE id = ?", (clock() + 60, gone))
     )
-    facts, _ = await mem.db.read(reflection.inputs, "default", clock())
-    assert set(facts) == {"The user has a cold.", "The user grows tomatoes."}
+    read = await mem.db.read(reflection.inputs, "default", clock())
+    assert set(read.facts) == {"The user has a cold.", "The user grows tomatoes."}
+    assert sorted(read.source_ids) == sorted([kept, gone])
     assert (await mem.db.read(insights.inputs, "default", clock()))[0] == [
         "The user has a cold.",
         "The user grows tomatoes.",
     ]
     clock.advance(120)
-    assert (await mem.db.read(reflection.inputs, "default", clock()))[0] == [
-        "The user grows tomatoes."
-    ]
+    read = await mem.db.read(reflection.inputs, "default", clock())
+    assert (read.facts, read.source_ids) == (["The user grows tomatoes."], [kept])
     assert (await mem.db.read(insights.inputs, "default", clock()))[0] == [
         "The user grows tomatoes."
     ]
