@@ -6,6 +6,10 @@ Measures, per size:
     trigger + vec0 vector), 1000 facts per transaction; embedding is timed separately;
   - dedup write cost: one extracted fact reconciled (hash, fact key, BM25 + KNN neighbours for
     near duplicates, insert, entities, relations, delta), per fact;
+  - edge cost (seed 001 §2: <= 2 ms per edge): `link_neighbours` as the embed job runs it when
+    a fact's vector arrives (its KNN scan of the nearest facts, then each edge with its
+    history and `link` event rows, one transaction), the call's time per edge it made; and
+    the same without the scan (`edge_write_ms_per_edge`: a write that has the neighbours);
   - retrieval p50/p95: the prompt's hybrid search (vector KNN above the floor + BM25 + entity,
     RRF, re-score) of the top-k facts, through the reader pool as the daemon does it (query
     embedding excluded: vectors are precomputed);
@@ -25,7 +29,7 @@ Usage: .venv/bin/python scripts/bench_memory.py [--sizes 1000,10000,100000] [--q
 The database is the daemon's (`parts.make_database`: the in-memory vector index) with the
 planner statistics a running daemon has (`Database.optimize`, as at its start and daily GC).
 Targets on a 2-core machine (384-d): retrieval p95 <= 10 ms at 10k and <= 60 ms at 100k;
-prompt sections p95 <= 15 ms at 10k.
+prompt sections p95 <= 15 ms at 10k; edge creation <= 2 ms per edge at every size.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 from lobug.config import Config, load_config  # noqa: E402
 from lobug.llm.embedders import Embedder, make_embedder  # noqa: E402
 from lobug.llm.ollama_chat import OllamaChat  # noqa: E402
+from lobug.memory.graph import relations  # noqa: E402
 from lobug.memory.query import QueryRequest  # noqa: E402
 from lobug.memory.search import prompt_context as retrieval  # noqa: E402
 from lobug.memory.search import runner  # noqa: E402
@@ -120,7 +125,9 @@ class Precomputed:
         return [self.table[t] for t in texts]
 
 
-def insert_batch(conn: Any, texts: list[str], vectors: list[list[float]], now: float) -> None:
+def insert_batch(conn: Any, texts: list[str], vectors: list[list[float]], now: float) -> list[int]:
+    """Facts with their vectors and no relation edges; returns their ids."""
+    ids = []
     for text, vector in zip(texts, vectors, strict=True):
         memory_id = store.insert_memory(
             conn,
@@ -132,6 +139,8 @@ def insert_batch(conn: Any, texts: list[str], vectors: list[list[float]], now: f
             actor="bench",
         )
         knn.put_memory_vector(conn, memory_id, vector)
+        ids.append(memory_id)
+    return ids
 
 
 async def fill(db: Database, embedder: Embedder, n: int, rng: random.Random) -> dict[str, float]:
@@ -191,6 +200,34 @@ async def bench_size(
         )
         times.append((time.perf_counter() - t0) * 1000)
     result["reconcile_ms_p50"] = round(pct(times, 50), 2)
+
+    # Seed 001 §2, "edge creation <= 2 ms per edge": facts stored without edges, then
+    # `link_neighbours` for each in its own transaction (the edges, their LINK history and
+    # `link` event rows), the time per edge made: `link_ms_per_edge` as the embed job calls it
+    # (its own KNN scan of the nearest facts included), `edge_write_ms_per_edge` as a write
+    # that has the neighbours already calls it (reconcile: one KNN scan for both).
+    for key, scan in (("link_ms_per_edge", True), ("edge_write_ms_per_edge", False)):
+        linking = [fact_text(rng, n + 100 + i) for i in range(100)]
+        link_vectors = await embedder.embed(linking)
+        link_ids = await db.write(insert_batch, linking, link_vectors, time.time())
+        link_s, edges = 0.0, 0
+        for memory_id, link_vector in zip(link_ids, link_vectors, strict=True):
+            found = None
+            if not scan:
+                found = await db.read(
+                    partial(knn.nearest_facts, user_id="default", k=writing.link_k + 1),
+                    link_vector,
+                )
+            link = partial(
+                relations.link_neighbours, user_id="default", link_min=writing.link_min,
+                k=writing.link_k, now=time.time(), actor="bench", found=found,
+            )  # fmt: skip
+            t0 = time.perf_counter()
+            made = await db.write(link, memory_id, link_vector)
+            link_s += time.perf_counter() - t0
+            edges += len(made)
+        result["link_edges_per_fact"] = round(edges / len(link_ids), 2)
+        result[key] = round(link_s * 1000 / max(edges, 1), 3)
 
     wal = Path(str(config.storage.db_path) + "-wal")
     result["wal_kib_before_retrieval"] = round(wal.stat().st_size / 1024) if wal.exists() else 0
@@ -293,6 +330,7 @@ def check(results: list[dict[str, Any]]) -> list[str]:
             targets = [("retrieval_ms_p95", 10.0), ("sections_ms_p95", 15.0)]
         elif r["facts"] == 100_000:
             targets = [("retrieval_ms_p95", 60.0)]
+        targets.append(("link_ms_per_edge", 2.0))
         for key, limit in targets:
             if r[key] > limit:
                 misses.append(f"{r['facts']} facts: {key} = {r[key]} ms > {limit} ms")

@@ -343,3 +343,22 @@ async def test_an_answer_nested_too_deep_falls_back_to_the_heuristic_facts(
     assert mem.facts() == [TEA]
     row = mem.rows("SELECT attributes FROM memories")[0]
     assert json.loads(row["attributes"])["source"] == "heuristic"
+
+
+async def test_the_model_is_told_to_skip_chitchat_and_an_empty_answer_stores_nothing(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """Seed 004 §4.2, "be selective" (docs/seeds.md row 29): the extraction's instructions tell
+    the model to skip greetings, chitchat and filler, and a greeting it finds nothing in (an
+    empty list) leaves no memory, neither the model's nor a heuristic one."""
+    state, _ = ollama
+    script = Script(extract=lambda _: "[]")
+    state.script = script
+    await mem.exchange("Hi Lo-Bug, good morning! How are you?", "Good morning! I'm well.")
+    await mem.run()
+    ((system, *_),) = script.seen["extract"]
+    assert system["role"] == "system"
+    assert "Be selective." in system["content"]
+    assert "Skip greetings, chitchat, filler" in system["content"]
+    assert mem.facts(status=None) == []
+    assert {j["state"] for j in mem.jobs("extract")} == {"done"}

@@ -275,3 +275,25 @@ async def test_a_strangers_words_never_reach_the_summaries(mem: MemoryEnv) -> No
     assert await mem.db.read(count_unsummarized, "default") == 0
     await messages(mem, 3)
     assert await mem.db.read(count_unsummarized, "default") == 3
+
+
+async def test_the_summary_is_asked_for_in_the_past_tense_with_the_decisions(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    """Seed 001 §9's episodic guard (docs/seeds.md row 160): the summarize call's instructions
+    ask for the past tense, third person, and the decisions; the model's paragraph is stored
+    as written, its label ("Summary:") left out."""
+    said = (
+        "The user and Lo-Bug discussed the garden. The user decided to plant tomatoes on Saturday"
+        " and asked Lo-Bug to remind them."
+    )
+    script = Script(summarize=lambda _: f"Summary: {said}", distill=lambda _: BASE)
+    ollama[0].script = script
+    await messages(mem, 30)
+    await mem.run()
+    (system, _) = script.seen["summarize"][0][:2]
+    assert system["role"] == "system"
+    for rule in ("the past tense", "third person", "decisions", "3-5 sentences"):
+        assert rule in system["content"], rule
+    (summary,) = mem.rows("SELECT content FROM memories WHERE kind = 'summary'")
+    assert summary["content"] == said

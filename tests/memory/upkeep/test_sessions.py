@@ -15,6 +15,8 @@ from lobug.memory import enqueue
 from lobug.memory.table import rows as store
 from lobug.memory.upkeep.jobs import CONSOLIDATE_SESSION
 
+DAY = 86400.0
+
 
 def _insert(conn: Any, texts: list[str], *, session_id: str | None, now: float) -> list[int]:
     ids = []
@@ -116,3 +118,30 @@ async def test_it_waits_for_the_extraction_and_for_ollama(
     assert consolidated(mem, "s-a") is not None
     assert active(mem, ids) < len(ids) - 4
     assert state.memory_calls("judge")
+
+
+async def test_the_daily_pass_consolidates_a_session_no_switch_ended(
+    mem: MemoryEnv, ollama: tuple[FakeOllamaState, str], clock: Any
+) -> None:
+    """Seed 003, "nightly: the sessions still pending" (docs/seeds.md row 213): a session the
+    user never left for another (no switch consolidates it) is consolidated by the periodic
+    `consolidate` task once it has been idle a day."""
+    ollama[0].judge = JUDGE
+    await mem.exchange("good morning", session_id="s-a")
+    teas = await facts_in(mem, "s-a", GROUPS[0] + GROUPS[2])
+    await mem.run()
+    assert await mem.service.periodic.run_due() is not None  # the first check starts its clock
+    await mem.run()
+    assert mem.jobs(CONSOLIDATE_SESSION) == [] and consolidated(mem, "s-a") is None
+    clock.advance(DAY + 1)
+    assert "consolidate" in await mem.service.periodic.run_due()
+    await mem.run()
+    (job,) = mem.jobs(CONSOLIDATE_SESSION)
+    assert job["state"] == "done", dict(job)
+    assert job["payload"] == '{"user_id": "default", "session_id": "s-a"}'
+    assert consolidated(mem, "s-a") is not None
+    assert active(mem, teas) == 2  # one of each pair merged into the other
+    clock.advance(DAY + 1)  # consolidated: the next night leaves it alone
+    assert "consolidate" in await mem.service.periodic.run_due()
+    await mem.run()
+    assert len(mem.jobs(CONSOLIDATE_SESSION)) == 1
