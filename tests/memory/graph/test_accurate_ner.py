@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from typing import Any
 
+import spacy
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, memory_env
 
-from lobug.memory.graph import entities, ner_llm
+from lobug.memory.graph import entities, ner, ner_llm
 from lobug.memory.table import rows as store
 from lobug.memory.upkeep import budget
 from lobug.memory.upkeep.jobs import CONSOLIDATE, ENRICH
@@ -201,3 +203,45 @@ async def test_without_an_llm_provider_the_regexes_look_again(
         assert set(linked(mem, "memory_entities", "memory_id", fact)) == {"Jen Okafor", "Lisbon"}
         attributes = json.loads(mem.value("SELECT attributes FROM memories WHERE id = ?", fact))
         assert attributes["enriched_by"] == "fast"
+
+
+def spacy_pipeline(path: Any) -> str:
+    """A real spaCy pipeline saved to disk, as a downloaded model is: a blank English one with
+    an `entity_ruler` (no model download is possible offline, and the rules make it exact)."""
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns(
+        [
+            {"label": "PERSON", "pattern": [{"LOWER": "jen"}]},
+            {"label": "GPE", "pattern": [{"LOWER": "lisbon"}]},
+            {"label": "ORG", "pattern": [{"LOWER": "acme"}, {"LOWER": "labs"}]},
+            {"label": "DATE", "pattern": [{"LOWER": "tuesday"}]},  # a label NER does not keep
+        ]
+    )
+    nlp.to_disk(path)
+    return str(path)
+
+
+async def test_spacy_names_what_the_regexes_missed_in_the_nightly_pass(
+    tmp_path: Any, ollama: tuple[FakeOllamaState, str], clock: Any, monkeypatch: Any
+) -> None:
+    """Seed 003's spaCy provider (docs/seeds.md row 236): when a spaCy model loads, the
+    `accurate` strategy runs it in the nightly enrichment (here without the LLM provider:
+    extraction `heuristic`), and its PERSON/GPE/ORG entities are linked and typed."""
+    model = spacy_pipeline(tmp_path / "spacy-model")
+    monkeypatch.setattr(ner_llm, "load_spacy", partial(ner.load_spacy, model))
+    provider = ner.load_spacy(model)
+    assert isinstance(provider, ner.SpacyProvider)
+    assert ner.load_spacy(str(tmp_path / "no-such-model")) is None  # logged, NER goes on
+    overrides = {"memory.extraction_mode": "heuristic"}
+    async with memory_env(tmp_path, ollama[1], clock, **overrides) as mem:
+        fact = await add_fact(mem, SISTER + " She starts on tuesday at acme labs.")
+        await nightly(mem, clock)
+        assert ollama[0].memory_calls("ner") == []  # no LLM provider: spaCy alone
+        assert linked(mem, "memory_entities", "memory_id", fact) == {
+            "jen": "person",
+            "lisbon": "location",
+            "acme labs": "organization",
+        }
+        attributes = json.loads(mem.value("SELECT attributes FROM memories WHERE id = ?", fact))
+        assert attributes["enriched_by"] == "accurate"
