@@ -43,7 +43,8 @@ class WorkingMemory:
             turns = await self.db.read(recent_context_turns, session_id, self.size)
             window = self._sessions.get(session_id)  # another request may have loaded it
             if window is None:
-                window = Window([_message(t) for t in turns], len(turns) >= self.size)
+                entries = _from_a_user_turn([_message(t) for t in turns])
+                window = Window(entries, len(turns) >= self.size)
                 self._remember(session_id, window)
         self._sessions.move_to_end(session_id)
         return window
@@ -65,6 +66,11 @@ class WorkingMemory:
         if len(window.entries) >= self.size:
             while len(window.entries) >= self.keep:
                 window.entries.popleft()
+            # A reply whose question slid out answers nothing the model can see, and at the
+            # slide it is prefilled again with the rest: the kept half starts on the user's
+            # words (chat templates such as Gemma's also want user first).
+            while window.entries and window.entries[0][2]["role"] != "user":
+                window.entries.popleft()
             window.truncated = True
         window.entries.append(_message(turn))
 
@@ -79,6 +85,15 @@ class WorkingMemory:
         self._sessions[session_id] = window
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
+
+
+def _from_a_user_turn(entries: list[Entry]) -> list[Entry]:
+    """`entries` from the first of the user's words on: a window cut by a limit may open on a
+    reply whose question is out of it."""
+    for i, (_, _, message) in enumerate(entries):
+        if message["role"] == "user":
+            return entries[i:]
+    return entries
 
 
 def _message(turn: TurnRecord) -> Entry:
