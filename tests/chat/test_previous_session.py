@@ -4,11 +4,14 @@ with another caller's: a stranger's or another token's session stays theirs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from api_kit import TOKENS, App, make_app
+
+from lobug import keys
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -88,3 +91,29 @@ async def test_a_gap_within_the_idle_time_keeps_the_session_and_adds_no_gist(
     again = await say(app, "What was it?", OWNER)
     assert again["session_id"] == first["session_id"]
     assert TITLE not in system_message(ollama)
+
+
+async def test_the_gist_is_the_sessions_record_when_consolidation_wrote_one(
+    app: App, ollama: Any, clock: Any
+) -> None:
+    first = await say(app, "Help me plan Ella's birthday party for Saturday.", OWNER)
+
+    def record(conn: Any) -> None:  # what consolidation's record (seed 002) would write
+        conn.execute(
+            "INSERT INTO session_summaries (session_id, user_id, request, outcome, decisions,"
+            " open_items, created_at, updated_at) VALUES (?, 'default', ?, ?, '[]', ?, 1, 1)",
+            (
+                first["session_id"],
+                "Plan Ella's birthday party on Saturday.",
+                "A picnic in the park, twelve children invited.",
+                json.dumps(["order the cake"]),
+            ),
+        )
+
+    await app.client.app[keys.DB].write(record)
+    clock.advance(2 * 3600)
+    await say(app, "What was left to do for the party?", OWNER)
+    gist = system_message(ollama).split(TITLE)[1]
+    assert "The user wanted: Plan Ella's birthday party on Saturday." in gist
+    assert "How it ended: A picnic in the park" in gist and "Still open: order the cake" in gist
+    assert "Help me plan" not in gist  # the record, not the exchanges it sums up
