@@ -257,9 +257,11 @@ class ChatService:
         )
         sensor_line = await self.sensors.summary(device_id)
         history = await self.working_memory.messages(user.session_id)
+        # The previous session's gist closes the system message: it is the same all session.
+        earlier = await self.working_memory.earlier(user.session_id)
         messages = build_messages(
             self.personality,
-            [*stable, *extra_sections],
+            [*stable, *extra_sections, earlier or ""],
             history,
             [*this_turn, sensor_line or ""],
             reply_format,

@@ -84,15 +84,28 @@ async def test_working_memory_is_bounded(make_client: Any, ollama: Any) -> None:
     client = await make_client(**{"chat.working_memory_size": 4})
     for i in range(5):
         await post_text(client, {"text": f"m{i}", "session_id": "s-fixed"})
-    # The window slides in blocks: full at 4 messages, it drops to 2 and grows again.
+    # The window slides in blocks: full at 4 messages, it drops to 2 and grows again; the
+    # kept half opens on the user's words, never on a reply whose question slid out.
     windows = [[m["content"] for m in c["body"]["messages"][1:]] for c in state.chat_calls()]
     assert windows == [
         ["m0"],
         ["m0", "You said: m0", "m1"],
-        ["You said: m1", "m2"],
-        ["You said: m1", "m2", "You said: m2", "m3"],
-        ["m3", "You said: m3", "m4"],
+        ["m2"],
+        ["m2", "You said: m2", "m3"],
+        ["m4"],
     ]
+
+
+async def test_the_slid_window_opens_on_the_users_words(make_client: Any, ollama: Any) -> None:
+    state, _ = ollama
+    client = await make_client(**{"chat.working_memory_size": 8})
+    for i in range(5):
+        await post_text(client, {"text": f"m{i}", "session_id": "s-fixed"})
+    # Full at 8 messages, the window slides to fewer than 4: the reply to m2 would open it,
+    # its question gone, so the last whole exchange and the new words are what is kept.
+    history = state.chat_calls()[-1]["body"]["messages"][1:]
+    assert [m["content"] for m in history] == ["m3", "You said: m3", "m4"]
+    assert history[0]["role"] == "user"
 
 
 async def test_idle_gap_starts_a_new_session(client: Any, clock: Any) -> None:

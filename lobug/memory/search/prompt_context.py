@@ -46,7 +46,11 @@ CONFIRM = "Ask the user to confirm before you remember: {}"
 # 39), facts, summaries and the owner's own past exchanges ranked together.
 PROMPT_KINDS = ("fact", "insight", "summary", EPISODE)
 # The turn block's memory, at most about this many tokens (issue 39: p95 ≤ 150; each costs
-# ~33 ms of prefill on a Pi), and only what scores at least FLOOR of the best found.
+# ~33 ms of prefill on a Pi), and only what scores at least FLOOR of the best found. The
+# cosine floor (`memory.min_similarity`) is the vector list's only: a word or entity match
+# has its own bar (two of the question's words, a named entity), and held to the cosine
+# floor too it lost 8 of 58 evidence questions on LoCoMo conv-26 with MiniLM (issue 44, row
+# 24, docs/seeds.md).
 BUDGET_TOKENS = 140
 FLOOR = 0.5
 
@@ -412,7 +416,10 @@ def read_context(
     )
     used = sum(tokens_of(s.text) for s in found)
     fits = []
-    for fact in tied:  # within the same budget: a neighbour is shown only where it fits
+    # Within the same budget and inside `k` (seed 004: up to top-K facts): a neighbour is
+    # shown only where it fits. It needs no similarity of its own: it is there for the
+    # found fact it is tied to, which cleared the floor.
+    for fact in tied[: max(0, k - len(found))]:
         used += tokens_of(fact.text)
         if used > BUDGET_TOKENS:
             break

@@ -14,6 +14,7 @@ from memory_kit import Script, drain, extract_by_keyword
 from lobug import keys
 from lobug.chat.prompt import REPLY_FORMAT
 from lobug.llm.embedders import EmbeddingUnavailable
+from lobug.memory.graph import relations
 from lobug.memory.query import QueryRequest
 from lobug.memory.search import prompt_context as retrieval
 from lobug.memory.summaries import base_memory
@@ -105,6 +106,54 @@ async def test_top_k_and_the_similarity_floor(
     # Found by the query's vector list (it shares no word with the question), but below the
     # prompt's similarity floor: kept out of the prompt.
     assert chess and "vector" in chess[0].explain["ranks"] and "chess" not in relevant
+
+
+HIVE = "The user keeps bees in the garden hive."
+TAP = "A leaking garden tap dripped all night last August near our shed."  # "garden" alone
+# Two words of the question ("garden", "winter": enough for BM25), about something else.
+FENCE = (
+    "Our neighbours two doors down painted their garden fence bright yellow over the long"
+    " winter holidays while we travelled abroad."
+)
+GARDEN_HIVE = "Is the garden hive ready for winter?"
+
+
+async def test_weak_matches_stay_out_of_the_prompt(
+    client: Any, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    state, _ = ollama
+    await seed(client, [TAP, TEA])
+    # One shared word: below the vector list's similarity floor, short of BM25's two words.
+    await post(client, GARDEN_HIVE)
+    assert "[Relevant memories]" not in system_prompt(state)
+    # Two shared words bring the fence through BM25, but beside a fact that matches it
+    # scores less than half of it (prompt_context.FLOOR): the prompt shows the hive only.
+    await seed(client, [HIVE, FENCE])
+    await post(client, GARDEN_HIVE, session_id="s-other")
+    found = await client.app[keys.MEMORY].query(QueryRequest(query=GARDEN_HIVE, top_k=10))
+    fence = next(r for r in found if FENCE in r.text)
+    assert "bm25" in fence.explain["ranks"]
+    relevant = system_prompt(state).split("[Relevant memories]\n")[1].split("\n\n")[0]
+    assert relevant.splitlines() == [f"- {HIVE}"]
+
+
+async def test_related_bullets_count_inside_top_k(
+    make_client: Any, ollama: tuple[FakeOllamaState, str]
+) -> None:
+    state, _ = ollama
+    client = await make_client(**{"memory.top_k": 1, "embedding.dim": DIM})
+    await seed(client, [HIVE, TEA])
+    hive, tea = (r[0] for r in query(client.app[keys.CONFIG].storage.db_path,
+                                     "SELECT id FROM memories ORDER BY id"))  # fmt: skip
+    await client.app[keys.DB].write(
+        lambda c: relations.link(
+            c, hive, tea, 0.9, user_id="default", now=1.0, actor="test", relation_type="related_to"
+        )
+    )
+    await post(client, GARDEN_HIVE)
+    relevant = system_prompt(state).split("[Relevant memories]\n")[1].split("\n\n")[0]
+    # One memory in all (seed 004: up to top-K), the fact asked about, not its neighbour.
+    assert relevant.splitlines() == [f"- {HIVE}"]
 
 
 async def test_no_memory_sections_when_there_is_nothing(
