@@ -39,9 +39,9 @@ ensure_venv() {
   if [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ]; then
     return 0
   fi
-  if [[ ",$extras," == *",local-embed,"* ]]; then
-    # The CPU build of torch that is on this machine; a plain `torch` requirement would pull
-    # gigabytes of CUDA packages. sentence-transformers then finds it satisfied.
+  if [[ ",$extras," == *",dev,"* ]]; then
+    # The CPU build of torch for the embedder benchmark's anchor (sentence-transformers); a plain
+    # `torch` requirement would pull gigabytes of CUDA packages.
     "$VENV/bin/pip" install -q "torch==2.13.0" 2> >(quiet_pip >&2)
   fi
   say "installing lobug${extras:+[$extras]} into $VENV"
@@ -218,4 +218,127 @@ ensure_gemma_model() {
   rm -rf "$tmp" "$dir"
   mv "$dir.partial" "$dir"  # whole or absent
   export LOBUG_LLAMA_MODEL="$file"
+}
+
+# -- scripts/serve's parts -------------------------------------------------------------------------
+# What the owner did not choose is filled in, as LOBUG_* variables for this run only (nothing is
+# written into a config file): Whisper base for speech, the local embedder and Gemma 3 270M on
+# llama-server when no Ollama answers. LOBUG_GLOBAL holds `--config FILE` when one was given.
+LOBUG_GLOBAL=()
+LLAMA_PID=""
+
+effective() {
+  # Values of the effective config (file ← environment): `effective speech.model ollama.host`.
+  "$VENV/bin/lobug" "${LOBUG_GLOBAL[@]}" config show | "$VENV/bin/python" -c '
+import json, sys
+config = json.load(sys.stdin)
+print(" ".join(str(config[k.split(".")[0]][k.split(".")[1]]) for k in sys.argv[1:]))' "$@"
+}
+
+answers() {
+  # Whether an HTTP server answers at URL within 2 s (any status).
+  "$VENV/bin/python" - "$1" <<'PY' >/dev/null 2>&1
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=2)
+except urllib.error.HTTPError:
+    pass
+PY
+}
+
+ensure_parts() {
+  local start=$SECONDS speech host embedding llm
+  read -r speech host embedding llm < <(effective speech.model ollama.host embedding.backend llm.backend)
+  ensure_whisper_model
+  if [ -n "${LOBUG_TEST_WHISPER_MODEL:-}" ] && [ "$speech" = "base.en" ]; then
+    export LOBUG_SPEECH_MODEL="$LOBUG_TEST_WHISPER_MODEL"  # the default named a download
+    say "speech: Whisper base at $LOBUG_SPEECH_MODEL"
+  fi
+  if answers "$host/api/version"; then
+    say "Ollama answers at $host: it serves the chat and the embeddings"
+    return 0
+  fi
+  if [ "$embedding" = "ollama" ]; then
+    export LOBUG_EMBEDDER=local  # all-MiniLM-L6-v2 (384-d), embedded in the daemon
+    say "no Ollama at $host: embeddings by the local all-MiniLM-L6-v2"
+  fi
+  if [ "$llm" = "ollama" ]; then
+    ensure_llama_server
+    ensure_gemma_model
+    if [ -n "${LOBUG_LLAMA_SERVER:-}" ] && [ -n "${LOBUG_LLAMA_MODEL:-}" ]; then
+      start_llama_server
+    else
+      say "note: no local LLM could be set up; chat answers will be degraded"
+    fi
+  fi
+  say "set-up done in $((SECONDS - start)) s"
+}
+
+start_llama_server() {
+  # llama-server with Gemma 3 270M on 127.0.0.1:$LOBUG_LLAMA_PORT, restarted if it dies, stopped
+  # with this script (stop_llama_server); the daemon talks to it as to any OpenAI server.
+  local port="${LOBUG_LLAMA_PORT:-8322}"
+  local url="http://127.0.0.1:$port"
+  local log="${XDG_CACHE_HOME:-$HOME/.cache}/lobug/llama-server.log"
+  if answers "$url/health"; then
+    say "note: something already answers at $url; set LOBUG_LLAMA_PORT to another port"
+    return 1
+  fi
+  (
+    trap 'kill "$child" 2>/dev/null; exit 0' TERM INT
+    while :; do
+      "$LOBUG_LLAMA_SERVER" -m "$LOBUG_LLAMA_MODEL" --host 127.0.0.1 --port "$port" \
+        --ctx-size 8192 --parallel 1 --jinja >>"$log" 2>&1 &
+      child=$!
+      wait "$child" || true
+      echo "llama-server exited; restarting in 2 s" >>"$log"
+      sleep 2
+    done
+  ) &
+  LLAMA_PID=$!
+  trap stop_llama_server EXIT
+  local waited=0
+  until [ "$(http_status "$url/health")" = 200 ]; do  # 503 while the model loads
+    if ((waited >= 120)); then
+      say "error: llama-server did not come up within 120 s (log: $log)"
+      return 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  export LOBUG_LLM_BACKEND=openai LOBUG_LLM_BASE_URL="$url/v1"
+  say "chat: Gemma 3 270M on llama-server at $url (a try-out model: README, \"A real model\")"
+}
+
+http_status() {
+  # The HTTP status of a GET (llama-server answers 503 while it loads the model).
+  "$VENV/bin/python" - "$1" <<'PY' 2>/dev/null || echo 0
+import sys, urllib.error, urllib.request
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=2).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+PY
+}
+
+stop_llama_server() {
+  if [ -n "$LLAMA_PID" ]; then
+    kill "$LLAMA_PID" 2>/dev/null || true
+    wait "$LLAMA_PID" 2>/dev/null || true
+    LLAMA_PID=""
+  fi
+}
+
+serve_daemon() {
+  # `lobug serve ARGS` in the foreground; not exec'd, so that the llama-server this script
+  # started stops when the daemon does (its EXIT trap).
+  "$VENV/bin/lobug" "${LOBUG_GLOBAL[@]}" serve "$@" &
+  local daemon=$! status=0
+  trap 'kill -TERM "$daemon" 2>/dev/null || true' TERM INT
+  wait "$daemon" || status=$?
+  if kill -0 "$daemon" 2>/dev/null; then  # the wait was cut short by a signal
+    wait "$daemon" || status=$?
+  fi
+  stop_llama_server
+  return "$status"
 }
