@@ -73,7 +73,7 @@ async def test_semantic_retrieval_with_all_minilm(
     await drain(client.app[keys.CONFIG].storage.db_path, clock)
     health = await (await client.get("/health")).json()
     assert_valid("health.response", health)
-    assert health["embedding"]["model"] == "all-MiniLM-L6-v2"
+    assert health["embedding"]["model"] == "all-MiniLM-L6-v2-q8"  # the quantized vectors
     assert (health["embedding"]["stored_dim"], health["embedding"]["vectors"]) == (384, True)
 
     questions = {
