@@ -39,7 +39,7 @@ FACTS = [
 PARAPHRASE = "Which city is my sibling based in?"
 
 
-def bash(script: str, env: dict[str, str]) -> list[str]:
+def bash(script: str) -> list[str]:
     """The argv of bash running `script` after sourcing _bootstrap.sh with this venv."""
     prelude = f'source "{BOOTSTRAP}"; VENV="{sys.prefix}"; '
     return ["bash", "-c", prelude + script]
@@ -47,7 +47,7 @@ def bash(script: str, env: dict[str, str]) -> list[str]:
 
 def llama_server_built() -> bool:
     out = subprocess.run(
-        bash("llama_server_dir", dict(os.environ)), capture_output=True, text=True, check=True
+        bash("llama_server_dir"), capture_output=True, text=True, check=True
     ).stdout.strip()
     return (Path(out) / "llama-server").is_file()
 
@@ -70,7 +70,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            bash(f"ensure_parts && serve_daemon --host 127.0.0.1 --port {port}", env),
+            bash(f"ensure_parts && serve_daemon --host 127.0.0.1 --port {port}"),
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -1,4 +1,5 @@
-"""End to end with a real embedding model: all-MiniLM-L6-v2 (384-d) on onnxruntime, offline. Retrieval has to work by meaning here, not by shared words."""
+"""End to end with a real embedding model: all-MiniLM-L6-v2 (384-d) on onnxruntime, offline.
+Retrieval has to work by meaning here, not by shared words."""
 
 from __future__ import annotations
 
