@@ -269,11 +269,12 @@ ensure_parts() {
     say "no Ollama at $host: embeddings by the local all-MiniLM-L6-v2"
   fi
   if [ "$llm" = "ollama" ]; then
-    ensure_llama_server
-    ensure_gemma_model
-    if [ -n "${LOBUG_LLAMA_SERVER:-}" ] && [ -n "${LOBUG_LLAMA_MODEL:-}" ]; then
-      start_llama_server
-    else
+    # A part that cannot be set up leaves the daemon degraded (and /health saying so), not
+    # unstarted.
+    ensure_llama_server || true
+    ensure_gemma_model || true
+    if [ -z "${LOBUG_LLAMA_SERVER:-}" ] || [ -z "${LOBUG_LLAMA_MODEL:-}" ] \
+      || ! start_llama_server; then
       say "note: no local LLM could be set up; chat answers will be degraded"
     fi
   fi
