@@ -66,6 +66,7 @@ class HealthService:
             problems.append(str(embedding["problem"]))
         wyoming = self.wyoming() if self.wyoming is not None else None
         devices = await self._devices() if db_ok else None
+        parts = self._parts(llm_problem is None, embedding)
         return {
             "status": "ok" if not problems else "degraded",
             "version": __version__,
@@ -77,6 +78,7 @@ class HealthService:
             "uptime_s": round(time.monotonic() - self.started, 1),
             "problems": problems,
             "loop": self.loop.snapshot() if self.loop else {},  # recent: since the last read
+            "parts": parts,
             **({"embedding": embedding} if embedding is not None else {}),
             **({"wyoming": wyoming} if wyoming is not None else {}),
             **({"devices": devices} if devices is not None else {}),
@@ -89,6 +91,23 @@ class HealthService:
             return await self.devices()
         except Exception as exc:  # noqa: BLE001 - health reports, never raises
             return {"problem": f"device list unknown: {exc}"}
+
+    def _parts(self, llm_ok: bool, embedding: dict[str, Any] | None) -> dict[str, Any]:
+        """Which parts run inside the daemon ("embedded") and which are servers it talks to
+        ("external"); `ok` false: that part is missing or failing."""
+        parts: dict[str, Any] = {
+            "llm": {"where": "external", "what": f"{self.llm.backend} at {self.llm.where}"},
+            "stt": {"where": "embedded", "what": f"faster-whisper {self.speech.model}"},
+        }
+        parts["llm"]["ok"], parts["stt"]["ok"] = llm_ok, self.speech.ready
+        if embedding is not None and "backend" in embedding:
+            embedded = embedding["backend"] in ("local", "hashing")
+            parts["embedder"] = {
+                "where": "embedded" if embedded else "external",
+                "what": f"{embedding['backend']} {embedding['model']}",
+                "ok": embedding.get("problem") is None,
+            }
+        return parts
 
     async def _storage(self) -> list[str]:
         """A full disk or page budget (writes answer 503 storage_full meanwhile)."""

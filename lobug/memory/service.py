@@ -139,7 +139,7 @@ class MemoryService:
             self.indexing = asyncio.create_task(self.db.read(index.build), name="lobug-vectors")
             self.indexing.add_done_callback(_index_failed)
         if self.config.embedding.backend == "local" and self.gate.enabled:
-            # Loading sentence-transformers takes seconds; the first turn should not pay it.
+            # Loading the ONNX model takes a second; the first turn should not pay it.
             self._warm = asyncio.create_task(self._warm_up())
         self._flusher = asyncio.create_task(self._flush_loop(), name="lobug-memory-hits")
         # dateparser loads its language data on first use (2 s): not on the first question.

