@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cli_kit import lobug
 from daemon_proc import free_port
 
@@ -21,6 +22,9 @@ def config(tmp_path: Path, dim: int) -> Path:
     return path
 
 
+# Three processes start the CLI, each importing the daemon's parts (seconds apiece on a loaded
+# 2-core machine): the bound guards against a hang only.
+@pytest.mark.timeout(300)
 async def test_the_daemon_refuses_vectors_of_another_size_and_says_to_reembed(
     tmp_path: Path,
 ) -> None:
