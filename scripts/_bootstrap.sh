@@ -345,7 +345,8 @@ serve_daemon() {
   local daemon=$! status=0
   trap 'kill -TERM "$daemon" 2>/dev/null || true' TERM INT
   wait "$daemon" || status=$?
-  if kill -0 "$daemon" 2>/dev/null; then  # the wait was cut short by a signal
+  if ((status > 128)); then  # the wait was cut short by a signal: the daemon's own status
+    status=0
     wait "$daemon" || status=$?
   fi
   stop_llama_server
