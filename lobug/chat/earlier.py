@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from lobug.conversation import CONVERSATION_TURN
-from lobug.memory.query import tokens_of
+from lobug.memory.query import cut_to_tokens, tokens_of
 
 GIST_MESSAGES = 6  # the last exchanges shown when the session has no record: three
 GIST_TOKENS = 120  # at most about this many tokens (~4 s of prefill on a Pi, once a session)
@@ -106,13 +106,7 @@ def _within(lines: list[str]) -> str:
 
 
 def _cut(text: str) -> str:
-    text = " ".join(text.split())
-    if tokens_of(text) <= WORDS_TOKENS:
-        return text
-    words = text.split()
-    while words and tokens_of(" ".join(words) + " …") > WORDS_TOKENS:
-        words.pop()
-    return " ".join(words) + " …"
+    return cut_to_tokens(" ".join(text.split()), WORDS_TOKENS)
 
 
 def _first_sentence(reply: str) -> str:

@@ -349,3 +349,13 @@ class QueryResult(BaseModel):
 def tokens_of(text: str) -> int:
     """The budget's cost of a text: ~4 characters per token, at least one."""
     return max(1, -(-len(text) // CHARS_PER_TOKEN))
+
+
+def cut_to_tokens(text: str, max_tokens: int) -> str:
+    """`text` as it is when it fits `max_tokens` (`tokens_of`), else cut at a word with " …"."""
+    if tokens_of(text) <= max_tokens:
+        return text
+    words = text.split()
+    while words and tokens_of(" ".join(words) + " …") > max_tokens:
+        words.pop()
+    return " ".join(words) + " …"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, tzinfo
 
-from lobug.memory.query import tokens_of
+from lobug.memory.query import cut_to_tokens, tokens_of
 from lobug.memory.search.asking import SENTENCE
 from lobug.memory.search.fts import fold, query_tokens
 from lobug.memory.search.lexical import matcher
@@ -86,13 +86,7 @@ def _within(sentences: list[str], max_tokens: int, by_match: list[int]) -> str:
             continue
         kept.add(i)
         used += cost
-    text = " ".join(sentences[i] for i in sorted(kept))
-    if tokens_of(text) <= max_tokens:
-        return text
-    words = text.split()
-    while words and tokens_of(" ".join(words) + " …") > max_tokens:
-        words.pop()
-    return " ".join(words) + " …"
+    return cut_to_tokens(" ".join(sentences[i] for i in sorted(kept)), max_tokens)
 
 
 def exchange(
