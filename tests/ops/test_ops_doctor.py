@@ -84,7 +84,9 @@ async def test_healthy_install_is_all_ok(ollama_config: Callable[..., Config]) -
         "speech: embedded (faster-whisper base.en); embedder: external (ollama"
         f" nomic-embed-text); chat model: external (ollama at {config.ollama.host})"
     )
-    assert "fix:" not in text and text.endswith(f"{len(checks)} ok, 0 warning(s), 0 failed, 0 skipped")
+    assert "fix:" not in text and text.endswith(
+        f"{len(checks)} ok, 0 warning(s), 0 failed, 0 skipped"
+    )
     assert doctor.as_json(checks)["ok"] is True
 
 
