@@ -40,7 +40,7 @@ from typing import Any
 from lobug.memory.query import Reach
 from lobug.memory.search import who
 from lobug.memory.search.asking import statements
-from lobug.memory.search.corpus import TURNS, visible_ids
+from lobug.memory.search.corpus import TURNS, Reads, visible_ids
 from lobug.memory.search.fts import (
     common_words,
     fold,
@@ -48,7 +48,7 @@ from lobug.memory.search.fts import (
     min_match_query,
     query_tokens,
 )
-from lobug.memory.search.lexical import matcher, texts_of
+from lobug.memory.search.lexical import matcher
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ def context_ranks(
     outer: Reach | None = None,
     weights: ContextWeights = WEIGHTS,
     question: QuestionWords | None = None,
+    reads: Reads | None = None,
 ) -> list[int]:
     """Turn ids by their score with context (see the module), best first. `nearest`: the
     caller's KNN of the query over the same turns, (id, cosine distance) nearest first, at
@@ -81,8 +82,10 @@ def context_ranks(
     and the vector list); empty without vectors. `outer`: the reach `flt` narrows (to a
     speaker, a period): the question a reply answers counts by its words whoever asked it —
     "Can you give me the recipe?" credits the other person's "Sure thing!". `question`: the
-    search's `QuestionWords` for `text`, so its lists and lead ask FTS5 once."""
+    search's `QuestionWords` for `text`, so its lists and lead ask FTS5 once. `reads`: the
+    search's rows read so far (`corpus.Reads`)."""
     flt = flt or Reach()
+    reads = reads or Reads()
     question = question or QuestionWords(flt.user_id, text)
     asked = _bm25_scores(conn, question, weights.depth, outer) if outer is not None else {}
     words = _bm25_scores(conn, question, weights.depth, flt)
@@ -95,7 +98,7 @@ def context_ranks(
     replies = _replies_to(conn, seeds) - listed
     replies = visible_ids(conn, TURNS, flt, sorted(replies)) if replies else set()
     candidates = listed | replies
-    turns = _with_questions(conn, candidates)
+    turns = _with_questions(conn, reads, candidates)
     # A row outside both deep lists scores 0 on its own (it is below every listed one).
     top = max(words.values(), default=0.0)
     lo = min(near.values(), default=0.0)
@@ -123,6 +126,7 @@ def context_scores(
     similarity: Callable[[int], float | None],
     weights: ContextWeights = WEIGHTS,
     question: QuestionWords | None = None,
+    reads: Reads | None = None,
 ) -> dict[int, float]:
     """The context score of each of the turns `ids` (see the module) by its size: bm25 over
     the best of these turns and the questions they answer, the cosine similarity itself
@@ -132,10 +136,11 @@ def context_scores(
     a hair" rank alike there."""
     if not ids:
         return {}
-    turns = _with_questions(conn, set(ids))
+    reads = reads or Reads()
+    turns = _with_questions(conn, reads, set(ids))
     replies = {i: q for i in ids if (q := _question(turns, i)) is not None}
     scored = set(ids) | set(replies.values())
-    asked, said = _shared_words(conn, question or QuestionWords(user_id, text), scored)
+    asked, said = _shared_words(conn, question or QuestionWords(user_id, text), scored, reads)
     top = max(asked.values(), default=0.0)
 
     def own(i: int, words: dict[int, float]) -> float:
@@ -238,7 +243,7 @@ class QuestionWords:
 
 
 def _shared_words(
-    conn: Any, question: QuestionWords, ids: Collection[int]
+    conn: Any, question: QuestionWords, ids: Collection[int], reads: Reads
 ) -> tuple[dict[int, float], dict[int, float]]:
     """−bm25 of the question's words in each of the turns `ids` that holds two of them (the
     one word of a one-word question): as the `bm25` list asks, one shared word ("big",
@@ -250,7 +255,7 @@ def _shared_words(
     says nothing of books)."""
     tokens = question.tokens(conn)
     scores = question.scores(conn, ids)
-    texts = texts_of(conn, TURNS, list(scores)) if scores else {}
+    texts = reads.texts(conn, TURNS, scores) if scores else {}
     count = matcher([fold(t) for t in tokens])
     paired = 1 < len(tokens) <= PAIRED_WORDS  # else one shared word is enough
 
@@ -285,11 +290,11 @@ def _question(turns: dict[int, Said], i: int) -> int | None:
 Said = tuple[str | None, bool, int | None]  # session, whether it asks ("?"), the turn it answers
 
 
-def _with_questions(conn: Any, ids: set[int]) -> dict[int, Said]:
+def _with_questions(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
     """`_turns` of `ids` and of the turns they answer."""
-    turns = _turns(conn, ids)
+    turns = _turns(conn, reads, ids)
     asked = {t[2] for t in turns.values() if t[2] is not None} - turns.keys()
-    turns.update(_turns(conn, asked))
+    turns.update(_turns(conn, reads, asked))
     return turns
 
 
@@ -305,20 +310,16 @@ def _replies_to(conn: Any, ids: Collection[int]) -> set[int]:
     return found
 
 
-def _turns(conn: Any, ids: set[int]) -> dict[int, Said]:
+def _turns(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
     """(session, whether it asks something: holds a "?", the turn it answers) of each turn id.
     The turn it answers is linked when it is stored (`turns.reply_to`, m015): two sessions
     said at once interleave their ids, so "the id before it" may be another's."""
-    found: dict[int, Said] = {}
-    ordered = sorted(i for i in ids if i > 0)
-    for at in range(0, len(ordered), 500):
-        chunk = ordered[at : at + 500]
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(
-            f"SELECT id, session_id, instr(text, '?'), reply_to FROM turns WHERE id IN ({marks})",
-            chunk,
+    rows = reads.rows(conn, TURNS, sorted(i for i in ids if i > 0))
+    return {
+        i: (
+            r["session_id"],
+            "?" in (r["text"] or ""),
+            None if r["reply_to"] is None else int(r["reply_to"]),
         )
-        found.update(
-            {int(r[0]): (r[1], bool(r[2]), None if r[3] is None else int(r[3])) for r in rows}
-        )
-    return found
+        for i, r in rows.items()
+    }
