@@ -40,7 +40,7 @@ from typing import Any
 from lobug.memory.query import Reach
 from lobug.memory.search import who
 from lobug.memory.search.asking import statements
-from lobug.memory.search.corpus import TURNS, Reads, visible_ids
+from lobug.memory.search.corpus import TURNS, Reads, visible_ids, where_clause
 from lobug.memory.search.fts import (
     common_words,
     fold,
@@ -87,8 +87,8 @@ def context_ranks(
     flt = flt or Reach()
     reads = reads or Reads()
     question = question or QuestionWords(flt.user_id, text)
-    asked = _bm25_scores(conn, question, weights.depth, outer) if outer is not None else {}
-    words = _bm25_scores(conn, question, weights.depth, flt)
+    asked = question.best(conn, weights.depth, outer) if outer is not None else {}
+    words = question.best(conn, weights.depth, flt)
     near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
     if not words and not near:
         return []
@@ -173,8 +173,9 @@ class QuestionWords:
         self._names: set[str] | None = None
         self._tokens: list[str] | None = None
         self._match: str | None = None
-        self._best: dict[int, float] = {}  # rowid -> −bm25, best first
-        self._depth = 0  # how deep `_best` was read
+        # the reach's filter -> (rowid -> −bm25, best first; how deep it was read)
+        self._best: dict[tuple[str, tuple[Any, ...]], tuple[dict[int, float], int]] = {}
+        self._known: dict[int, float] = {}  # −bm25 of every turn read so far, whatever the reach
 
     def speakers(self, conn: Any) -> list[str]:
         """The named speakers of the user's turns (`who.speakers`), read once."""
@@ -208,20 +209,28 @@ class QuestionWords:
             self._match = min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
         return self._match
 
-    def best(self, conn: Any, depth: int) -> dict[int, float]:
-        """The `depth` best turns of any reach holding any of the words, by −bm25 (higher
-        better); the caller keeps those its reach sees."""
+    def best(self, conn: Any, depth: int, flt: Reach) -> dict[int, float]:
+        """The `depth` best turns `flt` sees holding any of the words, by −bm25 (higher
+        better). The reach's filter is inside the FTS5 query: a period's or a speaker's turns
+        are found however many turns of other periods, speakers or users hold the words too.
+        The index is read first (CROSS JOIN), each match's row looked up by its rowid."""
         match = self.match(conn)
         if match is None:
             return {}
-        if depth > self._depth:
+        where, params = where_clause(TURNS, flt)
+        key = (where, tuple(params))
+        found, read = self._best.get(key, ({}, 0))
+        if depth > read:
             rows = conn.execute(
-                f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-                f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
-                (match, depth),
+                f"SELECT {TURNS.fts}.rowid, -bm25({TURNS.fts}) FROM {TURNS.fts}"
+                f" CROSS JOIN turns d ON d.id = {TURNS.fts}.rowid"
+                f" WHERE {TURNS.fts} MATCH ? AND {where} ORDER BY bm25({TURNS.fts}) LIMIT ?",
+                (match, *params, depth),
             ).fetchall()
-            self._best, self._depth = {int(r[0]): float(r[1]) for r in rows}, depth
-        return dict(itertools.islice(self._best.items(), depth))
+            found, read = {int(r[0]): float(r[1]) for r in rows}, depth
+            self._best[key] = found, read
+            self._known.update(found)
+        return dict(itertools.islice(found.items(), depth))
 
     def scores(self, conn: Any, ids: Collection[int]) -> dict[int, float]:
         """−bm25 of the words in each of the turns `ids` that holds any: from `best` where it
@@ -229,9 +238,9 @@ class QuestionWords:
         match = self.match(conn)
         if match is None or not ids:
             return {}
-        found = {i: self._best[i] for i in ids if i in self._best}
-        rest = [i for i in ids if i not in self._best]
-        if rest and len(self._best) >= self._depth:  # `_best` is not every matching turn
+        found = {i: self._known[i] for i in ids if i in self._known}
+        rest = [i for i in ids if i not in self._known]
+        if rest:
             marks = ",".join("?" * len(rest))
             rows = conn.execute(
                 f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
@@ -267,14 +276,6 @@ def _shared_words(
         return {i: (held[i] - 1) * score for i, score in scores.items() if held[i] >= 2}
 
     return (shared(str) if paired else scores), shared(statements)
-
-
-def _bm25_scores(conn: Any, question: QuestionWords, depth: int, flt: Reach) -> dict[int, float]:
-    """The `depth` best turns holding any of the question's words, by −bm25 (higher better),
-    those `flt` sees."""
-    best = question.best(conn, depth)
-    visible = visible_ids(conn, TURNS, flt, list(best)) if best else set()
-    return {i: score for i, score in best.items() if i in visible}
 
 
 def _question(turns: dict[int, Said], i: int) -> int | None:
