@@ -5,6 +5,9 @@ score: both are on the same scale (relevance normalised per corpus, plus the sam
 terms). `run_parallel` computes the word lists while the query is being embedded, then the
 vector list and the fusion in one more round trip; `rank_all` computes the same lists in one
 connection and is what `explain` uses, so a why() reproduces query()'s ranking exactly.
+`run_asked` is /v1/query's: it embeds the question without the speakers' names last read and
+has the word lists' round trip check them. A search reads each candidate row and each
+similarity once (`Plan.reads`, `corpus.Reads`).
 
 Two floors: `QueryRequest.threshold` is seed 001 §6's similarity floor (the cosine similarity,
 1 − cosine distance, of the query's vector and the result's stored vector: a result without a
