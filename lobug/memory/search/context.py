@@ -48,7 +48,7 @@ from lobug.memory.search.fts import (
     min_match_query,
     query_tokens,
 )
-from lobug.memory.search.lexical import matcher
+from lobug.memory.search.lexical import MAX_FETCH, matcher
 
 
 @dataclass(frozen=True)
@@ -211,9 +211,14 @@ class QuestionWords:
 
     def best(self, conn: Any, depth: int, flt: Reach) -> dict[int, float]:
         """The `depth` best turns `flt` sees holding any of the words, by −bm25 (higher
-        better). The reach's filter is inside the FTS5 query: a period's or a speaker's turns
-        are found however many turns of other periods, speakers or users hold the words too.
-        The index is read first (CROSS JOIN), each match's row looked up by its rowid."""
+        better): the best among the turns the reach sees, not the best of all turns narrowed
+        afterwards, so a period's or a speaker's turns are found however many turns of other
+        periods, speakers or users hold the words too.
+
+        A period or a speaker has its filter inside the FTS5 query (the index read first, each
+        match's row looked up by rowid); any other reach sees nearly every match, so the index
+        ranks alone and the net widens while invisible rows crowd out the rest (`bm25_ranks`):
+        joining every match to its row cost more than the ranking (bench_api_query)."""
         match = self.match(conn)
         if match is None:
             return {}
@@ -221,14 +226,9 @@ class QuestionWords:
         key = (where, tuple(params))
         found, read = self._best.get(key, ({}, 0))
         if depth > read:
-            rows = conn.execute(
-                f"SELECT {TURNS.fts}.rowid, -bm25({TURNS.fts}) FROM {TURNS.fts}"
-                f" CROSS JOIN turns d ON d.id = {TURNS.fts}.rowid"
-                f" WHERE {TURNS.fts} MATCH ? AND {where} ORDER BY bm25({TURNS.fts}) LIMIT ?",
-                (match, *params, depth),
-            ).fetchall()
-            found, read = {int(r[0]): float(r[1]) for r in rows}, depth
-            self._best[key] = found, read
+            narrow = flt.said_in is not None or flt.speaker is not None
+            found = (_within if narrow else _widened)(conn, match, depth, flt, where, params)
+            self._best[key] = found, depth
             self._known.update(found)
         return dict(itertools.islice(found.items(), depth))
 
@@ -249,6 +249,35 @@ class QuestionWords:
             ).fetchall()
             found.update({int(r[0]): float(r[1]) for r in rows})
         return found
+
+
+def _within(
+    conn: Any, match: str, depth: int, flt: Reach, where: str, params: Sequence[Any]
+) -> dict[int, float]:
+    rows = conn.execute(
+        f"SELECT {TURNS.fts}.rowid, -bm25({TURNS.fts}) FROM {TURNS.fts}"
+        f" CROSS JOIN turns d ON d.id = {TURNS.fts}.rowid"
+        f" WHERE {TURNS.fts} MATCH ? AND {where} ORDER BY bm25({TURNS.fts}) LIMIT ?",
+        (match, *params, depth),
+    ).fetchall()
+    return {int(r[0]): float(r[1]) for r in rows}
+
+
+def _widened(
+    conn: Any, match: str, depth: int, flt: Reach, where: str, params: Sequence[Any]
+) -> dict[int, float]:
+    fetch = depth
+    while True:
+        rows = conn.execute(
+            f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+            f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
+            (match, fetch),
+        ).fetchall()
+        visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
+        found = {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+        if len(found) >= depth or len(rows) < fetch or fetch >= MAX_FETCH:
+            return dict(itertools.islice(found.items(), depth))
+        fetch = min(MAX_FETCH, fetch * 4)
 
 
 def _shared_words(
@@ -315,12 +344,4 @@ def _turns(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
     """(session, whether it asks something: holds a "?", the turn it answers) of each turn id.
     The turn it answers is linked when it is stored (`turns.reply_to`, m015): two sessions
     said at once interleave their ids, so "the id before it" may be another's."""
-    rows = reads.rows(conn, TURNS, sorted(i for i in ids if i > 0))
-    return {
-        i: (
-            r["session_id"],
-            "?" in (r["text"] or ""),
-            None if r["reply_to"] is None else int(r["reply_to"]),
-        )
-        for i, r in rows.items()
-    }
+    return reads.links(conn, sorted(i for i in ids if i > 0))
