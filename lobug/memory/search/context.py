@@ -48,7 +48,7 @@ from lobug.memory.search.fts import (
     min_match_query,
     query_tokens,
 )
-from lobug.memory.search.lexical import MAX_FETCH, matcher
+from lobug.memory.search.lexical import matcher
 
 
 @dataclass(frozen=True)
@@ -211,14 +211,16 @@ class QuestionWords:
 
     def best(self, conn: Any, depth: int, flt: Reach) -> dict[int, float]:
         """The `depth` best turns `flt` sees holding any of the words, by −bm25 (higher
-        better): the best among the turns the reach sees, not the best of all turns narrowed
-        afterwards, so a period's or a speaker's turns are found however many turns of other
-        periods, speakers or users hold the words too.
+        better).
 
         A period or a speaker has its filter inside the FTS5 query (the index read first, each
-        match's row looked up by rowid); any other reach sees nearly every match, so the index
-        ranks alone and the net widens while invisible rows crowd out the rest (`bm25_ranks`):
-        joining every match to its row cost more than the ranking (bench_api_query)."""
+        match's row looked up by rowid): the best among their turns, so they are found however
+        many turns of other periods or speakers hold the words too. Any other reach takes the
+        `depth` best of every turn and keeps those it sees: a caller's filter that hides most
+        turns (a person no turn names) would otherwise widen the net to thousands of rows for
+        nothing, and joining every match to its row cost more than the ranking at 10k turns
+        (bench_api_query). A household of several users with long logs would want it pushed in
+        too (issue 43's growth test)."""
         match = self.match(conn)
         if match is None:
             return {}
@@ -227,7 +229,7 @@ class QuestionWords:
         found, read = self._best.get(key, ({}, 0))
         if depth > read:
             narrow = flt.said_in is not None or flt.speaker is not None
-            found = (_within if narrow else _widened)(conn, match, depth, flt, where, params)
+            found = (_within if narrow else _narrowed)(conn, match, depth, flt, where, params)
             self._best[key] = found, depth
             self._known.update(found)
         return dict(itertools.islice(found.items(), depth))
@@ -263,21 +265,16 @@ def _within(
     return {int(r[0]): float(r[1]) for r in rows}
 
 
-def _widened(
+def _narrowed(
     conn: Any, match: str, depth: int, flt: Reach, where: str, params: Sequence[Any]
 ) -> dict[int, float]:
-    fetch = depth
-    while True:
-        rows = conn.execute(
-            f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-            f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
-            (match, fetch),
-        ).fetchall()
-        visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
-        found = {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
-        if len(found) >= depth or len(rows) < fetch or fetch >= MAX_FETCH:
-            return dict(itertools.islice(found.items(), depth))
-        fetch = min(MAX_FETCH, fetch * 4)
+    rows = conn.execute(
+        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+        f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
+        (match, depth),
+    ).fetchall()
+    visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
+    return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
 
 
 def _shared_words(
