@@ -81,6 +81,7 @@ class MemoryService:
         self.hits = HitBuffer()
         self.searches = memory_events.SearchEvents()  # written with the hits
         self.seen = SeenMarks()
+        self.speakers = who.Speakers()  # the names a query leaves out of what it embeds
         gc_at = Slot.parse(config.lifecycle.gc_at) if config.lifecycle.gc_at else None
         self.periodic = Periodic(
             db, clock, [Task("gc", config.lifecycle.gc_interval_s, self._gc, at=gc_at)]
@@ -359,13 +360,20 @@ class MemoryService:
         path. Works without vectors (BM25 + entities), except under `req.threshold`: that is a
         similarity floor (seed 001 §6), so without the query's vector it is 503, not ignored.
         `req.min_score` floors the final fused score."""
-        names = await self.db.read(who.speakers, req.reach.user_id)
-        vector = await self.vectors.later(who.without_speakers(req.query, names))
-        if req.threshold is not None:
-            vector = self._query_vector_for_threshold(vector)
         now = self.clock()
-        plan = runner.Plan.at(req, self.weights, now, speakers=tuple(names))
-        results = await runner.run_parallel(self.db, plan, vector, now=now)
+
+        async def embed(names: tuple[str, ...]) -> Awaitable[list[float] | None]:
+            vector = await self.vectors.later(who.without_speakers(req.query, names))
+            if req.threshold is not None:
+                return self._query_vector_for_threshold(vector)
+            return vector
+
+        def plan(names: tuple[str, ...]) -> runner.Plan:
+            return runner.Plan.at(req, self.weights, now, speakers=names)
+
+        results = await runner.run_asked(
+            self.db, self.speakers, plan, embed, user_id=req.reach.user_id, now=now
+        )
         self.hits.add([r.id for r in results if r.kind != EPISODE], now)
         return results
 

@@ -112,9 +112,13 @@ class _Table:
         rows = np.argpartition(hamming, shortlist - 1)[:shortlist]
         return self.matrix[rows] @ query, self.ids[rows]
 
-    def similarity(self, query: np.ndarray, row_id: int) -> float | None:
-        at = self.pos.get(row_id)
-        return None if at is None else float(self.matrix[at] @ query)
+    def similarities(self, query: np.ndarray, row_ids: Sequence[int]) -> dict[int, float]:
+        """Of the rows of `row_ids` that have a vector (a search asks for a few dozen)."""
+        return {
+            row_id: float(self.matrix[at] @ query)
+            for row_id in row_ids
+            if (at := self.pos.get(row_id)) is not None
+        }
 
 
 class VectorIndex:
@@ -231,17 +235,18 @@ class VectorIndex:
             hits = _best(sims, ids, k, accept, max_distance)
         return hits
 
-    def similarity(
-        self, conn: Any, table: str, query: Sequence[float], row_id: int
-    ) -> float | None:
-        """Cosine similarity of `query` and the stored vector of `row_id` (None: no vector)."""
+    def similarities(
+        self, conn: Any, table: str, query: Sequence[float], row_ids: Sequence[int]
+    ) -> dict[int, float]:
+        """Cosine similarity of `query` and the stored vector of each of `row_ids` that has
+        one, under one look at the changes (a search asks for all it needs at once)."""
         unit = self._query(query)
-        if unit is None:
-            return None
+        if unit is None or not row_ids:
+            return {}
         with self._lock:
             self._sync(conn)
             found = self._tables.get(table)
-            return None if found is None else found.similarity(unit, row_id)
+            return {} if found is None else found.similarities(unit, row_ids)
 
     def _query(self, query: Sequence[float]) -> np.ndarray | None:
         vector = np.asarray(query, dtype=np.float32)

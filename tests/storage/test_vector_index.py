@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from lobug.memory.query import Reach
-from lobug.memory.search.corpus import MEMORIES
+from lobug.memory.search.corpus import MEMORIES, Reads
 from lobug.memory.search.hybrid import vector_knn
 from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
@@ -101,6 +101,33 @@ def test_the_index_finds_what_sqlite_vec_finds_with_filters(db: Database) -> Non
     bob = both(db, rng.standard_normal(DIM), 25, Reach(user_id="bob"))
     same(*bob)
     assert len(bob[0]) == 25
+
+
+def test_similarities_of_many_rows_in_one_look_as_sqlite_vec_says(db: Database) -> None:
+    """A search asks for the similarities of the rows it needs at once: one look at the
+    changes, the same numbers as vec_distance_cosine, none for a row without a vector; and
+    what its KNN found is kept (`corpus.Reads`) rather than asked again."""
+    rng = np.random.default_rng(3)
+    ids = facts(db, rng.standard_normal((50, DIM)))
+    index = db.vector_index
+    assert index is not None
+    index.build(db.writer)
+    query = [float(x) for x in rng.standard_normal(DIM)]
+    polls = []
+    db.writer.set_trace_callback(lambda sql: polls.append(sql) if "vector_changes" in sql else 0)
+    found = index.similarities(db.writer, "memory_vectors", query, [*ids[:20], 10**9])
+    db.writer.set_trace_callback(None)
+    assert len(polls) == 1 and set(found) == set(ids[:20])
+    blob = np.asarray(query, dtype=np.float32).tobytes()
+    for memory_id, sim in found.items():
+        (distance,) = db.writer.execute(
+            "SELECT vec_distance_cosine(embedding, ?) FROM memory_vectors WHERE memory_id = ?",
+            (blob, memory_id),
+        ).fetchone()
+        assert sim == pytest.approx(1.0 - distance, abs=1e-5)
+    reads = Reads()
+    near = vector_knn(db.writer, query, 5, flt=Reach(), reads=reads)
+    assert reads.similar == {("memory_vectors", i): 1.0 - d for i, d in near}
 
 
 def test_writes_through_any_connection_reach_the_index(db: Database, db_path: Path) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 from lobug.memory.query import Reach
 from lobug.memory.search import who
 from lobug.memory.search.asking import statements
-from lobug.memory.search.corpus import TURNS, visible_ids
+from lobug.memory.search.corpus import TURNS, Reads, visible_ids, where_clause
 from lobug.memory.search.fts import (
     common_words,
     fold,
@@ -48,7 +48,7 @@ from lobug.memory.search.fts import (
     min_match_query,
     query_tokens,
 )
-from lobug.memory.search.lexical import matcher, texts_of
+from lobug.memory.search.lexical import matcher
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ def context_ranks(
     outer: Reach | None = None,
     weights: ContextWeights = WEIGHTS,
     question: QuestionWords | None = None,
+    reads: Reads | None = None,
 ) -> list[int]:
     """Turn ids by their score with context (see the module), best first. `nearest`: the
     caller's KNN of the query over the same turns, (id, cosine distance) nearest first, at
@@ -81,11 +82,13 @@ def context_ranks(
     and the vector list); empty without vectors. `outer`: the reach `flt` narrows (to a
     speaker, a period): the question a reply answers counts by its words whoever asked it —
     "Can you give me the recipe?" credits the other person's "Sure thing!". `question`: the
-    search's `QuestionWords` for `text`, so its lists and lead ask FTS5 once."""
+    search's `QuestionWords` for `text`, so its lists and lead ask FTS5 once. `reads`: the
+    search's rows read so far (`corpus.Reads`)."""
     flt = flt or Reach()
+    reads = reads or Reads()
     question = question or QuestionWords(flt.user_id, text)
-    asked = _bm25_scores(conn, question, weights.depth, outer) if outer is not None else {}
-    words = _bm25_scores(conn, question, weights.depth, flt)
+    asked = question.best(conn, weights.depth, outer) if outer is not None else {}
+    words = question.best(conn, weights.depth, flt)
     near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
     if not words and not near:
         return []
@@ -95,7 +98,7 @@ def context_ranks(
     replies = _replies_to(conn, seeds) - listed
     replies = visible_ids(conn, TURNS, flt, sorted(replies)) if replies else set()
     candidates = listed | replies
-    turns = _with_questions(conn, candidates)
+    turns = _with_questions(conn, reads, candidates)
     # A row outside both deep lists scores 0 on its own (it is below every listed one).
     top = max(words.values(), default=0.0)
     lo = min(near.values(), default=0.0)
@@ -123,6 +126,7 @@ def context_scores(
     similarity: Callable[[int], float | None],
     weights: ContextWeights = WEIGHTS,
     question: QuestionWords | None = None,
+    reads: Reads | None = None,
 ) -> dict[int, float]:
     """The context score of each of the turns `ids` (see the module) by its size: bm25 over
     the best of these turns and the questions they answer, the cosine similarity itself
@@ -132,10 +136,11 @@ def context_scores(
     a hair" rank alike there."""
     if not ids:
         return {}
-    turns = _with_questions(conn, set(ids))
+    reads = reads or Reads()
+    turns = _with_questions(conn, reads, set(ids))
     replies = {i: q for i in ids if (q := _question(turns, i)) is not None}
     scored = set(ids) | set(replies.values())
-    asked, said = _shared_words(conn, question or QuestionWords(user_id, text), scored)
+    asked, said = _shared_words(conn, question or QuestionWords(user_id, text), scored, reads)
     top = max(asked.values(), default=0.0)
 
     def own(i: int, words: dict[int, float]) -> float:
@@ -168,8 +173,9 @@ class QuestionWords:
         self._names: set[str] | None = None
         self._tokens: list[str] | None = None
         self._match: str | None = None
-        self._best: dict[int, float] = {}  # rowid -> −bm25, best first
-        self._depth = 0  # how deep `_best` was read
+        # the reach's filter -> (rowid -> −bm25, best first; how deep it was read)
+        self._best: dict[tuple[str, tuple[Any, ...]], tuple[dict[int, float], int]] = {}
+        self._known: dict[int, float] = {}  # −bm25 of every turn read so far, whatever the reach
 
     def speakers(self, conn: Any) -> list[str]:
         """The named speakers of the user's turns (`who.speakers`), read once."""
@@ -203,20 +209,30 @@ class QuestionWords:
             self._match = min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
         return self._match
 
-    def best(self, conn: Any, depth: int) -> dict[int, float]:
-        """The `depth` best turns of any reach holding any of the words, by −bm25 (higher
-        better); the caller keeps those its reach sees."""
+    def best(self, conn: Any, depth: int, flt: Reach) -> dict[int, float]:
+        """The `depth` best turns `flt` sees holding any of the words, by −bm25 (higher
+        better).
+
+        A period or a speaker has its filter inside the FTS5 query (the index read first, each
+        match's row looked up by rowid): the best among their turns, so they are found however
+        many turns of other periods or speakers hold the words too. Any other reach takes the
+        `depth` best of every turn and keeps those it sees: a caller's filter that hides most
+        turns (a person no turn names) would otherwise widen the net to thousands of rows for
+        nothing, and joining every match to its row cost more than the ranking at 10k turns
+        (bench_api_query). A household of several users with long logs would want it pushed in
+        too (issue 43's growth test)."""
         match = self.match(conn)
         if match is None:
             return {}
-        if depth > self._depth:
-            rows = conn.execute(
-                f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-                f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
-                (match, depth),
-            ).fetchall()
-            self._best, self._depth = {int(r[0]): float(r[1]) for r in rows}, depth
-        return dict(itertools.islice(self._best.items(), depth))
+        where, params = where_clause(TURNS, flt)
+        key = (where, tuple(params))
+        found, read = self._best.get(key, ({}, 0))
+        if depth > read:
+            narrow = flt.said_in is not None or flt.speaker is not None
+            found = (_within if narrow else _narrowed)(conn, match, depth, flt, where, params)
+            self._best[key] = found, depth
+            self._known.update(found)
+        return dict(itertools.islice(found.items(), depth))
 
     def scores(self, conn: Any, ids: Collection[int]) -> dict[int, float]:
         """−bm25 of the words in each of the turns `ids` that holds any: from `best` where it
@@ -224,9 +240,9 @@ class QuestionWords:
         match = self.match(conn)
         if match is None or not ids:
             return {}
-        found = {i: self._best[i] for i in ids if i in self._best}
-        rest = [i for i in ids if i not in self._best]
-        if rest and len(self._best) >= self._depth:  # `_best` is not every matching turn
+        found = {i: self._known[i] for i in ids if i in self._known}
+        rest = [i for i in ids if i not in self._known]
+        if rest:
             marks = ",".join("?" * len(rest))
             rows = conn.execute(
                 f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
@@ -237,8 +253,32 @@ class QuestionWords:
         return found
 
 
+def _within(
+    conn: Any, match: str, depth: int, flt: Reach, where: str, params: Sequence[Any]
+) -> dict[int, float]:
+    rows = conn.execute(
+        f"SELECT {TURNS.fts}.rowid, -bm25({TURNS.fts}) FROM {TURNS.fts}"
+        f" CROSS JOIN turns d ON d.id = {TURNS.fts}.rowid"
+        f" WHERE {TURNS.fts} MATCH ? AND {where} ORDER BY bm25({TURNS.fts}) LIMIT ?",
+        (match, *params, depth),
+    ).fetchall()
+    return {int(r[0]): float(r[1]) for r in rows}
+
+
+def _narrowed(
+    conn: Any, match: str, depth: int, flt: Reach, where: str, params: Sequence[Any]
+) -> dict[int, float]:
+    rows = conn.execute(
+        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
+        f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
+        (match, depth),
+    ).fetchall()
+    visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
+    return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+
+
 def _shared_words(
-    conn: Any, question: QuestionWords, ids: Collection[int]
+    conn: Any, question: QuestionWords, ids: Collection[int], reads: Reads
 ) -> tuple[dict[int, float], dict[int, float]]:
     """−bm25 of the question's words in each of the turns `ids` that holds two of them (the
     one word of a one-word question): as the `bm25` list asks, one shared word ("big",
@@ -250,7 +290,7 @@ def _shared_words(
     says nothing of books)."""
     tokens = question.tokens(conn)
     scores = question.scores(conn, ids)
-    texts = texts_of(conn, TURNS, list(scores)) if scores else {}
+    texts = reads.texts(conn, TURNS, scores) if scores else {}
     count = matcher([fold(t) for t in tokens])
     paired = 1 < len(tokens) <= PAIRED_WORDS  # else one shared word is enough
 
@@ -262,14 +302,6 @@ def _shared_words(
         return {i: (held[i] - 1) * score for i, score in scores.items() if held[i] >= 2}
 
     return (shared(str) if paired else scores), shared(statements)
-
-
-def _bm25_scores(conn: Any, question: QuestionWords, depth: int, flt: Reach) -> dict[int, float]:
-    """The `depth` best turns holding any of the question's words, by −bm25 (higher better),
-    those `flt` sees."""
-    best = question.best(conn, depth)
-    visible = visible_ids(conn, TURNS, flt, list(best)) if best else set()
-    return {i: score for i, score in best.items() if i in visible}
 
 
 def _question(turns: dict[int, Said], i: int) -> int | None:
@@ -285,11 +317,11 @@ def _question(turns: dict[int, Said], i: int) -> int | None:
 Said = tuple[str | None, bool, int | None]  # session, whether it asks ("?"), the turn it answers
 
 
-def _with_questions(conn: Any, ids: set[int]) -> dict[int, Said]:
+def _with_questions(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
     """`_turns` of `ids` and of the turns they answer."""
-    turns = _turns(conn, ids)
+    turns = _turns(conn, reads, ids)
     asked = {t[2] for t in turns.values() if t[2] is not None} - turns.keys()
-    turns.update(_turns(conn, asked))
+    turns.update(_turns(conn, reads, asked))
     return turns
 
 
@@ -305,20 +337,8 @@ def _replies_to(conn: Any, ids: Collection[int]) -> set[int]:
     return found
 
 
-def _turns(conn: Any, ids: set[int]) -> dict[int, Said]:
+def _turns(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
     """(session, whether it asks something: holds a "?", the turn it answers) of each turn id.
     The turn it answers is linked when it is stored (`turns.reply_to`, m015): two sessions
     said at once interleave their ids, so "the id before it" may be another's."""
-    found: dict[int, Said] = {}
-    ordered = sorted(i for i in ids if i > 0)
-    for at in range(0, len(ordered), 500):
-        chunk = ordered[at : at + 500]
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(
-            f"SELECT id, session_id, instr(text, '?'), reply_to FROM turns WHERE id IN ({marks})",
-            chunk,
-        )
-        found.update(
-            {int(r[0]): (r[1], bool(r[2]), None if r[3] is None else int(r[3])) for r in rows}
-        )
-    return found
+    return reads.links(conn, sorted(i for i in ids if i > 0))

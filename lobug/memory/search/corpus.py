@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,3 +154,58 @@ def visible_ids(conn: Any, corpus: Corpus, flt: Reach, ids: Sequence[int]) -> se
         (*ids, *params),
     )
     return {int(r[0]) for r in rows}
+
+
+Links = tuple[str | None, bool, int | None]  # a turn's session, whether it asks, what it answers
+
+
+class Reads:
+    """What one search has read, so it reads each thing once: the rows of its candidates (every
+    column: the re-score, the context lists, echo and the answering lists all ask for some) and
+    the similarities its KNNs computed. One per search (`runner.Plan.reads`), never shared:
+    it holds no row another search may not see, and nothing outlives the search."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, dict[int, Any]] = {}  # table -> id -> row (None: no such row)
+        self._links: dict[int, Links | None] = {}  # turn id -> its links (None: no such turn)
+        self.similar: dict[tuple[str, int], float] = {}  # (vector table, id) -> cosine sim.
+
+    def rows(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, Any]:
+        """The rows of `ids` that exist (`SELECT *`), reading only those not read before."""
+        known = self._rows.setdefault(corpus.table, {})
+        wanted = list(dict.fromkeys(ids))
+        todo = [i for i in wanted if i not in known]
+        for at in range(0, len(todo), 500):
+            chunk = todo[at : at + 500]
+            marks = ",".join("?" * len(chunk))
+            found = conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", chunk)
+            known.update({int(r["id"]): r for r in found})
+            known.update({i: None for i in chunk if i not in known})
+        return {i: row for i in wanted if (row := known[i]) is not None}
+
+    def links(self, conn: Any, ids: Iterable[int]) -> dict[int, Links]:
+        """(session, whether it asks something: holds a "?", the turn it answers) of each turn
+        of `ids` that exists: the context lists' few columns of their hundreds of candidates,
+        read once for all of them (a whole row costs several times as much)."""
+        wanted = list(dict.fromkeys(ids))
+        todo = [i for i in wanted if i not in self._links]
+        for at in range(0, len(todo), 500):
+            chunk = todo[at : at + 500]
+            marks = ",".join("?" * len(chunk))
+            found = conn.execute(
+                "SELECT id, session_id, instr(text, '?'), reply_to FROM turns"
+                f" WHERE id IN ({marks})",
+                chunk,
+            )
+            self._links.update(
+                {int(r[0]): (r[1], bool(r[2]), None if r[3] is None else int(r[3])) for r in found}
+            )
+            self._links.update({i: None for i in chunk if i not in self._links})
+        return {i: said for i in wanted if (said := self._links[i]) is not None}
+
+    def texts(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, str]:
+        return {i: str(r[corpus.text]) for i, r in self.rows(conn, corpus, ids).items()}
+
+    def nearest(self, table: str, found: Sequence[tuple[int, float]]) -> None:
+        """Keep the similarity (1 − cosine distance) of each (id, distance) a KNN found."""
+        self.similar.update(((table, i), 1.0 - d) for i, d in found)

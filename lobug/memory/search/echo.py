@@ -25,7 +25,7 @@ from typing import Any
 
 from lobug.memory.query import Reach
 from lobug.memory.search.context import QuestionWords
-from lobug.memory.search.corpus import TURNS
+from lobug.memory.search.corpus import TURNS, Reads
 from lobug.memory.search.fts import (
     COMMON_WORD_ROWS,
     MIN_PREFIX_CHARS,
@@ -44,18 +44,21 @@ ECHO_WORDS = 5  # their words added to the question's
 
 
 def echo_ranks(
-    conn: Any, question: QuestionWords, ranked: Sequence[int], k: int, flt: Reach
+    conn: Any,
+    question: QuestionWords,
+    ranked: Sequence[int],
+    k: int,
+    flt: Reach,
+    reads: Reads | None = None,
 ) -> list[int]:
     """Turn ids by BM25 of the question widened with the words of `ranked`'s first turns
-    (the context list: best first), best first; empty without FTS5 or first turns."""
+    (the context list: best first), best first; empty without FTS5 or first turns. `reads`:
+    the search's rows read so far (`corpus.Reads`)."""
     seeds = list(ranked[:ECHO_SEEDS])
     vocab = f"{TURNS.fts}_vocab"
     if not seeds or not fts_available(conn, TURNS.fts) or not has_table(conn, vocab):
         return []
-    marks = ",".join("?" * len(seeds))
-    texts = [
-        str(r[0]) for r in conn.execute(f"SELECT text FROM turns WHERE id IN ({marks})", seeds)
-    ]
+    texts = list((reads or Reads()).texts(conn, TURNS, seeds).values())
     names = question.names(conn)
     asked = [fold(t) for t in question.tokens(conn)]
     seen: Counter[str] = Counter()

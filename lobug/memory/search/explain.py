@@ -83,7 +83,8 @@ def explain(
     similarity = None
     if query is not None and vector is not None:
         # What a query's `threshold` compares: the same number its results' explain shows.
-        similarity = Similarity(conn, vector).of(MEMORIES, memory_id)
+        # With the plan's reads: what its KNNs found, as the query's cut took it.
+        similarity = Similarity(conn, vector, plan.reads).of(MEMORIES, memory_id)
     score["similarity"] = similarity
     own = memory_score(row, weights, now)
     return {

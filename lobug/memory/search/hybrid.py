@@ -22,6 +22,7 @@ from lobug.memory.search.corpus import (
     MEMORIES,
     TURNS,
     Corpus,
+    Reads,
     visible_ids,
     where_clause,
 )
@@ -93,12 +94,17 @@ def vector_knn(
     corpus: Corpus = MEMORIES,
     flt: Reach | None = None,
     max_distance: float | None = None,
+    reads: Reads | None = None,
 ) -> list[tuple[int, float]]:
-    """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first."""
+    """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first
+    (kept in `reads`: the fusion and the cut need the similarities again)."""
     visible = partial(visible_ids, conn, corpus, flt or Reach())
-    return knn.nearest(
+    found = knn.nearest(
         conn, corpus.vectors, query_vec, k, accept=visible, max_distance=max_distance
     )
+    if reads is not None:
+        reads.nearest(corpus.vectors, found)
+    return found
 
 
 def vector_ranks(
@@ -175,15 +181,18 @@ def ranked_lists(
     lists: Sequence[str] | None = None,
     min_similarity: float | None = None,
     question: QuestionWords | None = None,
+    reads: Reads | None = None,
 ) -> dict[str, list[int]]:
     """The ranked lists (ids, best first) for `lists` — separable, so a caller may compute the
     vector list and the lexical ones on two connections at once.
 
     min_similarity: a floor for the vector list (1 − cosine distance); the lexical and entity
     lists have their own bar (shared words, a named entity). question: the search's words
-    over the turns, for the context list (`context.QuestionWords`).
+    over the turns, for the context list (`context.QuestionWords`). reads: what the search
+    has read (`corpus.Reads`).
     """
     weights = weights or ScoringWeights()
+    reads = reads or Reads()
     flt = flt or Reach()
     lists = corpus.lists if lists is None else lists
     ranked: dict[str, list[int]] = {}
@@ -194,18 +203,20 @@ def ranked_lists(
         # One KNN for both lists: the context list reads deeper into the same neighbours.
         deep = max(depth, CONTEXT.depth) if context else depth
         nearest = vector_knn(
-            conn, query_vec, deep, corpus=corpus, flt=flt, max_distance=max_distance
+            conn, query_vec, deep, corpus=corpus, flt=flt, max_distance=max_distance, reads=reads
         )
         if "vector" in lists:
             ranked["vector"] = [i for i, _ in nearest[:depth]]
     if "bm25" in lists:
         ranked["bm25"] = text_ranks(
-            conn, text, depth, corpus=corpus, flt=flt, min_words=weights.bm25_min_words
+            conn, text, depth, corpus=corpus, flt=flt, min_words=weights.bm25_min_words, reads=reads
         )
     if "entity" in lists:
         ranked["entity"] = entity_ranks(conn, text, depth, corpus=corpus, flt=flt)
     if context:
-        ranked["context"] = context_ranks(conn, text, nearest, depth, flt=flt, question=question)
+        ranked["context"] = context_ranks(
+            conn, text, nearest, depth, flt=flt, question=question, reads=reads
+        )
     return ranked
 
 
@@ -216,6 +227,7 @@ def fuse_and_rescore(
     corpus: Corpus = MEMORIES,
     weights: ScoringWeights | None = None,
     now: float | None = None,
+    reads: Reads | None = None,
 ) -> tuple[list[SearchHit], Mapping[int, Any]]:
     """RRF over the lists; with `now`, re-scored by each row's own signals (rows returned)."""
     weights = weights or ScoringWeights()
@@ -225,18 +237,24 @@ def fuse_and_rescore(
     fused = fuse(ordered, weights.rrf_k, weights.list_weights)
     if now is None:
         return [SearchHit(f.id, f.rrf_norm, f) for f in fused], {}
-    hits, rows = rescored(conn, fused, corpus=corpus, weights=weights, now=now)
+    hits, rows = rescored(conn, fused, corpus=corpus, weights=weights, now=now, reads=reads)
     # Stable: equal scores keep the fused order, so explain can reproduce a ranking exactly.
     hits.sort(key=lambda h: -h.score)
     return hits, rows
 
 
 def rescored(
-    conn: Any, fused: Sequence[Fused], *, corpus: Corpus, weights: ScoringWeights, now: float
+    conn: Any,
+    fused: Sequence[Fused],
+    *,
+    corpus: Corpus,
+    weights: ScoringWeights,
+    now: float,
+    reads: Reads | None = None,
 ) -> tuple[list[SearchHit], Mapping[int, Any]]:
     """Each fused row of one corpus re-scored by its own signals, in the fused order (rows
     returned; a row gone since it was ranked is scored as empty: the caller drops it)."""
-    rows = rows_of(conn, corpus, [f.id for f in fused])
+    rows = (reads or Reads()).rows(conn, corpus, [f.id for f in fused])
     ids = [f.id for f in fused]
     related = relations.max_related_strength(conn, ids, now) if corpus.table == "memories" else {}
     hits = []
@@ -244,11 +262,3 @@ def rescored(
         score, breakdown = rescore(f, rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))
         hits.append(SearchHit(f.id, score, f, breakdown))
     return hits, rows
-
-
-def rows_of(conn: Any, corpus: Corpus, ids: Sequence[int]) -> Mapping[int, Any]:
-    if not ids:
-        return {}
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", tuple(ids))
-    return {int(r["id"]): r for r in rows}

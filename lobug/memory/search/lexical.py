@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lobug.memory.query import Reach
-from lobug.memory.search.corpus import MEMORIES, Corpus, visible_ids, where_clause
+from lobug.memory.search.corpus import MEMORIES, Corpus, Reads, visible_ids, where_clause
 from lobug.memory.search.fts import (
     MIN_PREFIX_CHARS,
     common_words,
@@ -66,6 +66,7 @@ def text_ranks(
     corpus: Corpus = MEMORIES,
     flt: Reach | None = None,
     min_words: int = 1,
+    reads: Reads | None = None,
 ) -> list[int]:
     """BM25 when FTS5 is there; otherwise LIKE (seed 000), most matched words first.
 
@@ -89,7 +90,7 @@ def text_ranks(
         ids = _like_ranks(conn, text, fetch, corpus, flt or Reach())
     if need > 1 and ids:
         matched = matcher([fold(t) for t in tokens])
-        texts = texts_of(conn, corpus, ids)
+        texts = (reads or Reads()).texts(conn, corpus, ids)
         ids = [i for i in ids if matched(texts.get(i, "")) >= need]
     return ids[:k]
 
@@ -116,14 +117,6 @@ def _pattern(token: str) -> re.Pattern[str]:
     own = re.escape(stem(token)) + ("" if len(token) >= MIN_PREFIX_CHARS else r"(?![a-z0-9])")
     others = "".join(f"|{re.escape(f)}(?![a-z0-9])" for f in forms(token)[1:])
     return re.compile(rf"(?<![a-z0-9])(?:{own}{others})")
-
-
-def texts_of(conn: Any, corpus: Corpus, ids: Sequence[int]) -> dict[int, str]:
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(
-        f"SELECT id, {corpus.text} FROM {corpus.table} WHERE id IN ({marks})", tuple(ids)
-    )
-    return {int(r[0]): str(r[1]) for r in rows}
 
 
 def _like_ranks(conn: Any, text: str, k: int, corpus: Corpus, flt: Reach) -> list[int]:

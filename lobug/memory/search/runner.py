@@ -5,6 +5,9 @@ score: both are on the same scale (relevance normalised per corpus, plus the sam
 terms). `run_parallel` computes the word lists while the query is being embedded, then the
 vector list and the fusion in one more round trip; `rank_all` computes the same lists in one
 connection and is what `explain` uses, so a why() reproduces query()'s ranking exactly.
+`run_asked` is /v1/query's: it embeds the question without the speakers' names last read and
+has the word lists' round trip check them. A search reads each candidate row and each
+similarity once (`Plan.reads`, `corpus.Reads`).
 
 Two floors: `QueryRequest.threshold` is seed 001 §6's similarity floor (the cosine similarity,
 1 − cosine distance, of the query's vector and the result's stored vector: a result without a
@@ -31,13 +34,12 @@ from lobug.memory.query import (
     Source,
     tokens_of,
 )
-from lobug.memory.search import answer, hybrid, when
+from lobug.memory.search import answer, hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import QuestionWords, context_ranks, context_scores
-from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus
+from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, Reads
 from lobug.memory.search.echo import echo_ranks
 from lobug.memory.search.hybrid import SearchHit
-from lobug.memory.search.lexical import texts_of
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
 from lobug.memory.vectors import replies
@@ -164,6 +166,11 @@ class Plan:
         """The question's words over the turns, read once for this search's lists and lead."""
         return QuestionWords(self.req.reach.user_id, self.req.query, self.speakers)
 
+    @cached_property
+    def reads(self) -> Reads:
+        """The rows and similarities this search has read, each read once (`corpus.Reads`)."""
+        return Reads()
+
     @property
     def threshold(self) -> float | None:
         """Seed 001 §6: drop results whose cosine similarity to the query is below."""
@@ -192,6 +199,7 @@ def ranked_lists(
             lists=[name for name in corpus.lists if name in parts],
             min_similarity=plan.min_similarity,
             question=plan.words,
+            reads=plan.reads,
         )
         if plan.period is not None:
             inside = replace(flt, said_in=plan.period)
@@ -201,22 +209,19 @@ def ranked_lists(
             lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who", flt))
         if corpus is TURNS and "context" in parts:
             first = lists.get("who_context") or lists.get("context", [])
-            lists["echo"] = echo_ranks(conn, plan.words, first, plan.depth, flt)
+            lists["echo"] = echo_ranks(conn, plan.words, first, plan.depth, flt, plan.reads)
             lists.update(answering(conn, plan, first))
             if when.asks_now(plan.req.query):
-                lists["latest"] = latest(conn, first[:LATEST_TOP])
+                lists["latest"] = latest(conn, plan.reads, first[:LATEST_TOP])
         found[corpus.table] = lists
     return found
 
 
-def latest(conn: Any, ids: Sequence[int]) -> list[int]:
-    """The turns among `ids`, newest first: of the statements that match a question about now,
-    the last one said is how things stand."""
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    rows = conn.execute(f"SELECT id, ts FROM turns WHERE id IN ({marks})", tuple(ids))
-    return [int(r[0]) for r in sorted(rows, key=lambda r: -float(r[1]))]
+def latest(conn: Any, reads: Reads, ids: Sequence[int]) -> list[int]:
+    """The turns among `ids`, newest first (the older id first among equal times): of the
+    statements that match a question about now, the last one said is how things stand."""
+    rows = reads.rows(conn, TURNS, ids)
+    return sorted(rows, key=lambda i: (-float(rows[i]["ts"]), i))
 
 
 def answering(conn: Any, plan: Plan, ids: Sequence[int]) -> dict[str, list[int]]:
@@ -234,7 +239,7 @@ def answering(conn: Any, plan: Plan, ids: Sequence[int]) -> dict[str, list[int]]
         tells["counted"] = answer.tells_amount
     if not tells or not ids:
         return {}
-    texts = texts_of(conn, TURNS, ids)
+    texts = plan.reads.texts(conn, TURNS, ids)
     return {name: [i for i in ids if says(texts.get(i, ""))] for name, says in tells.items()}
 
 
@@ -258,16 +263,23 @@ def narrowed_lists(
     context = "context" in parts and corpus is TURNS
     if ("vector" in parts or context) and vector is not None and has_table(conn, corpus.vectors):
         deep = max(plan.depth, CONTEXT.depth) if context else plan.depth
-        nearest = hybrid.vector_knn(conn, vector, deep, corpus=corpus, flt=inside)
+        nearest = hybrid.vector_knn(conn, vector, deep, corpus=corpus, flt=inside, reads=plan.reads)
         if "vector" in parts:
             lists[f"{name}_vector"] = [i for i, _ in nearest[: plan.depth]]
     if context:
         lists[f"{name}_context"] = context_ranks(
-            conn, plan.req.query, nearest, plan.depth, flt=inside, outer=outer, question=plan.words
+            conn,
+            plan.req.query,
+            nearest,
+            plan.depth,
+            flt=inside,
+            outer=outer,
+            question=plan.words,
+            reads=plan.reads,
         )
     if "bm25" in parts:
         lists[f"{name}_words"] = hybrid.text_ranks(
-            conn, plan.req.query, plan.depth, corpus=corpus, flt=inside, min_words=1
+            conn, plan.req.query, plan.depth, corpus=corpus, flt=inside, reads=plan.reads
         )
     return lists
 
@@ -290,12 +302,17 @@ def finish(
     up); a joint word list interleaves the corpora's ranks (BM25 scores of two tables are not
     comparable)."""
     present = [corpus for corpus in (MEMORIES, TURNS) if corpus.table in lists]
-    similarity = similarity or Similarity(conn, None)
+    similarity = similarity or Similarity(conn, None, plan.reads)
     similarity.read_keys({i for ids in lists.get(TURNS.table, {}).values() for i in ids})
     if len(present) == 1:
         corpus = present[0]
         hits, rows = hybrid.fuse_and_rescore(
-            conn, lists[corpus.table], corpus=corpus, weights=plan.weights, now=now
+            conn,
+            lists[corpus.table],
+            corpus=corpus,
+            weights=plan.weights,
+            now=now,
+            reads=plan.reads,
         )
         ranked = [Ranked(corpus, h, rows[h.id]) for h in hits if h.id in rows]
         return lead(conn, plan, ranked, similarity)
@@ -312,7 +329,9 @@ def finish(
             for f in fused
             if _untag(f.id)[0] is corpus
         ]
-        hits, rows = hybrid.rescored(conn, local, corpus=corpus, weights=w, now=now)
+        hits, rows = hybrid.rescored(
+            conn, local, corpus=corpus, weights=w, now=now, reads=plan.reads
+        )
         for hit in hits:
             if hit.id in rows:
                 found[_tag(corpus, hit.id)] = Ranked(corpus, hit, rows[hit.id])
@@ -360,6 +379,9 @@ def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) ->
     ]
     if not top or w.w_context <= 0:
         return ranked
+    # Their similarities and those of the questions they answer, in one read.
+    asked = [int(r.row["reply_to"]) for r in top if r.row["reply_to"] is not None]
+    similarity.read(TURNS, [r.hit.id for r in top] + asked)
     scores = context_scores(
         conn,
         plan.req.reach.user_id,
@@ -367,6 +389,7 @@ def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) ->
         [r.hit.id for r in top],
         partial(similarity.of, TURNS),
         question=plan.words,
+        reads=plan.reads,
     )
     ranked = list(ranked)
     for at, item in enumerate(ranked[: w.context_top]):
@@ -404,7 +427,7 @@ def _joint(present: Sequence[Corpus], lists: Lists, name: str, similarity: Simil
 def rank_all(conn: Any, plan: Plan, vector: Sequence[float] | None, *, now: float) -> list[Ranked]:
     """Every candidate, best first, in one connection (explain)."""
     lists = ranked_lists(conn, plan, vector, VECTOR_LIST + WORD_LISTS)
-    return finish(conn, plan, lists, now=now, similarity=Similarity(conn, vector))
+    return finish(conn, plan, lists, now=now, similarity=Similarity(conn, vector, plan.reads))
 
 
 class Similarity:
@@ -412,11 +435,17 @@ class Similarity:
     vector (sqlite-vec `vec_distance_cosine` on memory_vectors / turn_vectors); None without
     a query vector, without a stored vector, or for a zero vector (no direction at all). A
     reply to a question is as near as the nearer of its own vector and its key, the question
-    with the reply (`vectors.replies`, at its KEY_WEIGHT)."""
+    with the reply (`vectors.replies`, at its KEY_WEIGHT).
 
-    def __init__(self, conn: Any, vector: Sequence[float] | None) -> None:
+    What the search's KNNs found is taken from them (`reads`); the rest is read in batches
+    (`read`, `read_keys`) from the vector index, or row by row from sqlite-vec without one."""
+
+    def __init__(
+        self, conn: Any, vector: Sequence[float] | None, reads: Reads | None = None
+    ) -> None:
         self.conn = conn
         self.vector = vector
+        self.reads = reads or Reads()
         self.index = index_of(conn)
         self.blob = None if vector is None else pack(vector)
         self._tables: dict[str, bool] = {}
@@ -436,6 +465,21 @@ class Similarity:
         keyed = self._known[key]
         return own if keyed is None or (own is not None and own >= keyed) else keyed
 
+    def read(self, corpus: Corpus, row_ids: Collection[int]) -> None:
+        """The stored vectors' similarities of these rows, in one look at the vector index
+        (without one, `of` reads them from sqlite-vec row by row)."""
+        if self.vector is None or self.index is None or not self._has(corpus.vectors):
+            return
+        table = corpus.vectors
+        todo = [
+            i
+            for i in dict.fromkeys(row_ids)
+            if (table, i) not in self._known and (table, i) not in self.reads.similar
+        ]
+        if todo:
+            found = self.index.similarities(self.conn, table, self.vector, todo)
+            self._known.update(((table, i), found.get(i)) for i in todo)
+
     def read_keys(self, turn_ids: Collection[int]) -> None:
         """The replies' keys among these turns, in one read (`finish`: every turn of the
         lists, before their order is read), so `of` looks none up one by one."""
@@ -452,8 +496,10 @@ class Similarity:
         if self.blob is None or not self._has(corpus.vectors):
             return None
         key = (corpus.vectors, row_id)
-        if key not in self._known and self.index is not None and self.vector is not None:
-            self._known[key] = self.index.similarity(self.conn, corpus.vectors, self.vector, row_id)
+        if (near := self.reads.similar.get(key)) is not None:
+            return near
+        if key not in self._known and self.index is not None:
+            self.read(corpus, [row_id])
         if key not in self._known:
             row = self.conn.execute(
                 f"SELECT vec_distance_cosine(embedding, ?) FROM {corpus.vectors}"
@@ -483,6 +529,9 @@ def cut(ranked: Sequence[Ranked], plan: Plan, similarity: Similarity | None = No
     req = plan.req
     kept: list[Kept] = []
     used = 0
+    if similarity is not None:  # the first top_k in one read; more only under a threshold
+        for corpus in (MEMORIES, TURNS):
+            similarity.read(corpus, [r.hit.id for r in ranked[: req.top_k] if r.corpus is corpus])
     for item in ranked:
         if len(kept) >= req.top_k:
             break
@@ -512,7 +561,7 @@ def results(
     says its `similarity` to the query's `vector` (what a threshold is compared with; None
     without a vector on either side). Without `detail` (the prompt, which shows only the
     text) there are no sources and no explain: building them was a third of a turn's search."""
-    similarity = Similarity(conn, vector) if vector is not None else None
+    similarity = Similarity(conn, vector, plan.reads) if vector is not None else None
     kept = cut(finish(conn, plan, lists, now=now, similarity=similarity), plan, similarity)
     ids = [k.item.hit.id for k in kept if k.item.corpus is MEMORIES] if detail else []
     sources = memory_sources(conn, ids)
@@ -560,6 +609,55 @@ async def run_parallel(
     words = await while_embedding(db, plan, vector)
     lists = await words.lists
     return await db.read(partial(with_vector_list, now=now), plan, words.vector, lists)
+
+
+ATTEMPTS = 3  # a query asked again while the speakers keep changing under it: the last read holds
+
+
+async def run_asked(
+    db: Database,
+    speakers: who.Speakers,
+    plan_for: Callable[[tuple[str, ...]], Plan],
+    embed: Callable[[tuple[str, ...]], Awaitable[Awaitable[Sequence[float] | None]]],
+    *,
+    user_id: str,
+    now: float,
+) -> list[QueryResult]:
+    """`run_parallel` for a question whose speakers' names are left out of what is embedded
+    (`who.without_speakers`): `embed` starts embedding the question without the names, and
+    `plan_for` plans the search with them. The names are the ones last read (`speakers`);
+    the word lists' round trip reads them again, and should they have changed, the question
+    is embedded and searched again with the new ones — no round trip of their own."""
+    names = speakers.known(user_id)
+    if names is None:
+        names = await db.read(speakers.read, user_id)
+    for attempt in range(ATTEMPTS):
+        plan = plan_for(names)
+        vector = await embed(names)
+        last = attempt == ATTEMPTS - 1
+        words = asyncio.ensure_future(db.read(_checked_words, plan, speakers, last))
+        try:
+            asked = await vector
+        except BaseException:
+            words.cancel()
+            raise
+        found = await words
+        if isinstance(found, tuple):
+            names = found
+            continue
+        return await db.read(partial(with_vector_list, now=now), plan, asked, found)
+    raise AssertionError("the last attempt keeps the names it read")  # pragma: no cover
+
+
+def _checked_words(
+    conn: Any, plan: Plan, speakers: who.Speakers, last: bool
+) -> Lists | tuple[str, ...]:
+    """The word lists, or the speakers as the turns say now when they differ from the plan's
+    (unless this is the `last` attempt)."""
+    names = speakers.read(conn, plan.req.reach.user_id)
+    if names != plan.speakers and not last:
+        return names
+    return ranked_lists(conn, plan, None, WORD_LISTS)
 
 
 def memory_sources(conn: Any, ids: Sequence[int]) -> dict[int, tuple[dict[str, Any], ...]]:

@@ -31,6 +31,30 @@ def speakers(conn: Any, user_id: str) -> list[str]:
     ]
 
 
+class Speakers:
+    """The named speakers of each user's turns as last read, so a query can take the names out
+    of its question and start embedding it before it reads anything (`runner.run_asked`).
+
+    The query's first read checks them against the turns (the index `idx_turns_speaker`, a
+    few pages): turns written since with a new speaker, or deleted, are seen by the very query
+    that follows, in any process. The word counts beside them (`fts.word_rows`) are kept for a
+    minute instead: a count a little old moves a score a little, a name missed changes the
+    question."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, tuple[str, ...]] = {}
+
+    def known(self, user_id: str) -> tuple[str, ...] | None:
+        """The speakers last read for the user; None before the first read."""
+        return self._names.get(user_id)
+
+    def read(self, conn: Any, user_id: str) -> tuple[str, ...]:
+        """The speakers as the turns say now, remembered."""
+        names = tuple(speakers(conn, user_id))
+        self._names[user_id] = names
+        return names
+
+
 def name_words(names: Iterable[str]) -> set[str]:
     """The words of the speakers' names, folded as the index folds them: they say who, not
     what, so the word lists leave them out (`context`, `echo`)."""

@@ -7,9 +7,10 @@ from typing import Any
 from memory_kit import MemoryEnv
 from test_joint_search import line
 
+from lobug.conversation import insert_turn
 from lobug.llm.embedders import EmbeddingUnavailable
 from lobug.memory.query import QueryRequest, Reach
-from lobug.memory.search.context import ContextWeights, context_ranks
+from lobug.memory.search.context import ContextWeights, QuestionWords, context_ranks
 from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.hybrid import vector_knn
 from lobug.memory.search.scoring import ASKING_WEIGHT
@@ -154,3 +155,25 @@ async def test_with_the_embedder_down_the_context_list_still_finds_a_turn_by_one
     # "car" and "drive": the bm25 list wants both; the context list ranks any one by its words.
     assert [r.id for r in results] == [refs["s1/t1"]]
     assert "context" in results[0].explain["ranks"] and "bm25" not in results[0].explain["ranks"]
+
+
+async def test_the_words_of_a_period_or_a_speaker_are_ranked_within_it(mem: MemoryEnv) -> None:
+    """A speaker's or a period's turns: the question's words are ranked among them (the filter
+    inside the FTS5 query), not among every turn and narrowed afterwards: the one turn about
+    the kiln is found behind a depth's worth of other turns, of other users, that say it more."""
+
+    def fill(conn: Any) -> int:
+        for n in range(30):
+            insert_turn(conn, session_id=f"o{n}", role="user", text="kiln kiln kiln fired",
+                        ts=1000.0 + n, user_id="other")  # fmt: skip
+        insert_turn(conn, session_id="d1", role="user", text="the kiln broke", ts=2000.0,
+                    speaker="Ann")  # fmt: skip
+        return insert_turn(conn, session_id="d2", role="user", text="I fixed the kiln today",
+                           ts=3000.0, speaker="Bo").id  # fmt: skip
+
+    bo = mem.db.write_sync(fill)
+    words = QuestionWords("default", "Who fixed the kiln?")
+    said_by = Reach(user_id="default", speaker="Bo")
+    assert mem.db.read_sync(lambda c: list(words.best(c, 5, said_by))) == [bo]
+    said_then = Reach(user_id="default", said_in=(2500.0, 3500.0))
+    assert mem.db.read_sync(lambda c: list(words.best(c, 5, said_then))) == [bo]

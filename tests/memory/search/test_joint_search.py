@@ -287,3 +287,45 @@ async def test_a_fact_first_in_its_lists_does_not_lose_to_a_turn_second_in_two(
     # is second in the context list too.
     order = [(r.kind, r.hit.id) for r in ranked]
     assert order.index(("fact", fact["id"])) < order.index(("episode", second))
+
+
+async def test_the_speakers_are_remembered_and_checked_by_the_words_read(mem: MemoryEnv) -> None:
+    """A query leaves the speakers' names out of what it embeds before reading anything: it
+    takes the names last read, and its word lists' read checks them, so turns written since
+    with a new speaker are seen by the next query (asked again with the new names)."""
+    req = QueryRequest(query="Which town does Liam's father live in?", kinds=["episode"])
+    assert await mem.service.query(req) == []
+    assert mem.service.speakers.known("default") == ()
+    start = mem.clock()
+    refs = await mem.imported(
+        [
+            line("s1/t1", "Liam", "My dad still lives in Keswick, I'm driving up.", start),
+            line("s1/t2", "Ava", "My dad lives in Leeds, near the market.", start + 20),
+        ],
+    )
+    embedded: list[str] = []
+    later = mem.service.vectors.later
+
+    async def spy(text: str) -> Any:
+        embedded.append(text)
+        return await later(text)
+
+    mem.service.vectors.later = spy  # type: ignore[method-assign]
+    reads = 0
+    read = mem.service.db.read
+
+    async def counted(*args: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return await read(*args)
+
+    mem.service.db.read = counted  # type: ignore[method-assign]
+    assert (await mem.service.query(req))[0].id == refs["s1/t1"]
+    # Embedded first with the names last read (none), then again without "Liam's".
+    assert embedded == [req.query, "Which town does father live in?"]
+    assert set(mem.service.speakers.known("default") or ()) == {"Liam", "Ava"}
+    assert reads == 3  # the words (stale names), the words again, the vector list and fusion
+    embedded.clear()
+    reads = 0
+    assert (await mem.service.query(req))[0].id == refs["s1/t1"]
+    assert embedded == ["Which town does father live in?"] and reads == 2
