@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lobug.config import Config
+from lobug.config.redaction import redact_url
 from lobug.devices import unpaired_note
 from lobug.llm.backends import make_llm
 from lobug.llm.client import LLMHealth
@@ -57,7 +58,8 @@ def _parts(config: Config, checks: list[Check]) -> Check:
     and which of them are missing: the checks above, read by part."""
     status = {c.name: c.status for c in checks}
     emb = config.embedding
-    llm = config.llm.base_url if config.llm.backend == "openai" else config.ollama.host
+    # The address as every message shows it: credentials in the URL masked (issue 38, finding 9).
+    llm = redact_url(config.llm.base_url if config.llm.backend == "openai" else config.ollama.host)
     parts = [
         ("speech", "embedded", f"faster-whisper {config.speech.model}", "speech model"),
         (
