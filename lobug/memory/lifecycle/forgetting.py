@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from lobug.memory.lifecycle.status import Sql, change_status
-from lobug.memory.search.scoring import DAY
 from lobug.memory.table.rows import add_history
+from lobug.memory.table.salience import DAY
 
 # Summaries are cascade inputs (the cascades keep and retire them), so no policy touches them.
 IN_KINDS = "kind IN ('fact', 'insight', 'procedural', 'reflection')"

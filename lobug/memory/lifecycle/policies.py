@@ -18,8 +18,8 @@ from lobug.config import LifecycleConfig
 from lobug.memory.lifecycle.forgetting import IN_KINDS, SEEN, expire, ttl_soft_delete
 from lobug.memory.lifecycle.purge import purge_due
 from lobug.memory.lifecycle.status import change_status
-from lobug.memory.search.scoring import DAY, WEIGHTS, ScoringWeights, memory_score
 from lobug.memory.table.rows import add_history
+from lobug.memory.table.salience import DAY, SALIENCE, Salience
 from lobug.memory.table.strength import retrievability, seen_at
 
 # The GC's thresholds (constants, issue 24; what an owner sets is in LifecycleConfig).
@@ -29,13 +29,13 @@ ARCHIVE_SCORE_BELOW = 0.5  # a mid memory scoring below this is archived, a long
 MID_CAPACITY = 500  # mid memories per user; the weakest beyond are archived
 
 
-def store_scores(conn: Any, now: float, weights: ScoringWeights) -> int:
+def store_scores(conn: Any, now: float, salience: Salience = SALIENCE) -> int:
     """Store each live memory's seed-000 score and its retrievability now in attributes
     (score, retrievability, scored_at: for explain and listing; ranking computes its own)."""
     rows = conn.execute(f"SELECT * FROM memories WHERE status != 'soft_deleted' AND {IN_KINDS}")
     count = 0
     for row in rows.fetchall():
-        score = memory_score(row, weights, now).total
+        score = salience.score(row, now).total
         kept = retrievability(float(row["decay_rate"]), (now - seen_at(row)) / DAY)
         conn.execute(
             "UPDATE memories SET attributes = json_set(attributes, '$.score', ?,"
@@ -61,7 +61,7 @@ def promote(conn: Any, now: float, *, actor: str = "system") -> int:
 def demote_or_archive(
     conn: Any,
     now: float,
-    weights: ScoringWeights,
+    salience: Salience = SALIENCE,
     max_age_days: float = 30.0,
     *,
     actor: str = "system",
@@ -74,7 +74,7 @@ def demote_or_archive(
     ).fetchall()
     archived = demoted = 0
     for row in rows:
-        score = memory_score(row, weights, now)
+        score = salience.score(row, now)
         # Idle age (since last use), not creation age: a memory still in use is not stale.
         if row["layer"] == "mid" and (
             score.total < ARCHIVE_SCORE_BELOW or score.age_days > max_age_days
@@ -125,7 +125,7 @@ def capacity_cleanup(
         ranked = sorted(
             rows,
             key=lambda r: (
-                memory_score(r, WEIGHTS, now).total,
+                SALIENCE.score(r, now).total,
                 r["last_accessed"] or r["created_at"],
                 r["id"],
             ),
@@ -152,9 +152,9 @@ def run_gc(
     module constants."""
     cfg = cfg or LifecycleConfig()
     expired = expire(conn, now, cfg.purge_after_days, actor=actor)
-    rescored = store_scores(conn, now, WEIGHTS)
+    rescored = store_scores(conn, now)
     promoted = promote(conn, now, actor=actor)
-    moved = demote_or_archive(conn, now, WEIGHTS, max_age_days=cfg.archive_idle_days, actor=actor)
+    moved = demote_or_archive(conn, now, max_age_days=cfg.archive_idle_days, actor=actor)
     evicted = capacity_cleanup(conn, now, actor=actor)
     ttl = ttl_soft_delete(conn, now, purge_after_days=cfg.purge_after_days, actor=actor)
     purged = purge_due(conn, now, actor)

@@ -22,7 +22,7 @@ from lobug.memory.graph import relations
 from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.corpus import MEMORIES
 from lobug.memory.search.runner import Plan, Similarity, memory_sources, rank_all
-from lobug.memory.search.scoring import Fused, ScoringWeights, memory_score, rescore
+from lobug.memory.search.scoring import Fused, ScoringWeights, rescore
 
 DECISIONS = 10
 # Upkeep noise: retrievals wrote a HIT row each until issue 42 (now only `hits` counts them);
@@ -86,7 +86,7 @@ def explain(
         # With the plan's reads: what its KNNs found, as the query's cut took it.
         similarity = Similarity(conn, vector, plan.reads).of(MEMORIES, memory_id)
     score["similarity"] = similarity
-    own = memory_score(row, weights, now)
+    own = weights.salience.score(row, now)
     return {
         "id": memory_id,
         "kind": row["kind"],

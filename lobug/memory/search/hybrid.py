@@ -48,23 +48,7 @@ __all__ = [
     "vector_ranks",
 ]
 
-LIST_ORDER = (
-    "vector",
-    "bm25",
-    "context",
-    "entity",
-    "when_vector",
-    "when_words",
-    "when_context",
-    "who_vector",
-    "who_words",
-    "who_context",
-    "dated",
-    "placed",
-    "counted",
-    "latest",
-    "echo",
-)
+LIST_ORDER = ("vector", "bm25", "context", "entity", "when", "who", "dated", "latest")
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,10 @@ from lobug.memory.query import (
     Source,
     tokens_of,
 )
-from lobug.memory.search import answer, hybrid, when, who
+from lobug.memory.search import hybrid, when, who
 from lobug.memory.search.context import WEIGHTS as CONTEXT
 from lobug.memory.search.context import QuestionWords, context_ranks, context_scores
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, Reads
-from lobug.memory.search.echo import echo_ranks
 from lobug.memory.search.hybrid import SearchHit
 from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
@@ -119,7 +118,6 @@ def turn_reach(req: QueryRequest, exclude_since: float | None = None) -> Reach |
 
 
 VECTOR_LIST = ("vector", "context")  # the lists that need the query's vector
-VECTOR_NAMES = ("vector", "when_vector", "who_vector")  # ordered by the query's vector
 WORD_LISTS = ("bm25", "entity")
 LATEST_TOP = 10  # the context list's first turns that a question about now orders newest first
 Lists = dict[str, dict[str, list[int]]]  # corpus table -> list name -> ids, best first
@@ -203,47 +201,36 @@ def ranked_lists(
         )
         if plan.period is not None:
             inside = replace(flt, said_in=plan.period)
-            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, inside, "when", flt))
+            lists.update(scoped(conn, plan, vector, parts, corpus, inside, "when", flt))
         if corpus is TURNS and (name := plan.words.named_speaker(conn)):
             said_by = replace(flt, speaker=name)
-            lists.update(narrowed_lists(conn, plan, vector, parts, corpus, said_by, "who", flt))
+            lists.update(scoped(conn, plan, vector, parts, corpus, said_by, "who", flt))
         if corpus is TURNS and "context" in parts:
-            first = lists.get("who_context") or lists.get("context", [])
-            lists["echo"] = echo_ranks(conn, plan.words, first, plan.depth, flt, plan.reads)
+            first = lists.get("who") or lists.get("context", [])
             lists.update(answering(conn, plan, first))
-            if when.asks_now(plan.req.query):
-                lists["latest"] = latest(conn, plan.reads, first[:LATEST_TOP])
         found[corpus.table] = lists
     return found
 
 
-def latest(conn: Any, reads: Reads, ids: Sequence[int]) -> list[int]:
-    """The turns among `ids`, newest first (the older id first among equal times): of the
-    statements that match a question about now, the last one said is how things stand."""
-    rows = reads.rows(conn, TURNS, ids)
-    return sorted(rows, key=lambda i: (-float(rows[i]["ts"]), i))
-
-
 def answering(conn: Any, plan: Plan, ids: Sequence[int]) -> dict[str, list[int]]:
-    """For a question asking when, where or how many, the turns among `ids` (the context
-    list's, best first) that could give such an answer: `dated` (they tell a time: "When did
-    Melanie go to the museum?"), `placed` (they name a place, `answer.names_place`),
-    `counted` (they tell an amount). Nothing for any other question."""
+    """Among the turns `ids` (the context list's, best first; the named speaker's when there is
+    one), those that could give the answer a question's kind wants: for one asking when
+    (`when.asks_when`), the turns that tell a time (`dated`: "When did Melanie go to the
+    museum?"); for one asking how things stand now (`when.asks_now`), the first `LATEST_TOP`
+    newest first (`latest`: of the statements that match, the last one said is how things
+    stand). Nothing for any other question."""
     question = plan.req.query
-    tells: dict[str, Callable[[str], bool]] = {}
-    if when.asks_when(question):
-        tells["dated"] = when.says_when
-    if answer.asks_where(question):
-        tells["placed"] = partial(answer.names_place, speakers=plan.words.names(conn))
-    if answer.asks_amount(question):
-        tells["counted"] = answer.tells_amount
-    if not tells or not ids:
-        return {}
-    texts = plan.reads.texts(conn, TURNS, ids)
-    return {name: [i for i in ids if says(texts.get(i, ""))] for name, says in tells.items()}
+    lists: dict[str, list[int]] = {}
+    if ids and when.asks_when(question):
+        texts = plan.reads.texts(conn, TURNS, ids)
+        lists["dated"] = [i for i in ids if when.says_when(texts.get(i, ""))]
+    if ids and when.asks_now(question):
+        rows = plan.reads.rows(conn, TURNS, ids[:LATEST_TOP])
+        lists["latest"] = sorted(rows, key=lambda i: (-float(rows[i]["ts"]), i))
+    return lists
 
 
-def narrowed_lists(
+def scoped(
     conn: Any,
     plan: Plan,
     vector: Sequence[float] | None,
@@ -254,34 +241,35 @@ def narrowed_lists(
     outer: Reach,
 ) -> dict[str, list[int]]:
     """The question names a period ("last spring": `when`) or a speaker ("Liam's": `who`):
-    the rows within it, by meaning (with the vector list), by words (with the lexical ones:
-    one shared word is enough) and, for turns, with their context (`search.context`), fused
-    as more lists — so what was said then, or by them, comes first without hiding everything
-    else. The vector and context lists share one KNN."""
-    lists: dict[str, list[int]] = {}
+    one more list of the rows within it, so what was said then, or by them, comes first
+    without hiding everything else. Turns are ranked by their context score within it
+    (`search.context`: words and meaning, a reply credited with the question it answers,
+    whoever asked it), memories by meaning. Its weight is what the vector, word and context
+    lists within the scope once added up to (`scoring.LIST_WEIGHTS`)."""
+    if corpus is not TURNS:
+        if "vector" not in parts or vector is None or not has_table(conn, corpus.vectors):
+            return {}
+        found = hybrid.vector_knn(
+            conn, vector, plan.depth, corpus=corpus, flt=inside, reads=plan.reads
+        )
+        return {name: [i for i, _ in found]}
+    if "context" not in parts:
+        return {}
     nearest: list[tuple[int, float]] = []
-    context = "context" in parts and corpus is TURNS
-    if ("vector" in parts or context) and vector is not None and has_table(conn, corpus.vectors):
-        deep = max(plan.depth, CONTEXT.depth) if context else plan.depth
+    if vector is not None and has_table(conn, corpus.vectors):
+        deep = max(plan.depth, CONTEXT.depth)
         nearest = hybrid.vector_knn(conn, vector, deep, corpus=corpus, flt=inside, reads=plan.reads)
-        if "vector" in parts:
-            lists[f"{name}_vector"] = [i for i, _ in nearest[: plan.depth]]
-    if context:
-        lists[f"{name}_context"] = context_ranks(
-            conn,
-            plan.req.query,
-            nearest,
-            plan.depth,
-            flt=inside,
-            outer=outer,
-            question=plan.words,
-            reads=plan.reads,
-        )
-    if "bm25" in parts:
-        lists[f"{name}_words"] = hybrid.text_ranks(
-            conn, plan.req.query, plan.depth, corpus=corpus, flt=inside, reads=plan.reads
-        )
-    return lists
+    ranks = context_ranks(
+        conn,
+        plan.req.query,
+        nearest,
+        plan.depth,
+        flt=inside,
+        outer=outer,
+        question=plan.words,
+        reads=plan.reads,
+    )
+    return {name: ranks}
 
 
 def finish(
@@ -368,7 +356,7 @@ def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) ->
     """The turns among the first `context_top` results, re-scored with `w_context` times their
     context score by its size (`context.context_scores`), best first again: the rest keep
     their place (a boost only moves a turn up among the first). A turn said outside the
-    period the question names gets none: the `when_*` lists put what was said then first,
+    period the question names gets none: the `when` list puts what was said then first,
     and the same words said another time must not overtake it."""
     w = plan.weights
     start, end = plan.period or (float("-inf"), float("inf"))
@@ -413,7 +401,7 @@ def _untag(key: int) -> tuple[Corpus, int]:
 
 def _joint(present: Sequence[Corpus], lists: Lists, name: str, similarity: Similarity) -> list[int]:
     per = [[_tag(c, i) for i in lists[c.table].get(name, [])] for c in present]
-    if name in VECTOR_NAMES and similarity.blob is not None:
+    if name == "vector" and similarity.blob is not None:
         scored = [
             (similarity.of(c, i), _tag(c, i)) for c in present for i in lists[c.table].get(name, [])
         ]

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 DAY = 86_400.0
+# What a memory of importance 0.5 fades like at the default rate (`lifecycle.decay_rate` 0.1 ×
+# (1 − 0.5)); a raw turn, which has no importance, fades so too (`search.scoring`).
+ORDINARY_RATE = 0.05
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from lobug.memory.graph.entities import Mention, link_entities, link_turn_entiti
 from lobug.memory.lifecycle import forgetting
 from lobug.memory.lifecycle import policies as lifecycle
 from lobug.memory.lifecycle.purge import purge_due, purge_memory
-from lobug.memory.search.scoring import DAY, ScoringWeights
 from lobug.memory.table.rows import add_history
+from lobug.memory.table.salience import DAY, Salience
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect, sqlite3
 from lobug.storage.vectors import create_vector_tables, pack
@@ -85,7 +85,7 @@ def test_promote_seen_within_seven_days_inclusive(conn: Any) -> None:
 
 
 # -- archive / demote --------------------------------------------------------------------------
-NO_RECENCY = ScoringWeights(w_recency=0.0)
+NO_RECENCY = Salience(w_recency=0.0)
 
 
 def test_archive_below_score_half_strictly(conn: Any) -> None:
@@ -105,7 +105,7 @@ def test_archive_after_thirty_idle_days_strictly(conn: Any) -> None:
     old = add(conn, importance=1.0, created_at=NOW - 30.01 * DAY)
     used = add(conn, importance=1.0, created_at=NOW - 90 * DAY, last_accessed=NOW - DAY)
     pinned = add(conn, importance=1.0, created_at=NOW - 90 * DAY, pinned=1)
-    lifecycle.demote_or_archive(conn, NOW, ScoringWeights(), max_age_days=30)
+    lifecycle.demote_or_archive(conn, NOW, Salience(), max_age_days=30)
     statuses = [get(conn, i)["status"] for i in (edge, old, used, pinned)]
     assert statuses == ["active", "archived", "active", "active"]
 
@@ -113,7 +113,7 @@ def test_archive_after_thirty_idle_days_strictly(conn: Any) -> None:
 def test_weak_long_memories_are_demoted_not_archived(conn: Any) -> None:
     weak = add(conn, layer="long", importance=0.0, created_at=NOW - 100 * DAY)
     pinned = add(conn, layer="long", importance=0.0, created_at=NOW - 100 * DAY, pinned=1)
-    assert lifecycle.demote_or_archive(conn, NOW, ScoringWeights()) == {"archived": 0, "demoted": 1}
+    assert lifecycle.demote_or_archive(conn, NOW, Salience()) == {"archived": 0, "demoted": 1}
     assert (get(conn, weak)["layer"], get(conn, weak)["status"]) == ("mid", "active")
     assert get(conn, pinned)["layer"] == "long"
     assert events(conn, weak) == ["DEMOTE"]
@@ -157,7 +157,7 @@ def test_no_gc_pass_deletes_a_used_or_important_fact_however_long_idle(conn: Any
 
 def test_gc_stores_retrievability_for_listing(conn: Any) -> None:
     m = add(conn, decay_rate=0.1, created_at=NOW - 10 * DAY)
-    lifecycle.store_scores(conn, NOW, ScoringWeights())
+    lifecycle.store_scores(conn, NOW, Salience())
     attributes = json.loads(get(conn, m)["attributes"])
     assert attributes["retrievability"] == pytest.approx(math.exp(-1.0), abs=1e-6)
     assert attributes["scored_at"] == NOW

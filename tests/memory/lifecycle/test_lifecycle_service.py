@@ -17,7 +17,7 @@ from memory_kit import MemoryEnv, Script, drain, extract_by_keyword, memory_env
 from lobug import keys
 from lobug.memory import service as memory_service
 from lobug.memory.query import QueryRequest
-from lobug.memory.search.scoring import DAY
+from lobug.memory.table.salience import DAY
 from lobug.workers.periodic import Periodic, Task
 
 TEA = "The user drinks oolong tea from a blue teapot every afternoon."

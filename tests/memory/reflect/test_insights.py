@@ -13,7 +13,7 @@ from thinking_kit import canned, prompt
 
 from lobug.memory.reflect import insights
 from lobug.memory.reflect.jobs import INSIGHTS
-from lobug.memory.search.scoring import INSIGHT_WEIGHT, ScoringWeights, status_weight
+from lobug.memory.search.scoring import DEMOTED, status_weight
 from lobug.workers.runner import BACKOFF_MAX_S
 
 DAY = 86400.0
@@ -135,9 +135,8 @@ def test_parse_keeps_third_person_insights_of_at_most_280_characters() -> None:
 
 
 def test_insights_weigh_less_in_retrieval() -> None:
-    weights = ScoringWeights()
-    assert status_weight({"kind": "insight", "valid_until": None}, weights) == INSIGHT_WEIGHT < 1
-    assert status_weight({"kind": "fact", "valid_until": None}, weights) == 1.0
+    assert status_weight({"kind": "insight", "valid_until": None}) == DEMOTED < 1
+    assert status_weight({"kind": "fact", "valid_until": None}) == 1.0
 
 
 async def test_a_confident_insight_sets_a_benign_field_never_a_sensitive_one(

@@ -13,7 +13,7 @@ from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.context import ContextWeights, QuestionWords, context_ranks
 from lobug.memory.search.corpus import TURNS
 from lobug.memory.search.hybrid import vector_knn
-from lobug.memory.search.scoring import ASKING_WEIGHT
+from lobug.memory.search.scoring import DEMOTED
 
 CHAT = [
     ("Nate", "Hey Joanna, how have you been this week?"),
@@ -132,7 +132,7 @@ async def test_a_turn_that_only_asks_ranks_below_what_was_said(mem: MemoryEnv) -
     # The newer question shares as many words with what is asked, but says nothing of it.
     assert results[0].id == refs["s1/t0"]
     asking = next(r for r in results if r.id == refs["s2/t2"])
-    assert asking.explain["status_mult"] == ASKING_WEIGHT < 1
+    assert asking.explain["status_mult"] == DEMOTED < 1
 
 
 async def test_with_the_embedder_down_the_context_list_still_finds_a_turn_by_one_word(

@@ -24,7 +24,8 @@ from lobug.memory.search.hybrid import (
     vector_knn,
     vector_ranks,
 )
-from lobug.memory.search.scoring import DAY, ScoringWeights
+from lobug.memory.search.scoring import ScoringWeights
+from lobug.memory.table.salience import DAY
 from lobug.storage.migrations import migrate
 from lobug.storage.sqlite import connect
 from lobug.storage.vectors import create_vector_tables, pack

@@ -7,7 +7,7 @@ from typing import Any
 from memory_kit import MemoryEnv
 
 from lobug.memory.query import QueryRequest
-from lobug.memory.search import answer, prompt_context, runner, when, who
+from lobug.memory.search import prompt_context, runner, when, who
 from lobug.memory.search.scoring import WEIGHTS
 
 DAY = 86_400.0
@@ -215,45 +215,6 @@ async def test_a_question_in_the_base_form_finds_the_turn_in_the_past(mem: Memor
         QueryRequest(query="What did Liam's team win?", kinds=["episode"], top_k=3)
     )
     assert [r.text for r in found][0] == "We even won a trophy at the finals!"
-
-
-async def test_a_question_asking_where_or_how_many_ranks_the_turns_that_could_answer(
-    mem: MemoryEnv,
-) -> None:
-    """ "Where did Jen move?" is answered by a turn that names a place, "How many cats…" by one
-    that tells an amount (`search.answer`): among the context list's turns, those form one more
-    list each (`placed`, `counted`), as turns that tell a time do for "When…" (`dated`)."""
-    start = mem.clock() - 30 * DAY
-    refs = await mem.imported(
-        [
-            line("s1/t1", "Liam", "Jen moved the sofa, then moved the table, then moved the rug.",
-                 start),
-            line("s1/t2", "Ava", "So Jen finally moved to Denver with the cats.", start + 20,
-                 "assistant"),
-            line("s2/t1", "Liam", "She has the cats still, three of them, and they moved too.",
-                 start + DAY),
-        ],
-    )  # fmt: skip
-
-    async def lists(question: str) -> dict[str, list[int]]:
-        plan = runner.Plan.at(QueryRequest(query=question, kinds=["episode"]), WEIGHTS, mem.clock())
-        found = await mem.db.read(runner.ranked_lists, plan, None, runner.WORD_LISTS + ("context",))
-        return found["turns"]
-
-    where = await lists("Where did Jen move with her cats?")
-    assert where["placed"] == [refs["s1/t2"]] and "counted" not in where
-    many = await lists("How many cats moved with Jen?")
-    assert many["counted"] == [refs["s2/t1"]] and "placed" not in many
-    assert not {"placed", "counted"} & set(await lists("Why did Jen move her cats?"))
-    # End to end: the turn that names the place comes first.
-    found = await mem.service.query(
-        QueryRequest(query="Where did Jen move?", kinds=["episode"], top_k=3)
-    )
-    assert found[0].text == "So Jen finally moved to Denver with the cats."
-    assert answer.names_place("We met at Joe's in Leeds.", {"liam"})
-    assert not answer.names_place("Thanks, Liam! On Friday, in May. Great.", {"liam"})
-    assert answer.asks_where("In which city does Jen live?") and not answer.asks_where("Why?")
-    assert answer.tells_amount("for 3 years") and not answer.tells_amount("for ages")
 
 
 async def test_a_fact_first_in_its_lists_does_not_lose_to_a_turn_second_in_two(

@@ -1,8 +1,6 @@
-"""Scoring formulas: seed-000 score terms, RRF, Ebbinghaus and the final re-score."""
+"""Scoring formulas: RRF, Ebbinghaus and the re-score (seed 000: table/test_salience)."""
 
 from __future__ import annotations
-
-import math
 
 import pytest
 from hypothesis import given
@@ -10,64 +8,19 @@ from hypothesis import strategies as st
 
 from lobug.memory.search.asking import only_asks
 from lobug.memory.search.scoring import (
-    DAY,
+    DEMOTED,
     Fused,
     ScoringWeights,
-    age_days,
     fuse,
     list_ranks,
-    memory_score,
     rescore,
     rrf,
     status_weight,
 )
-from lobug.storage.migrations import migrate
-from lobug.storage.sqlite import connect
+from lobug.memory.table.salience import DAY
 
 NOW = 1_750_000_000.0
 W = ScoringWeights()
-
-
-def test_defaults_are_the_seed_values() -> None:
-    assert (W.w_freq, W.w_recency, W.w_importance, W.decay_lambda, W.rrf_k) == (
-        1.0,
-        1.0,
-        2.0,
-        0.05,
-        60,
-    )
-
-
-def test_memory_score_terms() -> None:
-    row = {"hits": 3, "importance": 0.5, "created_at": NOW - 10 * DAY}
-    b = memory_score(row, W, NOW)
-    assert b.freq == pytest.approx(math.log(4))
-    assert b.recency == pytest.approx(math.exp(-0.5))
-    assert b.importance == pytest.approx(1.0)
-    assert b.total == pytest.approx(math.log(4) + math.exp(-0.5) + 1.0)
-    assert b.age_days == pytest.approx(10.0)
-    assert b.as_dict()["hits"] == 3
-
-
-def test_age_uses_last_access_then_creation_then_ts() -> None:
-    assert age_days({"last_accessed": NOW - DAY, "created_at": NOW - 9 * DAY}, NOW) == 1.0
-    assert age_days({"last_accessed": None, "created_at": NOW - 2 * DAY}, NOW) == 2.0
-    assert age_days({"ts": NOW - 3 * DAY}, NOW) == 3.0
-    assert age_days({"created_at": NOW + DAY}, NOW) == 0.0  # clock skew never gives a bonus
-
-
-def test_memory_score_reads_sqlite_rows(tmp_path: object) -> None:
-    conn = connect(f"{tmp_path}/s.db")
-    migrate(conn)
-    conn.execute(
-        "INSERT INTO memories (content, hits, importance, created_at, updated_at)"
-        " VALUES ('x', 0, 1.0, ?, ?)",
-        (NOW, NOW),
-    )
-    row = conn.execute("SELECT * FROM memories").fetchone()
-    b = memory_score(row, W, NOW)
-    assert b.total == pytest.approx(0 + 1.0 + 2.0)
-    conn.close()
 
 
 def test_rrf_and_ranks() -> None:
@@ -118,7 +71,7 @@ def fused(norm: float) -> Fused:
 def test_rescore_terms() -> None:
     row = {"hits": 0, "importance": 0.5, "created_at": NOW, "confidence": 1.0}
     score, b = rescore(fused(1.0), row, W, NOW, related_strength=0.8)
-    memory_norm = (0 + 1.0 + 1.0) / W.memory_max
+    memory_norm = (0 + 1.0 + 1.0) / W.salience.most
     assert b.memory_norm == pytest.approx(memory_norm)
     assert b.confidence_mult == 1.0
     assert b.relation_boost == pytest.approx(0.08)
@@ -174,10 +127,11 @@ def test_a_turn_that_only_asks_is_told_from_one_that_says_something() -> None:
     assert only_asks("How's Frankie?")
     assert not only_asks("Wow, nice pic! One special memory for me was this pride parade. Yours?")
     assert not only_asks("I adopted a pup from the shelter last week.")
-    weights = ScoringWeights()
-    assert status_weight({"text": "Any fun hobbies?", "valid_until": None}, weights) == 0.5
-    assert status_weight({"text": "I paint on weekends.", "valid_until": None}, weights) == 1.0
-    assert status_weight({"content": "Any fun hobbies?", "kind": "fact"}, weights) == 1.0
+    assert status_weight({"text": "Any fun hobbies?", "valid_until": None}) == DEMOTED < 1
+    assert status_weight({"text": "I paint on weekends.", "valid_until": None}) == 1.0
+    assert status_weight({"content": "Any fun hobbies?", "kind": "fact"}) == 1.0
+    replaced = {"content": "Jen lives in Leeds.", "kind": "insight", "valid_until": 1.0}
+    assert status_weight(replaced) == DEMOTED * DEMOTED
 
 
 def test_a_question_that_asks_to_keep_something_says_it() -> None:
