@@ -7,7 +7,7 @@ half of what it says; the turns beside it in its session say the rest.
 
 So the turn list is also ranked by a score that carries the context:
 
-    own(t)     = w_words·bm25(t)/bm25_max + w_meaning·near(t)
+    own(t)     = (1 − m)·bm25(t)/bm25_max + m·near(t)      m = 0.5: equal shares
     context(t) = own(t) + γ·own(the turn it answers)    when that turn, of the same session,
                                                    asks something (holds a "?"): t is its reply
                                                    (linked when stored: `turns.reply_to`, m015)
@@ -50,14 +50,16 @@ from lobug.memory.search.fts import (
 )
 from lobug.memory.search.lexical import matcher
 
+# The first rows: of each deep list, those whose replies join the candidates
+# (`context_ranks`); of the results, those the lead re-scores (`ScoringWeights.context_top`).
+FIRST = 30
+
 
 @dataclass(frozen=True)
 class ContextWeights:
-    words: float = 0.5
-    meaning: float = 0.5
+    meaning: float = 0.5  # its share of a turn's own score, the words' the rest: equal shares
     asked: float = 0.8  # γ: what the question a turn answers adds
-    depth: int = 200  # candidates per list before replies
-    seeds: int = 30  # the best rows of each list whose replies join
+    depth: int = 200  # candidates per list before replies (a bound of work)
 
 
 WEIGHTS = ContextWeights()
@@ -92,8 +94,8 @@ def context_ranks(
     near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
     if not words and not near:
         return []
-    seeds = sorted(words, key=lambda i: -words[i])[: weights.seeds]
-    seeds += sorted(near, key=lambda i: -near[i])[: weights.seeds]
+    seeds = sorted(words, key=lambda i: -words[i])[:FIRST]
+    seeds += sorted(near, key=lambda i: -near[i])[:FIRST]
     listed = set(words) | set(near)
     replies = _replies_to(conn, seeds) - listed
     replies = visible_ids(conn, TURNS, flt, sorted(replies)) if replies else set()
@@ -107,7 +109,7 @@ def context_ranks(
     def own(i: int) -> float:
         b = min(1.0, words.get(i, asked.get(i, 0.0)) / top) if top > 0 else 0.0
         v = (near[i] - lo) / span if span > 0 and i in near else 0.0
-        return weights.words * b + weights.meaning * v
+        return (1.0 - weights.meaning) * b + weights.meaning * v
 
     scored = {}
     for i in candidates:
@@ -145,7 +147,7 @@ def context_scores(
 
     def own(i: int, words: dict[int, float]) -> float:
         b = words.get(i, 0.0) / top if top > 0 else 0.0
-        return weights.words * b + weights.meaning * (similarity(i) or 0.0)
+        return (1.0 - weights.meaning) * b + weights.meaning * (similarity(i) or 0.0)
 
     # A turn by what it says, the question a reply answers by what it asks (`asking`).
     return {

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from lobug.memory.search.asking import only_asks
+from lobug.memory.search.context import FIRST
 from lobug.memory.table.salience import SALIENCE, Salience, ScoreBreakdown
 from lobug.memory.table.salience import field_of as _field
 from lobug.memory.table.strength import ORDINARY_RATE, retrievability
@@ -87,7 +88,7 @@ class ScoringWeights:
     # turn from 11th–30th place into the first ten. The same first 30 rows of the context
     # lists' word and meaning lists bring their replies in (`context.context_ranks`).
     w_context: float = 0.5
-    context_top: int = 30
+    context_top: int = FIRST
 
     def changed(self, changes: Mapping[str, float]) -> ScoringWeights:
         """A copy with fields, seed 000's weights (`Salience`) or list weights by list name

@@ -25,9 +25,9 @@ async def test_a_reply_scores_with_the_question_it_answers(mem: MemoryEnv) -> No
         lambda c: context_scores(c, "default", question, ids, no_vector, weights=WORDS)
     )
     # The reply (t3) holds none of the words, the question before it ("What genre is the
-    # screenplay?") two, the most of these turns: 0.8 of the full words score (0.5).
-    assert scores[refs["s1/t3"]] == 0.8 * 0.5
-    assert 0 < scores[refs["s1/t1"]] < 0.5  # "first … screenplay": below "genre … screenplay"
+    # screenplay?") two, the most of these turns: 0.8 of the full words score (1 by words alone).
+    assert scores[refs["s1/t3"]] == 0.8 * 1.0
+    assert 0 < scores[refs["s1/t1"]] < 1.0  # "first … screenplay": below "genre … screenplay"
     assert scores[refs["s1/t5"]] == 0.0
 
 
@@ -47,7 +47,7 @@ async def test_one_shared_word_scores_nothing_when_the_question_has_more(mem: Me
         )
 
     both = scores("How big was the audience at the conference?")
-    assert both[refs["s1/t0"]] == 0.0 and both[refs["s1/t1"]] == 0.5
+    assert both[refs["s1/t0"]] == 0.0 and both[refs["s1/t1"]] == 1.0
     alone = scores("Big?")  # one word asked: one is enough
     assert alone[refs["s1/t0"]] > 0 and alone[refs["s1/t1"]] > 0
 
