@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 # config file that still sets one is loaded with a warning, its value ignored.
 _CONSTANTS = {
     "scoring": (
-        "lobug.memory.search.scoring.ScoringWeights",
+        "lobug.memory.search.scoring.ScoringWeights; memory.table.salience.Salience",
         "w_freq w_recency w_importance decay_lambda rrf_k w_vector w_bm25 w_entity w_when w_who"
         " bm25_min_words w_fused w_memory rescore_lambda w_rel confidence_floor w_strength"
         " superseded_weight hits_cap",

@@ -311,7 +311,7 @@ def context_plan(
 ) -> search.Plan:
     """The prompt's search: facts, and for the owner (every store, no category allowlist)
     theory-of-mind insights too (seed 001 §3: "surfaced in retrieval with low weight",
-    `scoring.INSIGHT_WEIGHT`, so one is shown only when it ranks for these words; like the
+    `scoring.DEMOTED`, so one is shown only when it ranks for these words; like the
     reflection, they read the owner's conversations: no one else's prompt gets them), above
     the similarity floor, not what the working memory still holds of this session (learned
     since `window_start`; None: all of it), in the caller's `stores` and `categories` (None:
