@@ -178,6 +178,7 @@ class QuestionWords:
         # the reach's filter -> (rowid -> −bm25, best first; how deep it was read)
         self._best: dict[tuple[str, tuple[Any, ...]], tuple[dict[int, float], int]] = {}
         self._known: dict[int, float] = {}  # −bm25 of every turn read so far, whatever the reach
+        self._shared: bool | None = None  # whether another user has turns (`shared`)
 
     def speakers(self, conn: Any) -> list[str]:
         """The named speakers of the user's turns (`who.speakers`), read once."""
@@ -217,12 +218,14 @@ class QuestionWords:
 
         A period or a speaker has its filter inside the FTS5 query (the index read first, each
         match's row looked up by rowid): the best among their turns, so they are found however
-        many turns of other periods or speakers hold the words too. Any other reach takes the
-        `depth` best of every turn and keeps those it sees: a caller's filter that hides most
-        turns (a person no turn names) would otherwise widen the net to thousands of rows for
-        nothing, and joining every match to its row cost more than the ranking at 10k turns
-        (bench_api_query). A household of several users with long logs would want it pushed in
-        too (issue 43's growth test)."""
+        many turns of other periods or speakers hold the words too. Any other reach ranks
+        within its user when the store holds turns of another user (`_own`: the user's
+        filter inside the FTS5 query, the rest of the reach checked after), so other users'
+        turns cannot crowd the user's out (issue 43's growth test: 4 users, 100k turns); in a
+        store of one user it takes the `depth` best of every turn and keeps those it sees
+        (`_narrowed`): a caller's filter that hides most turns (a person no turn names) would
+        otherwise widen the net to thousands of rows for nothing, and joining every match to
+        its row cost more than the ranking at 10k turns (bench_api_query)."""
         match = self.match(conn)
         if match is None:
             return {}
@@ -230,11 +233,29 @@ class QuestionWords:
         key = (where, tuple(params))
         found, read = self._best.get(key, ({}, 0))
         if depth > read:
-            narrow = flt.said_in is not None or flt.speaker is not None
-            found = (_within if narrow else _narrowed)(conn, match, depth, flt, where, params)
+            if flt.said_in is not None or flt.speaker is not None:
+                found = _within(conn, match, depth, flt, where, params)
+            elif self.shared(conn):
+                found = _own(conn, match, depth, flt)
+            else:
+                found = _narrowed(conn, match, depth, flt, where, params)
             self._best[key] = found, depth
             self._known.update(found)
         return dict(itertools.islice(found.items(), depth))
+
+    def shared(self, conn: Any) -> bool:
+        """Whether the turns table holds turns of another user than this one, read once: two
+        seeks of `idx_turns_user_ts` (the first user_id above this one, the first below)."""
+        if self._shared is None:
+            self._shared = any(
+                conn.execute(
+                    f"SELECT 1 FROM turns WHERE user_id {op} ? LIMIT 1",
+                    (self.user_id,),
+                ).fetchone()
+                is not None
+                for op in (">", "<")
+            )
+        return self._shared
 
     def scores(self, conn: Any, ids: Collection[int]) -> dict[int, float]:
         """−bm25 of the words in each of the turns `ids` that holds any: from `best` where it
@@ -274,6 +295,19 @@ def _narrowed(
         f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
         f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
         (match, depth),
+    ).fetchall()
+    visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
+    return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+
+
+def _own(conn: Any, match: str, depth: int, flt: Reach) -> dict[int, float]:
+    """The `depth` best of the user's turns (the user inside the FTS5 query, each match's row
+    looked up by rowid), then those the whole reach sees, as `_narrowed` keeps them."""
+    rows = conn.execute(
+        f"SELECT {TURNS.fts}.rowid, -bm25({TURNS.fts}) FROM {TURNS.fts}"
+        f" CROSS JOIN turns d ON d.id = {TURNS.fts}.rowid"
+        f" WHERE {TURNS.fts} MATCH ? AND d.user_id = ? ORDER BY bm25({TURNS.fts}) LIMIT ?",
+        (match, flt.user_id, depth),
     ).fetchall()
     visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
     return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
