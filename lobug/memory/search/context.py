@@ -44,6 +44,7 @@ from lobug.memory.search.corpus import TURNS, Reads, visible_ids, where_clause
 from lobug.memory.search.fts import (
     common_words,
     fold,
+    found_words,
     fts_available,
     min_match_query,
     query_tokens,
@@ -209,7 +210,8 @@ class QuestionWords:
         if not tokens or not fts_available(conn, TURNS.fts):
             return None
         if self._match is None:
-            self._match = min_match_query(tokens, 1, common_words(conn, TURNS.fts, tokens))
+            found = found_words(conn, TURNS.fts, tokens)
+            self._match = min_match_query(found, 1, common_words(conn, TURNS.fts, found))
         return self._match
 
     def best(self, conn: Any, depth: int, flt: Reach) -> dict[int, float]:

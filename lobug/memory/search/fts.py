@@ -100,6 +100,17 @@ def common_words(conn: Any, table: str, tokens: Sequence[str]) -> set[str]:
     return {t for t in tokens if word_rows(conn, vocab, t) > COMMON_WORD_ROWS}
 
 
+def found_words(conn: Any, table: str, tokens: Sequence[str]) -> list[str]:
+    """The tokens some row of the FTS `table` holds (every token without its fts5vocab
+    companion). A word no row holds ranks nothing, and as the rarest word of the question it
+    would make `min_match_query` ask for it in every group: "Where was the kayak in March
+    2025?" found nothing at all in a store that never says "march"."""
+    vocab = f"{table}_vocab"
+    if not tokens or not has_table(conn, vocab):
+        return list(tokens)
+    return [t for t in tokens if word_rows(conn, vocab, t) > 0]
+
+
 def word_rows(conn: Any, vocab: str, token: str) -> int:
     """Rows of the FTS table behind `vocab` holding the token (or, for a prefix token, any
     word it matches). A daemon reader connection remembers the count for WORD_ROWS_TTL_S:

@@ -12,6 +12,7 @@ from lobug.memory.search.fts import (
     MIN_PREFIX_CHARS,
     common_words,
     fold,
+    found_words,
     fts_available,
     like_patterns,
     min_match_query,
@@ -75,10 +76,14 @@ def text_ranks(
     with "which of the kids can't have nuts?" is noise the vector list has already judged,
     and RRF would reward it merely for appearing in a second list.
     """
+    fts = fts_available(conn, corpus.fts)
     tokens = query_tokens(text)
     need = min(max(1, min_words), len(tokens))
+    if fts:  # the words some row holds: the rest cannot be shared
+        tokens = found_words(conn, corpus.fts, tokens)
+        if len(tokens) < need:
+            return []
     fetch = k if need <= 1 else min(MAX_FETCH, k * 4)
-    fts = fts_available(conn, corpus.fts)
     common = common_words(conn, corpus.fts, tokens) if fts else set()
     if fts and (expression := min_match_query(tokens, need, common)) is not None:
         # The index itself keeps only rows with enough of the words: no row is ranked, joined
