@@ -159,14 +159,14 @@ def context_scores(
 
 class QuestionWords:
     """A question's words over the turns, worked out once per search: the context lists (of
-    the whole log, of a speaker's turns, of a period's), `echo` and the lead (`context_scores`)
+    the whole log, of a speaker's turns, of a period's) and the lead (`context_scores`)
     all ask FTS5 the same question, up to six times a query before; and the speakers of the
-    user's turns, read once for them and for the `who` lists (`speakers` may pass the caller's
+    user's turns, read once for them and for the `who` list (`speakers` may pass the caller's
     read).
 
     The words are the question's, any one of them (a word in very many turns only beside a
     rarer one: fts.min_match_query), without the names of the conversation's speakers: a
-    speaker's name says who (the `who` lists), not what, and as a rare word it would rank every
+    speaker's name says who (the `who` list), not what, and as a rare word it would rank every
     turn that addresses them above the one that answers."""
 
     def __init__(self, user_id: str, text: str, speakers: Sequence[str] | None = None) -> None:
@@ -189,7 +189,7 @@ class QuestionWords:
 
     def names(self, conn: Any) -> set[str]:
         """The folded words of the speakers' names (`who.name_words`), worked out once: they
-        say who, not what (the question's words, `echo`'s, a place's name)."""
+        say who, not what (the question's words)."""
         if self._names is None:
             self._names = who.name_words(self.speakers(conn))
         return self._names

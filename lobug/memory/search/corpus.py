@@ -161,7 +161,7 @@ Links = tuple[str | None, bool, int | None]  # a turn's session, whether it asks
 
 class Reads:
     """What one search has read, so it reads each thing once: the rows of its candidates (every
-    column: the re-score, the context lists, echo and the answering lists all ask for some) and
+    column: the re-score, the context lists and the answering lists all ask for some) and
     the similarities its KNNs computed. One per search (`runner.Plan.reads`), never shared:
     it holds no row another search may not see, and nothing outlives the search."""
 

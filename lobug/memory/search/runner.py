@@ -334,7 +334,7 @@ def normalised_per_kind(
 ) -> list[Fused]:
     """The joint fusion's relevance normalised per corpus: by the best score a row of its own
     corpus could reach, first in every list that corpus entered. Turns enter more lists than
-    memories can (context, echo, the answering lists), so normalised by every list a fact first
+    memories can (context, who, the answering lists), so normalised by every list a fact first
     in each of its three would count 0.4 and lose to a turn second in two; here it counts 1.
     The order of the fusion is kept: the re-score orders by relevance."""
     best = {

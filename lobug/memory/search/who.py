@@ -57,7 +57,7 @@ class Speakers:
 
 def name_words(names: Iterable[str]) -> set[str]:
     """The words of the speakers' names, folded as the index folds them: they say who, not
-    what, so the word lists leave them out (`context`, `echo`)."""
+    what, so the word lists leave them out (`context`, `who`)."""
     return {fold(w) for name in names for w in scan_words(name)}
 
 
