@@ -167,11 +167,20 @@ class QuestionWords:
     The words are the question's, any one of them (a word in very many turns only beside a
     rarer one: fts.min_match_query), without the names of the conversation's speakers: a
     speaker's name says who (the `who` list), not what, and as a rare word it would rank every
-    turn that addresses them above the one that answers."""
+    turn that addresses them above the one that answers; nor the words naming the period the
+    question asks about (`said_when`, `when.period_words`: "March", "2025"), which say when
+    (the `when` list)."""
 
-    def __init__(self, user_id: str, text: str, speakers: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        user_id: str,
+        text: str,
+        speakers: Sequence[str] | None = None,
+        said_when: Collection[str] = (),
+    ) -> None:
         self.user_id = user_id
         self.text = text
+        self._when = frozenset(said_when)  # the words naming the period asked about
         self._speakers = None if speakers is None else list(speakers)  # the caller's read
         self._names: set[str] | None = None
         self._tokens: list[str] | None = None
@@ -201,7 +210,8 @@ class QuestionWords:
     def tokens(self, conn: Any) -> list[str]:
         if self._tokens is None:
             names = self.names(conn)
-            self._tokens = [t for t in query_tokens(self.text) if fold(t) not in names]
+            out = names | self._when
+            self._tokens = [t for t in query_tokens(self.text) if fold(t) not in out]
         return self._tokens
 
     def match(self, conn: Any) -> str | None:

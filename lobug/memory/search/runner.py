@@ -162,7 +162,8 @@ class Plan:
     @cached_property
     def words(self) -> QuestionWords:
         """The question's words over the turns, read once for this search's lists and lead."""
-        return QuestionWords(self.req.reach.user_id, self.req.query, self.speakers)
+        said_when = when.period_words(self.req.query) if self.period is not None else ()
+        return QuestionWords(self.req.reach.user_id, self.req.query, self.speakers, said_when)
 
     @cached_property
     def reads(self) -> Reads:

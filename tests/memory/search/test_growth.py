@@ -94,6 +94,9 @@ def plant(conn: Any) -> None:
         ("violin/1", "Ines", VIOLIN, NOW - 100 * DAY),
         ("kayak/1", "Tomas", KAYAK, datetime(2025, 3, 14, 15, tzinfo=UTC).timestamp()),
         ("lighthouse/1", "Noor", LIGHTHOUSE, NOW - 200 * DAY),
+        # "march" said of something else, at other times: the month is not the subject.
+        ("march/1", "Omar", "We march with the school band in the parade", NOW - 50 * DAY),
+        ("march/2", "Ines", "The band will march past the bakery at noon", NOW - 300 * DAY),
     ):
         session = ref.split("/")[0]
         insert_turn(
@@ -140,9 +143,10 @@ async def found(mem: MemoryEnv, question: str) -> list[tuple[str, str]]:
 
 
 async def test_a_period_question_finds_the_turn_said_then(mem: MemoryEnv) -> None:
-    """No turn says "march" or "2025": words no row holds are left out of the match
-    (`fts.found_words`), else, as the rarest words, they were asked for in every group and
-    the match found nothing."""
+    """No turn says "2025", two say "march" of a parade: the words naming the period are
+    left out of the search words (`when.period_words`) and words no row holds out of the
+    match (`fts.found_words`); as the rarest words, either was asked for in every group and
+    the `when` list found nothing."""
     assert ("default", "kayak/1") in await found(mem, "Where was the wooden kayak in March 2025?")
 
 
