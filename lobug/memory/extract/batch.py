@@ -19,7 +19,6 @@ facts the leader hands it, or leads itself if the leader gives up.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +26,12 @@ from typing import Any
 from lobug.conversation import TurnRecord, get_turn
 from lobug.memory import enqueue
 from lobug.memory.extract import llm as extraction
-from lobug.memory.search.fts import STOPWORDS
+from lobug.memory.search.fts import fold, query_tokens
+from lobug.memory.search.lexical import matcher
 from lobug.workers.queue import Job
 
 MAX_EXCHANGES = 6  # per call: ~2 facts each stays under extraction.MAX_FACTS
 MAX_CHARS = 4000  # the exchanges' words in one prompt, well inside a small model's context
-_WORD = re.compile(r"[a-z]{3,}|\d+")  # words, and any number ("note 2", "the 12th")
-_STEM = 5  # "birthday"/"birthdays", "travel"/"travelling": compared by their first letters
 
 
 @dataclass(frozen=True)
@@ -163,8 +161,6 @@ def attribute(
     exchange wins (a later one restates, corrects or completes); one sharing no word with any
     goes to the last. Returns the facts by exchange and how many went by words (the caller
     logs and counts them: a fact is never placed or dropped silently)."""
-    said = [_stems(user) for user, _ in exchanges]
-    replied = [_stems(reply or "") for _, reply in exchanges]
     out: list[list[extraction.Extracted]] = [[] for _ in exchanges]
     guessed = 0
     for fact in found:
@@ -172,13 +168,12 @@ def attribute(
             out[fact.exchange - 1].append(fact)
             continue
         guessed += 1
-        words = _stems(fact.content)
+        # The fact's words found in each exchange as the search finds them (`lexical.matcher`:
+        # one tokeniser, a prefix for 4+ letters, a verb's irregular forms).
+        holds = matcher([fold(t) for t in query_tokens(fact.content)])
         best = max(
-            range(len(exchanges)), key=lambda i: (len(words & said[i]), len(words & replied[i]), i)
+            range(len(exchanges)),
+            key=lambda i: (holds(exchanges[i][0]), holds(exchanges[i][1] or ""), i),
         )
         out[best].append(fact)
     return out, guessed
-
-
-def _stems(text: str) -> set[str]:
-    return {w[:_STEM] for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
