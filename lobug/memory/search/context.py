@@ -167,9 +167,9 @@ class QuestionWords:
     The words are the question's, any one of them (a word in very many turns only beside a
     rarer one: fts.min_match_query), without the names of the conversation's speakers: a
     speaker's name says who (the `who` list), not what, and as a rare word it would rank every
-    turn that addresses them above the one that answers; nor the words naming the period the
-    question asks about (`said_when`, `when.period_words`: "March", "2025"), which say when
-    (the `when` list)."""
+    turn that addresses them above the one that answers. Within the period the question names
+    (the `when` list) they are also without the words naming it (`said_when`,
+    `when.period_words`: "March", "2025"), which say when."""
 
     def __init__(
         self,
@@ -184,7 +184,7 @@ class QuestionWords:
         self._speakers = None if speakers is None else list(speakers)  # the caller's read
         self._names: set[str] | None = None
         self._tokens: list[str] | None = None
-        self._match: str | None = None
+        self._match: dict[bool, str | None] = {}  # within the period named or not
         # the reach's filter -> (rowid -> −bm25, best first; how deep it was read)
         self._best: dict[tuple[str, tuple[Any, ...]], tuple[dict[int, float], int]] = {}
         self._known: dict[int, float] = {}  # −bm25 of every turn read so far, whatever the reach
@@ -210,19 +210,23 @@ class QuestionWords:
     def tokens(self, conn: Any) -> list[str]:
         if self._tokens is None:
             names = self.names(conn)
-            out = names | self._when
-            self._tokens = [t for t in query_tokens(self.text) if fold(t) not in out]
+            self._tokens = [t for t in query_tokens(self.text) if fold(t) not in names]
         return self._tokens
 
-    def match(self, conn: Any) -> str | None:
-        """The FTS5 query; None without words or without the index."""
+    def match(self, conn: Any, within: bool = False) -> str | None:
+        """The FTS5 query; None without words or without the index. `within`: among the turns
+        of the period the question names, without the words naming it (`said_when`): every
+        turn there was said then, and a month said of something else ("we march in the
+        parade") would be the rarest word, asked for in every group."""
         tokens = self.tokens(conn)
+        if within:
+            tokens = [t for t in tokens if fold(t) not in self._when]
         if not tokens or not fts_available(conn, TURNS.fts):
             return None
-        if self._match is None:
+        if within not in self._match:
             found = found_words(conn, TURNS.fts, tokens)
-            self._match = min_match_query(found, 1, common_words(conn, TURNS.fts, found))
-        return self._match
+            self._match[within] = min_match_query(found, 1, common_words(conn, TURNS.fts, found))
+        return self._match[within]
 
     def best(self, conn: Any, depth: int, flt: Reach) -> dict[int, float]:
         """The `depth` best turns `flt` sees holding any of the words, by −bm25 (higher
@@ -238,7 +242,7 @@ class QuestionWords:
         (`_narrowed`): a caller's filter that hides most turns (a person no turn names) would
         otherwise widen the net to thousands of rows for nothing, and joining every match to
         its row cost more than the ranking at 10k turns (bench_api_query)."""
-        match = self.match(conn)
+        match = self.match(conn, within=flt.said_in is not None)
         if match is None:
             return {}
         where, params = where_clause(TURNS, flt)
@@ -252,7 +256,8 @@ class QuestionWords:
             else:
                 found = _narrowed(conn, match, depth, flt, where, params)
             self._best[key] = found, depth
-            self._known.update(found)
+            if flt.said_in is None:  # scored by the question's own match (`scores`)
+                self._known.update(found)
         return dict(itertools.islice(found.items(), depth))
 
     def shared(self, conn: Any) -> bool:
