@@ -114,7 +114,8 @@ def found_words(conn: Any, table: str, tokens: Sequence[str]) -> list[str]:
 def word_rows(conn: Any, vocab: str, token: str) -> int:
     """Rows of the FTS table behind `vocab` holding the token (or, for a prefix token, any
     word it matches). A daemon reader connection remembers the count for WORD_ROWS_TTL_S:
-    counts move slowly, and asking fts5vocab each time cost a tenth of a turn's search."""
+    counts move slowly, and asking fts5vocab each time cost a tenth of a turn's search. A word
+    no row holds is asked again each time (`found_words` leaves it out of the match)."""
     memo = getattr(conn, "memo", None)
     key = ("word_rows", vocab, token)
     now = time.monotonic()
@@ -139,7 +140,7 @@ def word_rows(conn: Any, vocab: str, token: str) -> int:
             f"SELECT sum(doc) FROM {vocab} WHERE term IN ({marks})", others
         ).fetchone()
         count += int(row[0] or 0) if row is not None else 0
-    if memo is not None:
+    if memo is not None and count > 0:  # a word no row held may be written the next moment
         if len(memo) > MEMO_MAX:
             memo.clear()
         memo[key] = (now, count)

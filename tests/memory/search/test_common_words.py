@@ -97,3 +97,13 @@ def test_visible_ids_look_rows_up_by_rowid_without_statistics(conn: Any) -> None
     (sql,) = [s for s in seen if "NOT INDEXED" in s]
     plan = " ".join(str(tuple(r)) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
     assert "INTEGER PRIMARY KEY" in plan and "idx_turns_user" not in plan
+
+
+def test_a_word_written_after_a_question_is_found_by_the_next(conn: Any) -> None:
+    """A word no row holds is left out of the match (`fts.found_words`); the counts a daemon
+    reader remembers (`conn.memo`) never keep it out once a row says it."""
+    conn.memo = {}
+    assert fts.found_words(conn, "turns_fts", ["teapot", "descaler"]) == ["descaler"]
+    insert_turn(conn, session_id="s", role="user", text="the teapot is cracked", ts=6000.0)
+    assert fts.found_words(conn, "turns_fts", ["teapot", "descaler"]) == ["teapot", "descaler"]
+    assert fts.word_rows(conn, "turns_fts_vocab", "descaler") == 3  # remembered: it was there
