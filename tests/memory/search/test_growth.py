@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Clock
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, memory_config, memory_env
 
@@ -123,12 +122,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 async def mem(
-    store: Path, tmp_path: Path, ollama: tuple[FakeOllamaState, str]
+    store: Path, tmp_path: Path, ollama: tuple[FakeOllamaState, str], clock: Any
 ) -> AsyncIterator[MemoryEnv]:
     target = memory_config(tmp_path, ollama[1]).storage.db_path
     target.parent.mkdir(parents=True)
     shutil.copyfile(store, target)
-    async with memory_env(tmp_path, ollama[1], Clock(NOW)) as env:
+    clock.now = NOW  # the suite's controllable clock (conftest), at the store's "now"
+    async with memory_env(tmp_path, ollama[1], clock) as env:
         yield env
 
 
