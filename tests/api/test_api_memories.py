@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from api_contract import document
 from api_kit import ids, make_app
+from memory_kit import drain
 
 from lobug.openai_api.errors import OPENAI_ROUTES
 
@@ -168,10 +169,13 @@ async def test_history_timeline_entities_stats(make_client: Callable[..., Any], 
     assert stats["delta_rev"] == 5  # four memories created, one updated
 
 
-async def test_why_and_gc(make_client: Callable[..., Any]) -> None:
+async def test_why_and_gc(make_client: Callable[..., Any], clock: Any) -> None:
     app = await make_app(make_client)
     tea = await app.remember(TEA, category="preference")
     await app.remember(JAZZ, category="preference")
+    # Both facts' vectors (their embed jobs): with only the jazz one written, the vector list
+    # holds jazz alone and ranks it above tea, which only its words find.
+    await drain(app.db_path, clock)
     why = await app.local.get(f"/v1/memories/{tea['id']}/why")
     assert why["id"] == tea["id"] and why["decisions"][0]["event"] == "ADD"
     assert {"memory.importance", "memory.recency"} <= set(why["terms"])
