@@ -313,21 +313,19 @@ def _narrowed(
         f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
         (match, depth),
     ).fetchall()
-    visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
-    return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+    return _seen(conn, flt, {int(r[0]): float(r[1]) for r in rows})
 
 
 def _own(conn: Any, match: str, depth: int, flt: Reach) -> dict[int, float]:
-    """The `depth` best of the user's turns (the user inside the FTS5 query, each match's row
-    looked up by rowid), then those the whole reach sees, as `_narrowed` keeps them."""
-    rows = conn.execute(
-        f"SELECT {TURNS.fts}.rowid, -bm25({TURNS.fts}) FROM {TURNS.fts}"
-        f" CROSS JOIN turns d ON d.id = {TURNS.fts}.rowid"
-        f" WHERE {TURNS.fts} MATCH ? AND d.user_id = ? ORDER BY bm25({TURNS.fts}) LIMIT ?",
-        (match, flt.user_id, depth),
-    ).fetchall()
-    visible = visible_ids(conn, TURNS, flt, [int(r[0]) for r in rows])
-    return {int(r[0]): float(r[1]) for r in rows if int(r[0]) in visible}
+    """The `depth` best of the user's turns (`_within` the user alone), then those the whole
+    reach sees, as `_narrowed` keeps them."""
+    return _seen(conn, flt, _within(conn, match, depth, flt, "d.user_id = ?", [flt.user_id]))
+
+
+def _seen(conn: Any, flt: Reach, found: dict[int, float]) -> dict[int, float]:
+    """The entries of `found` (best first) whose turns `flt` sees."""
+    visible = visible_ids(conn, TURNS, flt, list(found))
+    return {i: score for i, score in found.items() if i in visible}
 
 
 def _shared_words(

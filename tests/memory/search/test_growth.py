@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fake_ollama import FakeOllamaState
 from memory_kit import MemoryEnv, memory_config, memory_env
+from script_kit import load_script
 
 from lobug.conversation import insert_turn
 from lobug.memory.query import QueryRequest, Reach
@@ -31,14 +32,9 @@ PER_USER = 25_000
 SESSION = 20  # turns, a minute apart
 SPAN = 500 * DAY  # the log's first session to its last
 CAST = ("Noor", "Tomas", "Ines", "Omar")  # who speaks in the imported conversations
-# From scripts/bench_api_query.py: every word is in thousands of turns.
-VERBS = "likes owns visited plans repaired borrowed painted cooked studied photographed".split()
-ADJS = "red old tiny quiet bright wooden frozen spicy vintage electric".split()
-NOUNS = (
-    "bicycle guitar garden lighthouse recipe telescope notebook kayak teapot violin "
-    "lantern mountain bakery museum river orchard robot sailboat library greenhouse"
-).split()
-PLACES = "Lisbon Oslo Kyoto Denver Cairo Lima Perth Dublin Austin Quebec".split()
+# scripts/bench_api_query.py's small vocabulary: every word is in thousands of turns.
+BENCH = load_script("bench_api_query")
+VERBS, ADJS, NOUNS, PLACES = BENCH.VERBS, BENCH.ADJS, BENCH.NOUNS, BENCH.PLACES
 
 # What the household talks about all the time, each pair in thousands of turns (10% of a
 # user's). "default" says each but once where its question looks: the violin never but once,
