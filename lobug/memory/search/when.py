@@ -191,8 +191,9 @@ def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
 def period_words(text: str) -> set[str]:
     """The words of every phrase in `text` that names a period ("in March 2025", "two weeks
     ago", "last Christmas"), case-folded: for a question that names one, they say when, not
-    what (the `when` list reads them), and as search words a month no turn names would be the
-    rarest word of the question and the match would ask for it in every group."""
+    what, so the `when` list's match leaves them out (`context.QuestionWords.match`): a month
+    said of something else ("we march with the band") would be the question's rarest word,
+    asked for in every group."""
     spans = (_AGO, _RELATIVE, _SEASON_RE, _DAY_OF_MONTH, _DAY_MONTH, _MONTH_RE, _MONTH_YEAR,
              _YEAR_RE, _DAYS_RE, _EARLIER, _SPOKEN)  # fmt: skip
     return {
