@@ -40,7 +40,7 @@ from typing import Any
 from lobug.memory.query import Reach
 from lobug.memory.search import who
 from lobug.memory.search.asking import statements
-from lobug.memory.search.corpus import TURNS, Reads, visible_ids, where_clause
+from lobug.memory.search.corpus import TURNS, Reads, where_clause
 from lobug.memory.search.fts import (
     common_words,
     fold,
@@ -88,8 +88,8 @@ def context_ranks(
     search's `QuestionWords` for `text`, so its lists and lead ask FTS5 once. `reads`: the
     search's rows read so far (`corpus.Reads`)."""
     flt = flt or Reach()
-    reads = reads or Reads()
-    question = question or QuestionWords(flt.user_id, text)
+    question = question or QuestionWords(flt.user_id, text, reads=reads)
+    reads = question.reads
     asked = question.best(conn, weights.depth, outer) if outer is not None else {}
     words = question.best(conn, weights.depth, flt)
     near = {i: 1.0 - d for i, d in nearest[: weights.depth]}
@@ -98,9 +98,7 @@ def context_ranks(
     seeds = sorted(words, key=lambda i: -words[i])[:FIRST]
     seeds += sorted(near, key=lambda i: -near[i])[:FIRST]
     listed = set(words) | set(near)
-    replies = _replies_to(conn, seeds) - listed
-    replies = visible_ids(conn, TURNS, flt, sorted(replies)) if replies else set()
-    candidates = listed | replies
+    candidates = listed | reads.replies(conn, flt, seeds)
     turns = _with_questions(conn, reads, candidates)
     # A row outside both deep lists scores 0 on its own (it is below every listed one).
     top = max(words.values(), default=0.0)
@@ -139,11 +137,12 @@ def context_scores(
     a hair" rank alike there."""
     if not ids:
         return {}
-    reads = reads or Reads()
+    question = question or QuestionWords(user_id, text, reads=reads)
+    reads = question.reads
     turns = _with_questions(conn, reads, set(ids))
     replies = {i: q for i in ids if (q := _question(turns, i)) is not None}
     scored = set(ids) | set(replies.values())
-    asked, said = _shared_words(conn, question or QuestionWords(user_id, text), scored, reads)
+    asked, said = _shared_words(conn, question, scored, reads)
     top = max(asked.values(), default=0.0)
 
     def own(i: int, words: dict[int, float]) -> float:
@@ -177,8 +176,10 @@ class QuestionWords:
         text: str,
         speakers: Sequence[str] | None = None,
         said_when: Collection[str] = (),
+        reads: Reads | None = None,
     ) -> None:
         self.user_id = user_id
+        self.reads = reads or Reads()  # the search's (`corpus.Reads`): each turn's view once
         self.text = text
         self._when = frozenset(said_when)  # the words naming the period asked about
         self._speakers = None if speakers is None else list(speakers)  # the caller's read
@@ -250,11 +251,11 @@ class QuestionWords:
         found, read = self._best.get(key, ({}, 0))
         if depth > read:
             if flt.said_in is not None or flt.speaker is not None:
-                found = _within(conn, match, depth, flt, where, params)
+                found = _within(conn, match, depth, where, params)
             elif self.shared(conn):
-                found = _own(conn, match, depth, flt)
+                found = _own(conn, self.reads, match, depth, flt)
             else:
-                found = _narrowed(conn, match, depth, flt, where, params)
+                found = _narrowed(conn, self.reads, match, depth, flt)
             self._best[key] = found, depth
             if flt.said_in is None:  # scored by the question's own match (`scores`)
                 self._known.update(found)
@@ -294,7 +295,7 @@ class QuestionWords:
 
 
 def _within(
-    conn: Any, match: str, depth: int, flt: Reach, where: str, params: Sequence[Any]
+    conn: Any, match: str, depth: int, where: str, params: Sequence[Any]
 ) -> dict[int, float]:
     rows = conn.execute(
         f"SELECT {TURNS.fts}.rowid, -bm25({TURNS.fts}) FROM {TURNS.fts}"
@@ -305,26 +306,25 @@ def _within(
     return {int(r[0]): float(r[1]) for r in rows}
 
 
-def _narrowed(
-    conn: Any, match: str, depth: int, flt: Reach, where: str, params: Sequence[Any]
-) -> dict[int, float]:
+def _narrowed(conn: Any, reads: Reads, match: str, depth: int, flt: Reach) -> dict[int, float]:
     rows = conn.execute(
         f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
         f" ORDER BY bm25({TURNS.fts}) LIMIT ?",
         (match, depth),
     ).fetchall()
-    return _seen(conn, flt, {int(r[0]): float(r[1]) for r in rows})
+    return _seen(conn, reads, flt, {int(r[0]): float(r[1]) for r in rows})
 
 
-def _own(conn: Any, match: str, depth: int, flt: Reach) -> dict[int, float]:
+def _own(conn: Any, reads: Reads, match: str, depth: int, flt: Reach) -> dict[int, float]:
     """The `depth` best of the user's turns (`_within` the user alone), then those the whole
     reach sees, as `_narrowed` keeps them."""
-    return _seen(conn, flt, _within(conn, match, depth, flt, "d.user_id = ?", [flt.user_id]))
+    found = _within(conn, match, depth, "d.user_id = ?", [flt.user_id])
+    return _seen(conn, reads, flt, found)
 
 
-def _seen(conn: Any, flt: Reach, found: dict[int, float]) -> dict[int, float]:
+def _seen(conn: Any, reads: Reads, flt: Reach, found: dict[int, float]) -> dict[int, float]:
     """The entries of `found` (best first) whose turns `flt` sees."""
-    visible = visible_ids(conn, TURNS, flt, list(found))
+    visible = reads.visible(conn, TURNS, flt, found)
     return {i: score for i, score in found.items() if i in visible}
 
 
@@ -374,18 +374,6 @@ def _with_questions(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
     asked = {t[2] for t in turns.values() if t[2] is not None} - turns.keys()
     turns.update(_turns(conn, reads, asked))
     return turns
-
-
-def _replies_to(conn: Any, ids: Collection[int]) -> set[int]:
-    """The turns that answer any of `ids` (`turns.reply_to`, m015)."""
-    found: set[int] = set()
-    ordered = sorted(ids)
-    for at in range(0, len(ordered), 500):
-        chunk = ordered[at : at + 500]
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(f"SELECT id FROM turns WHERE reply_to IN ({marks})", chunk)
-        found.update(int(r[0]) for r in rows)
-    return found
 
 
 def _turns(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:

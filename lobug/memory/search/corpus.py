@@ -142,65 +142,101 @@ def _categories(clauses: list[str], params: list[Any], categories: Sequence[str]
 
 def visible_ids(conn: Any, corpus: Corpus, flt: Reach, ids: Sequence[int]) -> set[int]:
     """Which of ids pass the filter (for lists ranked by an index that cannot filter)."""
-    if not ids:
-        return set()
-    where, params = where_clause(corpus, flt)
-    marks = ",".join("?" * len(ids))
-    # NOT INDEXED: look the ids up by rowid. Without statistics (a database not yet ANALYZEd)
-    # the planner chose the user_id index and scanned every row of the user (100k turns:
-    # 6.8 ms instead of 0.03 ms per call, twice per search).
-    rows = conn.execute(
-        f"SELECT d.id FROM {corpus.table} d NOT INDEXED WHERE d.id IN ({marks}) AND {where}",
-        (*ids, *params),
-    )
-    return {int(r[0]) for r in rows}
+    return Reads().visible(conn, corpus, flt, ids)
 
 
 Links = tuple[str | None, bool, int | None]  # a turn's session, whether it asks, what it answers
+# A turn's links, read with whatever else is read of it: by id, or as the reply to another.
+LINKS = "d.session_id, instr(d.text, '?'), d.reply_to"
 
 
 class Reads:
     """What one search has read, so it reads each thing once: the rows of its candidates (every
-    column: the re-score, the context lists and the answering lists all ask for some) and
-    the similarities its KNNs computed. One per search (`runner.Plan.reads`), never shared:
-    it holds no row another search may not see, and nothing outlives the search."""
+    column: the re-score, the context lists and the answering lists all ask for some), which
+    ids each filter sees, the turns' links, and the similarities its KNNs computed. One per
+    search (`runner.Plan.reads`), never shared: it holds no row another search may not see,
+    and nothing outlives the search."""
 
     def __init__(self) -> None:
         self._rows: dict[str, dict[int, Any]] = {}  # table -> id -> row (None: no such row)
         self._links: dict[int, Links | None] = {}  # turn id -> its links (None: no such turn)
+        self._seen: dict[tuple[Any, ...], dict[int, bool]] = {}  # filter -> id -> it sees it
         self.similar: dict[tuple[str, int], float] = {}  # (vector table, id) -> cosine sim.
 
     def rows(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, Any]:
-        """The rows of `ids` that exist (`SELECT *`), reading only those not read before."""
+        """The rows of `ids` that exist (`SELECT *`, as dicts), reading only those not read
+        before."""
         known = self._rows.setdefault(corpus.table, {})
         wanted = list(dict.fromkeys(ids))
         todo = [i for i in wanted if i not in known]
-        for at in range(0, len(todo), 500):
-            chunk = todo[at : at + 500]
+        for chunk in _chunks(todo):
             marks = ",".join("?" * len(chunk))
             found = conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", chunk)
-            known.update({int(r["id"]): r for r in found})
+            known.update({int(r["id"]): dict(zip(r.keys(), r, strict=True)) for r in found})
             known.update({i: None for i in chunk if i not in known})
         return {i: row for i in wanted if (row := known[i]) is not None}
+
+    def visible(self, conn: Any, corpus: Corpus, flt: Reach, ids: Iterable[int]) -> set[int]:
+        """Which of `ids` `flt` sees, each id looked up once per filter (by rowid: an index
+        that cannot filter ranked them); a turn's links are read with it (`links`)."""
+        where, params = where_clause(corpus, flt)
+        seen = self._seen.setdefault((corpus.table, where, *params), {})
+        wanted = list(dict.fromkeys(ids))
+        for chunk in _chunks([i for i in wanted if i not in seen]):
+            marks = ",".join("?" * len(chunk))
+            # NOT INDEXED: look the ids up by rowid. Without statistics (a database not yet
+            # ANALYZEd) the planner chose the user_id index and scanned every row of the user
+            # (100k turns: 6.8 ms instead of 0.03 ms per call, twice per search).
+            if corpus is TURNS:
+                found = conn.execute(
+                    f"SELECT d.id, {LINKS}, ({where}) FROM turns d NOT INDEXED"
+                    f" WHERE d.id IN ({marks})",
+                    (*params, *chunk),
+                )
+                for r in found:
+                    self._links[int(r[0])] = _links(r)
+                    seen[int(r[0])] = bool(r[4])
+            else:
+                found = conn.execute(
+                    f"SELECT d.id FROM {corpus.table} d NOT INDEXED"
+                    f" WHERE d.id IN ({marks}) AND {where}",
+                    (*chunk, *params),
+                )
+                seen.update((int(r[0]), True) for r in found)
+            seen.update((i, False) for i in chunk if i not in seen)
+        return {i for i in wanted if seen[i]}
+
+    def replies(self, conn: Any, flt: Reach, ids: Iterable[int]) -> set[int]:
+        """The turns `flt` sees that answer any of `ids` (`turns.reply_to`, m015), their links
+        read with them."""
+        where, params = where_clause(TURNS, flt)
+        seen = self._seen.setdefault((TURNS.table, where, *params), {})
+        found: set[int] = set()
+        for chunk in _chunks(sorted(set(ids))):
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT d.id, {LINKS}, ({where}) FROM turns d WHERE d.reply_to IN ({marks})",
+                (*params, *chunk),
+            )
+            for r in rows:
+                self._links[int(r[0])] = _links(r)
+                seen[int(r[0])] = bool(r[4])
+                if r[4]:
+                    found.add(int(r[0]))
+        return found
 
     def links(self, conn: Any, ids: Iterable[int]) -> dict[int, Links]:
         """(session, whether it asks something: holds a "?", the turn it answers) of each turn
         of `ids` that exists: the context lists' few columns of their hundreds of candidates,
         read once for all of them (a whole row costs several times as much)."""
         wanted = list(dict.fromkeys(ids))
-        todo = [i for i in wanted if i not in self._links]
-        for at in range(0, len(todo), 500):
-            chunk = todo[at : at + 500]
+        for chunk in _chunks([i for i in wanted if i not in self._links]):
             marks = ",".join("?" * len(chunk))
             found = conn.execute(
-                "SELECT id, session_id, instr(text, '?'), reply_to FROM turns"
-                f" WHERE id IN ({marks})",
-                chunk,
+                f"SELECT d.id, {LINKS} FROM turns d WHERE d.id IN ({marks})", chunk
             )
-            self._links.update(
-                {int(r[0]): (r[1], bool(r[2]), None if r[3] is None else int(r[3])) for r in found}
-            )
-            self._links.update({i: None for i in chunk if i not in self._links})
+            self._links.update((int(r[0]), _links(r)) for r in found)
+            self._links.update((i, None) for i in chunk if i not in self._links)
         return {i: said for i in wanted if (said := self._links[i]) is not None}
 
     def texts(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, str]:
@@ -209,3 +245,13 @@ class Reads:
     def nearest(self, table: str, found: Sequence[tuple[int, float]]) -> None:
         """Keep the similarity (1 − cosine distance) of each (id, distance) a KNN found."""
         self.similar.update(((table, i), 1.0 - d) for i, d in found)
+
+
+def _links(row: Any) -> Links:
+    """The links of a row read with `LINKS` after its id."""
+    return (row[1], bool(row[2]), None if row[3] is None else int(row[3]))
+
+
+def _chunks(ids: Sequence[int], size: int = 500) -> list[Sequence[int]]:
+    """`ids` in slices of `size`: one statement's bound parameters stay few."""
+    return [ids[at : at + size] for at in range(0, len(ids), size)]

@@ -23,7 +23,6 @@ from lobug.memory.search.corpus import (
     TURNS,
     Corpus,
     Reads,
-    visible_ids,
     where_clause,
 )
 from lobug.memory.search.fts import fts_available
@@ -82,12 +81,12 @@ def vector_knn(
 ) -> list[tuple[int, float]]:
     """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first
     (kept in `reads`: the fusion and the cut need the similarities again)."""
-    visible = partial(visible_ids, conn, corpus, flt or Reach())
+    reads = reads or Reads()
+    visible = partial(reads.visible, conn, corpus, flt or Reach())
     found = knn.nearest(
         conn, corpus.vectors, query_vec, k, accept=visible, max_distance=max_distance
     )
-    if reads is not None:
-        reads.nearest(corpus.vectors, found)
+    reads.nearest(corpus.vectors, found)
     return found
 
 

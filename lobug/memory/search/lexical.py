@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lobug.memory.query import Reach
-from lobug.memory.search.corpus import MEMORIES, Corpus, Reads, visible_ids, where_clause
+from lobug.memory.search.corpus import MEMORIES, Corpus, Reads, where_clause
 from lobug.memory.search.fts import (
     MIN_PREFIX_CHARS,
     common_words,
@@ -33,6 +33,7 @@ def bm25_ranks(
     *,
     corpus: Corpus = MEMORIES,
     flt: Reach | None = None,
+    reads: Reads | None = None,
 ) -> list[int]:
     """Ids by FTS5 bm25 for a query from `build_fts_query` (None → no list), newest first
     among equals.
@@ -44,6 +45,7 @@ def bm25_ranks(
     if not fts_query:
         return []
     flt = flt or Reach()
+    reads = reads or Reads()
     fetch = min(MAX_FETCH, 2 * k)
     while True:
         rows = conn.execute(
@@ -52,7 +54,7 @@ def bm25_ranks(
             (fts_query, fetch),
         ).fetchall()
         ids = [int(r[0]) for r in rows]
-        visible = visible_ids(conn, corpus, flt, ids)
+        visible = reads.visible(conn, corpus, flt, ids)
         found = [i for i in ids if i in visible]
         if len(found) >= k or len(ids) < fetch or fetch >= MAX_FETCH:
             return found[:k]
@@ -76,6 +78,7 @@ def text_ranks(
     with "which of the kids can't have nuts?" is noise the vector list has already judged,
     and RRF would reward it merely for appearing in a second list.
     """
+    reads = reads or Reads()
     fts = fts_available(conn, corpus.fts)
     tokens = query_tokens(text)
     need = min(max(1, min_words), len(tokens))
@@ -88,14 +91,16 @@ def text_ranks(
     if fts and (expression := min_match_query(tokens, need, common)) is not None:
         # The index itself keeps only rows with enough of the words: no row is ranked, joined
         # or scanned in Python only to be dropped (the common case; long queries fall back).
-        return bm25_ranks(conn, expression, k, corpus=corpus, flt=flt)
+        return bm25_ranks(conn, expression, k, corpus=corpus, flt=flt, reads=reads)
     if fts:
-        ids = bm25_ranks(conn, min_match_query(tokens, 1, common), fetch, corpus=corpus, flt=flt)
+        ids = bm25_ranks(
+            conn, min_match_query(tokens, 1, common), fetch, corpus=corpus, flt=flt, reads=reads
+        )
     else:
         ids = _like_ranks(conn, text, fetch, corpus, flt or Reach())
     if need > 1 and ids:
         matched = matcher([fold(t) for t in tokens])
-        texts = (reads or Reads()).texts(conn, corpus, ids)
+        texts = reads.texts(conn, corpus, ids)
         ids = [i for i in ids if matched(texts.get(i, "")) >= need]
     return ids[:k]
 

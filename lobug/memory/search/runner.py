@@ -163,7 +163,8 @@ class Plan:
     def words(self) -> QuestionWords:
         """The question's words over the turns, read once for this search's lists and lead."""
         said_when = when.period_words(self.req.query) if self.period is not None else ()
-        return QuestionWords(self.req.reach.user_id, self.req.query, self.speakers, said_when)
+        user = self.req.reach.user_id
+        return QuestionWords(user, self.req.query, self.speakers, said_when, self.reads)
 
     @cached_property
     def reads(self) -> Reads:

@@ -78,8 +78,11 @@ def age_days(row: Mapping[str, Any], now: float) -> float:
 
 def field_of(row: Mapping[str, Any], key: str, default: Any = None) -> Any:
     """row[key] for dicts and sqlite3.Row alike, default when absent or NULL."""
-    try:
-        value = row[key]
-    except (KeyError, IndexError):
-        return default
+    if isinstance(row, dict):  # the search's rows (`corpus.Reads`): no exception per miss
+        value = row.get(key)
+    else:
+        try:
+            value = row[key]
+        except (KeyError, IndexError):
+            return default
     return default if value is None else value
