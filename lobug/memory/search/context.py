@@ -99,7 +99,7 @@ def context_ranks(
     seeds += sorted(near, key=lambda i: -near[i])[:FIRST]
     listed = set(words) | set(near)
     candidates = listed | reads.replies(conn, flt, seeds)
-    turns = _with_questions(conn, reads, candidates)
+    answers = reads.answers(conn, candidates)
     # A row outside both deep lists scores 0 on its own (it is below every listed one).
     top = max(words.values(), default=0.0)
     lo = min(near.values(), default=0.0)
@@ -112,7 +112,7 @@ def context_ranks(
 
     scored = {}
     for i in candidates:
-        if (asked_by := _question(turns, i)) is not None:
+        if (asked_by := answers.get(i)) is not None:
             scored[i] = own(i) + weights.asked * own(asked_by)
         elif i in listed:  # a reply joins only as the reply to a question
             scored[i] = own(i)
@@ -139,8 +139,7 @@ def context_scores(
         return {}
     question = question or QuestionWords(user_id, text, reads=reads)
     reads = question.reads
-    turns = _with_questions(conn, reads, set(ids))
-    replies = {i: q for i in ids if (q := _question(turns, i)) is not None}
+    replies = reads.answers(conn, ids)
     scored = set(ids) | set(replies.values())
     asked, said = _shared_words(conn, question, scored, reads)
     top = max(asked.values(), default=0.0)
@@ -353,31 +352,3 @@ def _shared_words(
         return {i: (held[i] - 1) * score for i, score in scores.items() if held[i] >= 2}
 
     return (shared(str) if paired else scores), shared(statements)
-
-
-def _question(turns: dict[int, Said], i: int) -> int | None:
-    """The turn that turn `i` replies to, when that turn, of the same session, asks something
-    (`_with_questions`); None when `i` is no reply to a question."""
-    this = turns.get(i)
-    if this is None or this[0] is None or this[2] is None:
-        return None
-    before = turns.get(this[2])
-    return this[2] if before is not None and before[0] == this[0] and before[1] else None
-
-
-Said = tuple[str | None, bool, int | None]  # session, whether it asks ("?"), the turn it answers
-
-
-def _with_questions(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
-    """`_turns` of `ids` and of the turns they answer."""
-    turns = _turns(conn, reads, ids)
-    asked = {t[2] for t in turns.values() if t[2] is not None} - turns.keys()
-    turns.update(_turns(conn, reads, asked))
-    return turns
-
-
-def _turns(conn: Any, reads: Reads, ids: set[int]) -> dict[int, Said]:
-    """(session, whether it asks something: holds a "?", the turn it answers) of each turn id.
-    The turn it answers is linked when it is stored (`turns.reply_to`, m015): two sessions
-    said at once interleave their ids, so "the id before it" may be another's."""
-    return reads.links(conn, sorted(i for i in ids if i > 0))

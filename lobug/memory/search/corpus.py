@@ -145,21 +145,25 @@ def visible_ids(conn: Any, corpus: Corpus, flt: Reach, ids: Sequence[int]) -> se
     return Reads().visible(conn, corpus, flt, ids)
 
 
-Links = tuple[str | None, bool, int | None]  # a turn's session, whether it asks, what it answers
-# A turn's links, read with whatever else is read of it: by id, or as the reply to another.
-LINKS = "d.session_id, instr(d.text, '?'), d.reply_to"
+# The question a turn answers, read with whatever else is read of it: the turn it replies to
+# (`turns.reply_to`, m015), when that turn, of the same session, asks something (holds a "?").
+ANSWERS = (
+    "(SELECT q.id FROM turns q WHERE q.id = d.reply_to AND q.session_id = d.session_id"
+    " AND instr(q.text, '?') > 0)"
+)
 
 
 class Reads:
     """What one search has read, so it reads each thing once: the rows of its candidates (every
     column: the re-score, the context lists and the answering lists all ask for some), which
-    ids each filter sees, the turns' links, and the similarities its KNNs computed. One per
+    ids each filter sees, the question each turn answers, and the similarities its KNNs
+    computed. One per
     search (`runner.Plan.reads`), never shared: it holds no row another search may not see,
     and nothing outlives the search."""
 
     def __init__(self) -> None:
         self._rows: dict[str, dict[int, Any]] = {}  # table -> id -> row (None: no such row)
-        self._links: dict[int, Links | None] = {}  # turn id -> its links (None: no such turn)
+        self._answers: dict[int, int | None] = {}  # turn id -> the question it answers
         self._seen: dict[tuple[Any, ...], dict[int, bool]] = {}  # filter -> id -> it sees it
         self.similar: dict[tuple[str, int], float] = {}  # (vector table, id) -> cosine sim.
 
@@ -178,7 +182,7 @@ class Reads:
 
     def visible(self, conn: Any, corpus: Corpus, flt: Reach, ids: Iterable[int]) -> set[int]:
         """Which of `ids` `flt` sees, each id looked up once per filter (by rowid: an index
-        that cannot filter ranked them); a turn's links are read with it (`links`)."""
+        that cannot filter ranked them); the question a turn answers is read with it."""
         where, params = where_clause(corpus, flt)
         seen = self._seen.setdefault((corpus.table, where, *params), {})
         wanted = list(dict.fromkeys(ids))
@@ -189,13 +193,13 @@ class Reads:
             # (100k turns: 6.8 ms instead of 0.03 ms per call, twice per search).
             if corpus is TURNS:
                 found = conn.execute(
-                    f"SELECT d.id, {LINKS}, ({where}) FROM turns d NOT INDEXED"
+                    f"SELECT d.id, {ANSWERS}, ({where}) FROM turns d NOT INDEXED"
                     f" WHERE d.id IN ({marks})",
                     (*params, *chunk),
                 )
                 for r in found:
-                    self._links[int(r[0])] = _links(r)
-                    seen[int(r[0])] = bool(r[4])
+                    self._answers[int(r[0])] = r[1]
+                    seen[int(r[0])] = bool(r[2])
             else:
                 found = conn.execute(
                     f"SELECT d.id FROM {corpus.table} d NOT INDEXED"
@@ -207,37 +211,36 @@ class Reads:
         return {i for i in wanted if seen[i]}
 
     def replies(self, conn: Any, flt: Reach, ids: Iterable[int]) -> set[int]:
-        """The turns `flt` sees that answer any of `ids` (`turns.reply_to`, m015), their links
-        read with them."""
+        """The turns `flt` sees that reply to any of `ids` (`turns.reply_to`, m015), the
+        question each answers read with them."""
         where, params = where_clause(TURNS, flt)
         seen = self._seen.setdefault((TURNS.table, where, *params), {})
         found: set[int] = set()
         for chunk in _chunks(sorted(set(ids))):
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(
-                f"SELECT d.id, {LINKS}, ({where}) FROM turns d WHERE d.reply_to IN ({marks})",
+                f"SELECT d.id, {ANSWERS}, ({where}) FROM turns d WHERE d.reply_to IN ({marks})",
                 (*params, *chunk),
             )
             for r in rows:
-                self._links[int(r[0])] = _links(r)
-                seen[int(r[0])] = bool(r[4])
-                if r[4]:
+                self._answers[int(r[0])] = r[1]
+                seen[int(r[0])] = bool(r[2])
+                if r[2]:
                     found.add(int(r[0]))
         return found
 
-    def links(self, conn: Any, ids: Iterable[int]) -> dict[int, Links]:
-        """(session, whether it asks something: holds a "?", the turn it answers) of each turn
-        of `ids` that exists: the context lists' few columns of their hundreds of candidates,
-        read once for all of them (a whole row costs several times as much)."""
+    def answers(self, conn: Any, ids: Iterable[int]) -> dict[int, int]:
+        """The question each of the turns `ids` answers (`ANSWERS`), for those that answer
+        one: the context lists' one column of their hundreds of candidates, read once."""
         wanted = list(dict.fromkeys(ids))
-        for chunk in _chunks([i for i in wanted if i not in self._links]):
+        for chunk in _chunks([i for i in wanted if i not in self._answers]):
             marks = ",".join("?" * len(chunk))
             found = conn.execute(
-                f"SELECT d.id, {LINKS} FROM turns d WHERE d.id IN ({marks})", chunk
+                f"SELECT d.id, {ANSWERS} FROM turns d WHERE d.id IN ({marks})", chunk
             )
-            self._links.update((int(r[0]), _links(r)) for r in found)
-            self._links.update((i, None) for i in chunk if i not in self._links)
-        return {i: said for i in wanted if (said := self._links[i]) is not None}
+            self._answers.update((int(r[0]), r[1]) for r in found)
+            self._answers.update((i, None) for i in chunk if i not in self._answers)
+        return {i: int(asked) for i in wanted if (asked := self._answers[i]) is not None}
 
     def texts(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, str]:
         return {i: str(r[corpus.text]) for i, r in self.rows(conn, corpus, ids).items()}
@@ -245,11 +248,6 @@ class Reads:
     def nearest(self, table: str, found: Sequence[tuple[int, float]]) -> None:
         """Keep the similarity (1 − cosine distance) of each (id, distance) a KNN found."""
         self.similar.update(((table, i), 1.0 - d) for i, d in found)
-
-
-def _links(row: Any) -> Links:
-    """The links of a row read with `LINKS` after its id."""
-    return (row[1], bool(row[2]), None if row[3] is None else int(row[3]))
 
 
 def _chunks(ids: Sequence[int], size: int = 500) -> list[Sequence[int]]:
