@@ -129,7 +129,8 @@ async def test_serve_without_ollama_answers_hears_and_finds_by_meaning(
 
         # A real answer from Gemma on llama-server, not the degraded apology. A 270M model
         # sometimes runs into the server's answer cap inside its JSON (docs/benchmarks.md,
-        # issue 26): one of three turns must come back whole.
+        # issue 26), and sometimes judges a greeting to need no answer (an empty IGNORE, seen
+        # once in four CI runs): one of three turns must come back whole and spoken.
         replies = []
         for attempt in range(3):
             body = {"text": "Hello! Please say something friendly.", "session_id": f"s-{attempt}"}
@@ -137,10 +138,10 @@ async def test_serve_without_ollama_answers_hears_and_finds_by_meaning(
                 assert resp.status == 200
                 said = await resp.json()
             replies.append(said)
-            if not said.get("degraded"):
+            if not said.get("degraded") and said["action"] == "RESPOND":
                 break
         assert not said.get("degraded"), replies
-        assert said["action"] == "RESPOND" and said["response"].strip(), said
+        assert said["action"] == "RESPOND" and said["response"].strip(), replies
 
         # A transcript from the real Whisper base for espeak-ng speech.
         wav = speak_wav("Turn off the lights in the kitchen.", tmp_path / "lights.wav")

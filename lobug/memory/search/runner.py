@@ -185,7 +185,10 @@ class Plan:
 def ranked_lists(
     conn: Any, plan: Plan, vector: Sequence[float] | None, parts: Sequence[str]
 ) -> Lists:
-    """The `parts` lists of every corpus the request covers."""
+    """The `parts` lists of every corpus the request covers. With the word lists (the round
+    trip that runs while the question is embedded) it reads the question's words over the
+    turns the context lists will rank (`QuestionWords.best`, memoised in `plan.words`): of
+    the reach, and of the period and the speaker it names. They need no vector either."""
     found: Lists = {}
     for corpus, flt in plan.corpora():
         lists = hybrid.ranked_lists(
@@ -201,17 +204,28 @@ def ranked_lists(
             question=plan.words,
             reads=plan.reads,
         )
-        if plan.period is not None:
-            inside = replace(flt, said_in=plan.period)
-            lists.update(scoped(conn, plan, vector, parts, corpus, inside, "when", flt))
-        if corpus is TURNS and (name := plan.words.named_speaker(conn)):
-            said_by = replace(flt, speaker=name)
-            lists.update(scoped(conn, plan, vector, parts, corpus, said_by, "who", flt))
+        scopes = _scopes(conn, plan, corpus, flt)
+        for name, inside in scopes.items():
+            lists.update(scoped(conn, plan, vector, parts, corpus, inside, name, flt))
         if corpus is TURNS and "context" in parts:
             first = lists.get("who") or lists.get("context", [])
             lists.update(answering(conn, plan, first))
+        if corpus is TURNS and "bm25" in parts:
+            for reach in (flt, *scopes.values()):
+                plan.words.best(conn, CONTEXT.depth, reach)
         found[corpus.table] = lists
     return found
+
+
+def _scopes(conn: Any, plan: Plan, corpus: Corpus, flt: Reach) -> dict[str, Reach]:
+    """The reach within the period the question names (`when`) and, over the turns, within
+    what the speaker it names said (`who`), if it names one."""
+    scopes = {}
+    if plan.period is not None:
+        scopes["when"] = replace(flt, said_in=plan.period)
+    if corpus is TURNS and (name := plan.words.named_speaker(conn)):
+        scopes["who"] = replace(flt, speaker=name)
+    return scopes
 
 
 def answering(conn: Any, plan: Plan, ids: Sequence[int]) -> dict[str, list[int]]:
