@@ -157,9 +157,8 @@ class Reads:
     """What one search has read, so it reads each thing once: the rows of its candidates (every
     column: the re-score, the context lists and the answering lists all ask for some), which
     ids each filter sees, the question each turn answers, and the similarities its KNNs
-    computed. One per
-    search (`runner.Plan.reads`), never shared: it holds no row another search may not see,
-    and nothing outlives the search."""
+    computed. One per search (`runner.Plan.reads`), never shared: it holds no row another
+    search may not see, and nothing outlives the search."""
 
     def __init__(self) -> None:
         self._rows: dict[str, dict[int, Any]] = {}  # table -> id -> row (None: no such row)
@@ -191,22 +190,17 @@ class Reads:
             # NOT INDEXED: look the ids up by rowid. Without statistics (a database not yet
             # ANALYZEd) the planner chose the user_id index and scanned every row of the user
             # (100k turns: 6.8 ms instead of 0.03 ms per call, twice per search).
-            if corpus is TURNS:
-                found = conn.execute(
-                    f"SELECT d.id, {ANSWERS}, ({where}) FROM turns d NOT INDEXED"
-                    f" WHERE d.id IN ({marks})",
-                    (*params, *chunk),
-                )
-                for r in found:
-                    self._answers[int(r[0])] = r[1]
-                    seen[int(r[0])] = bool(r[2])
-            else:
-                found = conn.execute(
-                    f"SELECT d.id FROM {corpus.table} d NOT INDEXED"
-                    f" WHERE d.id IN ({marks}) AND {where}",
-                    (*chunk, *params),
-                )
-                seen.update((int(r[0]), True) for r in found)
+            # A turn's answered question is read with it, for the turns the filter shows only.
+            answers = f", coalesce({ANSWERS}, 0)" if corpus is TURNS else ""
+            found = conn.execute(
+                f"SELECT d.id{answers} FROM {corpus.table} d NOT INDEXED"
+                f" WHERE d.id IN ({marks}) AND {where}",
+                (*chunk, *params),
+            )
+            for r in found:
+                seen[int(r[0])] = True
+                if answers:
+                    self._answers[int(r[0])] = int(r[1]) or None  # 0: none (ids start at 1)
             seen.update((i, False) for i in chunk if i not in seen)
         return {i for i in wanted if seen[i]}
 
@@ -219,14 +213,16 @@ class Reads:
         for chunk in _chunks(sorted(set(ids))):
             marks = ",".join("?" * len(chunk))
             rows = conn.execute(
-                f"SELECT d.id, {ANSWERS}, ({where}) FROM turns d WHERE d.reply_to IN ({marks})",
-                (*params, *chunk),
+                # By the reply_to index (m015), whatever else the filter names: the planner
+                # may pick the user_id one, every turn of the user (see `visible`).
+                f"SELECT d.id, coalesce({ANSWERS}, 0) FROM turns d INDEXED BY"
+                f" idx_turns_reply_to WHERE d.reply_to IN ({marks}) AND {where}",
+                (*chunk, *params),
             )
             for r in rows:
-                self._answers[int(r[0])] = r[1]
-                seen[int(r[0])] = bool(r[2])
-                if r[2]:
-                    found.add(int(r[0]))
+                seen[int(r[0])] = True
+                self._answers[int(r[0])] = int(r[1]) or None
+                found.add(int(r[0]))
         return found
 
     def answers(self, conn: Any, ids: Iterable[int]) -> dict[int, int]:
