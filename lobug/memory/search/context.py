@@ -188,7 +188,6 @@ class QuestionWords:
         # the reach's filter -> (rowid -> −bm25, best first; how deep it was read)
         self._best: dict[tuple[str, tuple[Any, ...]], tuple[dict[int, float], int]] = {}
         self._known: dict[int, float] = {}  # −bm25 of every turn read so far, whatever the reach
-        self._shared: bool | None = None  # whether another user has turns (`shared`)
 
     def speakers(self, conn: Any) -> list[str]:
         """The named speakers of the user's turns (`who.speakers`), read once."""
@@ -235,9 +234,9 @@ class QuestionWords:
         A period or a speaker has its filter inside the FTS5 query (the index read first, each
         match's row looked up by rowid): the best among their turns, so they are found however
         many turns of other periods or speakers hold the words too. Any other reach ranks
-        within its user when the store holds turns of another user (`_own`: the user's
-        filter inside the FTS5 query, the rest of the reach checked after), so other users'
-        turns cannot crowd the user's out (issue 43's growth test: 4 users, 100k turns); in a
+        within its user when the store holds turns of another user (`Reads.shared`; `_own`:
+        the user's filter inside the FTS5 query, the rest of the reach checked after), so
+        other users' turns cannot crowd the user's out (issue 43's growth test); in a
         store of one user it takes the `depth` best of every turn and keeps those it sees
         (`_narrowed`): a caller's filter that hides most turns (a person no turn names) would
         otherwise widen the net to thousands of rows for nothing, and joining every match to
@@ -251,7 +250,7 @@ class QuestionWords:
         if depth > read:
             if flt.said_in is not None or flt.speaker is not None:
                 found = _within(conn, match, depth, where, params)
-            elif self.shared(conn):
+            elif self.reads.shared(conn, TURNS, self.user_id):
                 found = _own(conn, self.reads, match, depth, flt)
             else:
                 found = _narrowed(conn, self.reads, match, depth, flt)
@@ -259,20 +258,6 @@ class QuestionWords:
             if flt.said_in is None:  # scored by the question's own match (`scores`)
                 self._known.update(found)
         return dict(itertools.islice(found.items(), depth))
-
-    def shared(self, conn: Any) -> bool:
-        """Whether the turns table holds turns of another user than this one, read once: two
-        seeks of `idx_turns_user_ts` (the first user_id above this one, the first below)."""
-        if self._shared is None:
-            self._shared = any(
-                conn.execute(
-                    f"SELECT 1 FROM turns WHERE user_id {op} ? LIMIT 1",
-                    (self.user_id,),
-                ).fetchone()
-                is not None
-                for op in (">", "<")
-            )
-        return self._shared
 
     def scores(self, conn: Any, ids: Collection[int]) -> dict[int, float]:
         """−bm25 of the words in each of the turns `ids` that holds any: from `best` where it

@@ -164,6 +164,7 @@ class Reads:
         self._rows: dict[str, dict[int, Any]] = {}  # table -> id -> row (None: no such row)
         self._answers: dict[int, int | None] = {}  # turn id -> the question it answers
         self._seen: dict[tuple[Any, ...], dict[int, bool]] = {}  # filter -> id -> it sees it
+        self._shared: dict[tuple[str, str], bool] = {}  # (table, user) -> another user's rows
         self.similar: dict[tuple[str, int], float] = {}  # (vector table, id) -> cosine sim.
 
     def rows(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, Any]:
@@ -203,6 +204,20 @@ class Reads:
                     self._answers[int(r[0])] = int(r[1]) or None  # 0: none (ids start at 1)
             seen.update((i, False) for i in chunk if i not in seen)
         return {i for i in wanted if seen[i]}
+
+    def shared(self, conn: Any, corpus: Corpus, user_id: str) -> bool:
+        """Whether the table holds rows of another user than `user_id`, read once: two seeks
+        of an index led by user_id (the first user above this one, the first below)."""
+        key = (corpus.table, user_id)
+        if key not in self._shared:
+            self._shared[key] = any(
+                conn.execute(
+                    f"SELECT 1 FROM {corpus.table} WHERE user_id {op} ? LIMIT 1", (user_id,)
+                ).fetchone()
+                is not None
+                for op in (">", "<")
+            )
+        return self._shared[key]
 
     def replies(self, conn: Any, flt: Reach, ids: Iterable[int]) -> set[int]:
         """The turns `flt` sees that reply to any of `ids` (`turns.reply_to`, m015), the

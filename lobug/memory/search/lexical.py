@@ -40,18 +40,28 @@ def bm25_ranks(
 
     Ranked in the FTS index alone, then filtered: joining every match to its row to test the
     filter costs more than the ranking when a query word is common. Like the vector list, the
-    net widens while invisible rows (other users, archived, other stores) crowd out the rest.
+    net widens while invisible rows (archived, other stores) crowd out the rest. When the
+    table holds another user's rows, ranked within the user (`Reads.shared`: the user's
+    filter inside the FTS5 query, each match's row looked up by rowid), so another user's rows
+    never crowd this user's out, however many there are (issue 43's growth test).
     """
     if not fts_query:
         return []
     flt = flt or Reach()
     reads = reads or Reads()
+    fts = corpus.fts
+    if reads.shared(conn, corpus, flt.user_id):
+        rank = (
+            f"SELECT {fts}.rowid FROM {fts} CROSS JOIN {corpus.table} d ON d.id = {fts}.rowid"
+            f" WHERE {fts} MATCH ? AND d.user_id = ?"
+        )
+        params: tuple[Any, ...] = (fts_query, flt.user_id)
+    else:
+        rank, params = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ?", (fts_query,)
     fetch = min(MAX_FETCH, 2 * k)
     while True:
         rows = conn.execute(
-            f"SELECT rowid FROM {corpus.fts} WHERE {corpus.fts} MATCH ?"
-            f" ORDER BY bm25({corpus.fts}), rowid DESC LIMIT ?",
-            (fts_query, fetch),
+            f"{rank} ORDER BY bm25({fts}), {fts}.rowid DESC LIMIT ?", (*params, fetch)
         ).fetchall()
         ids = [int(r[0]) for r in rows]
         visible = reads.visible(conn, corpus, flt, ids)

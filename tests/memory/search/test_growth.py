@@ -128,13 +128,18 @@ async def mem(
         yield env
 
 
-async def found(mem: MemoryEnv, question: str) -> list[tuple[str, str]]:
-    """(user, ref) of the first 10 turns /v1/query returns to "default", best first."""
+async def found(
+    mem: MemoryEnv, question: str, lists: dict[str, set[str]] | None = None
+) -> list[tuple[str, str]]:
+    """(user, ref) of the first 10 turns /v1/query returns to "default", best first; `lists`
+    gets the ranked lists each of them was in, by ref (its `explain`)."""
     req = QueryRequest(query=question, kinds=["episode"], top_k=10, reach=Reach("default"))
-    ids = [r.id for r in await mem.service.query(req)]
+    results = await mem.service.query(req)
     rows = {i: (u, r) for i, u, r in mem.rows("SELECT id, user_id, ref FROM turns")}
-    got = [rows[i] for i in ids]
+    got = [rows[r.id] for r in results]
     assert {user for user, _ in got} <= {"default"}  # never another user's turn
+    if lists is not None:
+        lists.update({rows[r.id][1]: set(r.explain["ranks"]) for r in results})
     return got
 
 
@@ -154,11 +159,13 @@ async def test_a_speaker_question_finds_the_turn_they_said(mem: MemoryEnv) -> No
 async def test_other_users_turns_do_not_crowd_out_the_users_own(mem: MemoryEnv) -> None:
     """The best matches of the whole store are other users' (thousands of shorter turns hold
     both words): ranked over every user, the context list (200 deep) and the bm25 list (4096
-    at most) held none of this user's; ranked within the user, it is found."""
+    at most) held none of this user's; ranked within the user, both find it."""
     best = mem.rows(
         "SELECT d.user_id FROM turns_fts CROSS JOIN turns d ON d.id = turns_fts.rowid"
         ' WHERE turns_fts MATCH \'"electric" AND "violin"\' ORDER BY bm25(turns_fts)'
         " LIMIT 4096"
     )
     assert len(best) == 4096 and "default" not in {r[0] for r in best}
-    assert ("default", "violin/1") in await found(mem, "Where is the electric violin?")
+    lists: dict[str, set[str]] = {}
+    assert ("default", "violin/1") in await found(mem, "Where is the electric violin?", lists)
+    assert {"bm25", "context"} <= lists["violin/1"], lists
