@@ -73,7 +73,7 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
             clauses.append("d.valid_until IS NULL")
         if f.person is not None:
             clauses.append(person_linked("memory_entities", "memory_id"))
-            params += [f.person.strip(), f.person.strip()]
+            params += [flt.user_id, f.person.strip(), f.person.strip()]
         if flt.live_at is not None:
             clauses.append(unexpired("d"))
             params.append(flt.live_at)
@@ -81,7 +81,7 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
     else:
         if f.person is not None:  # a turn that names them (turn_entities, m013)
             clauses.append(person_linked("turn_entities", "turn_id"))
-            params += [f.person.strip(), f.person.strip()]
+            params += [flt.user_id, f.person.strip(), f.person.strip()]
         compare("d.role", "=", f.role)
         compare("d.speaker", "=", flt.speaker)
         if flt.owner_turns:
@@ -117,10 +117,12 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
 
 def person_linked(links: str, key: str) -> str:
     """The row is linked (`links`: memory_entities or turn_entities) to a person entity of the
-    given name or alias, any case: two parameters, the name twice."""
+    user with the given name or alias, any case: three parameters, the user and the name
+    twice. The linked rows are one set per statement, not looked up row by row: a person no
+    row names has the KNN widen over every row (10k turns: 13 ms of lookups a query)."""
     return (
-        f"EXISTS (SELECT 1 FROM {links} l JOIN entities e ON e.id = l.entity_id"
-        f" WHERE l.{key} = d.id AND e.user_id = d.user_id AND e.type = 'person'"
+        f"d.id IN (SELECT l.{key} FROM {links} l JOIN entities e ON e.id = l.entity_id"
+        " WHERE e.user_id = ? AND e.type = 'person'"
         " AND (e.canonical_name = ? COLLATE NOCASE OR EXISTS (SELECT 1 FROM json_each(e.aliases)"
         " WHERE lower(value) = lower(?))))"
     )

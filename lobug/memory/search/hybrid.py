@@ -50,7 +50,7 @@ __all__ = [
 LIST_ORDER = ("vector", "bm25", "context", "entity", "when", "who", "dated", "latest")
 
 
-@dataclass(slots=True)  # one per candidate: frozen, its __init__ cost µs
+@dataclass(slots=True)  # not frozen: one per candidate, a frozen __init__ costs µs
 class SearchHit:
     id: int
     score: float

@@ -54,7 +54,7 @@ HIDDEN_STATUSES = ("soft_deleted",)
 EPISODE_STORE = "private"  # turns are the owner's own conversation log
 
 
-@dataclass(slots=True)  # one per candidate: frozen, its __init__ cost µs
+@dataclass(slots=True)  # not frozen: one per candidate, a frozen __init__ costs µs
 class Ranked:
     corpus: Corpus
     hit: SearchHit

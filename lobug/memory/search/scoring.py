@@ -118,7 +118,7 @@ class ScoringWeights:
 WEIGHTS = ScoringWeights()
 
 
-@dataclass(slots=True)  # one per candidate: frozen, its __init__ cost µs
+@dataclass(slots=True)  # not frozen: one per candidate, a frozen __init__ costs µs
 class Fused:
     """One document after reciprocal-rank fusion: its score and its rank in each list."""
 
@@ -128,7 +128,7 @@ class Fused:
     ranks: dict[str, int]
 
 
-@dataclass(slots=True)  # one per candidate: frozen, its __init__ cost µs
+@dataclass(slots=True)  # not frozen: one per candidate, a frozen __init__ costs µs
 class RescoreBreakdown:
     """Every term of the final score, so a result can say why it ranked where it did."""
 

@@ -20,7 +20,7 @@ from typing import Any
 DAY = 86_400.0
 
 
-@dataclass(slots=True)  # one per candidate: frozen, its __init__ cost µs
+@dataclass(slots=True)  # not frozen: one per candidate, a frozen __init__ costs µs
 class ScoreBreakdown:
     """The seed-000 score and each of its terms (for `explain`)."""
 
