@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,13 +173,13 @@ class Reads:
         """The rows of `ids` that exist (`SELECT *`, as dicts), reading only those not read
         before."""
         known = self._rows.setdefault(corpus.table, {})
-        wanted = list(dict.fromkeys(ids))
-        todo = [i for i in wanted if i not in known]
-        for chunk in _chunks(todo):
+
+        def read(chunk: Sequence[int]) -> Iterator[tuple[int, Any]]:
             marks = ",".join("?" * len(chunk))
-            found = conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", chunk)
-            known.update({int(r["id"]): dict(zip(r.keys(), r, strict=True)) for r in found})
-            known.update({i: None for i in chunk if i not in known})
+            for r in conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", chunk):
+                yield int(r["id"]), dict(zip(r.keys(), r, strict=True))
+
+        wanted = _read_missing(known, ids, read)
         return {i: row for i in wanted if (row := known[i]) is not None}
 
     def visible(self, conn: Any, corpus: Corpus, flt: Reach, ids: Iterable[int]) -> set[int]:
@@ -187,25 +187,25 @@ class Reads:
         that cannot filter ranked them); the question a turn answers is read with it."""
         where, params = where_clause(corpus, flt)
         seen = self._seen.setdefault((corpus.table, where, *params), {})
-        wanted = list(dict.fromkeys(ids))
-        for chunk in _chunks([i for i in wanted if i not in seen]):
+        # A turn's answered question is read with it, for the turns the filter shows only.
+        answers = f", coalesce({ANSWERS}, 0)" if corpus is TURNS else ""
+
+        def read(chunk: Sequence[int]) -> Iterator[tuple[int, bool]]:
             marks = ",".join("?" * len(chunk))
             # NOT INDEXED: look the ids up by rowid. Without statistics (a database not yet
             # ANALYZEd) the planner chose the user_id index and scanned every row of the user
             # (100k turns: 6.8 ms instead of 0.03 ms per call, twice per search).
-            # A turn's answered question is read with it, for the turns the filter shows only.
-            answers = f", coalesce({ANSWERS}, 0)" if corpus is TURNS else ""
             found = conn.execute(
                 f"SELECT d.id{answers} FROM {corpus.table} d NOT INDEXED"
                 f" WHERE d.id IN ({marks}) AND {where}",
                 (*chunk, *params),
             )
             for r in found:
-                seen[int(r[0])] = True
                 if answers:
                     self._answers[int(r[0])] = int(r[1]) or None  # 0: none (ids start at 1)
-            seen.update((i, False) for i in chunk if i not in seen)
-        return {i for i in wanted if seen[i]}
+                yield int(r[0]), True
+
+        return {i for i in _read_missing(seen, ids, read, absent=False) if seen[i]}
 
     def shared(self, conn: Any, corpus: Corpus, user_id: str) -> bool:
         """Whether the table holds rows of another user than `user_id`, read once: two seeks
@@ -245,14 +245,13 @@ class Reads:
     def answers(self, conn: Any, ids: Iterable[int]) -> dict[int, int]:
         """The question each of the turns `ids` answers (`ANSWERS`), for those that answer
         one: the context lists' one column of their hundreds of candidates, read once."""
-        wanted = list(dict.fromkeys(ids))
-        for chunk in _chunks([i for i in wanted if i not in self._answers]):
+
+        def read(chunk: Sequence[int]) -> Iterator[tuple[int, Any]]:
             marks = ",".join("?" * len(chunk))
-            found = conn.execute(
-                f"SELECT d.id, {ANSWERS} FROM turns d WHERE d.id IN ({marks})", chunk
-            )
-            self._answers.update((int(r[0]), r[1]) for r in found)
-            self._answers.update((i, None) for i in chunk if i not in self._answers)
+            sql = f"SELECT d.id, {ANSWERS} FROM turns d WHERE d.id IN ({marks})"
+            return ((int(r[0]), r[1]) for r in conn.execute(sql, chunk))
+
+        wanted = _read_missing(self._answers, ids, read)
         return {i: int(asked) for i in wanted if (asked := self._answers[i]) is not None}
 
     def texts(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, str]:
@@ -261,6 +260,21 @@ class Reads:
     def nearest(self, table: str, found: Sequence[tuple[int, float]]) -> None:
         """Keep the similarity (1 − cosine distance) of each (id, distance) a KNN found."""
         self.similar.update(((table, i), 1.0 - d) for i, d in found)
+
+
+def _read_missing(
+    known: dict[int, Any],
+    ids: Iterable[int],
+    read: Callable[[Sequence[int]], Iterable[tuple[int, Any]]],
+    absent: Any = None,
+) -> list[int]:
+    """`ids`, each once in order, after reading those `known` lacks: `read(chunk)` gives the
+    (id, value) it finds, a chunk at a time (`_chunks`); an id it does not give is `absent`."""
+    wanted = list(dict.fromkeys(ids))
+    for chunk in _chunks([i for i in wanted if i not in known]):
+        known.update(read(chunk))
+        known.update((i, absent) for i in chunk if i not in known)
+    return wanted
 
 
 def _chunks(ids: Sequence[int], size: int = 500) -> list[Sequence[int]]:
