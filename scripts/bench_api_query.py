@@ -50,6 +50,8 @@ from lobug.app import Overrides, create_app  # noqa: E402
 from lobug.config import load_config  # noqa: E402
 from lobug.conversation import insert_turn  # noqa: E402
 from lobug.memory import MemoryService  # noqa: E402
+from lobug.memory.graph.entities import link_turn_entities  # noqa: E402
+from lobug.memory.graph.ner import Mention  # noqa: E402
 from lobug.memory.table import rows as store  # noqa: E402
 from lobug.memory.vectors import knn, replies  # noqa: E402
 from lobug.storage.sqlite import connect  # noqa: E402
@@ -148,16 +150,23 @@ async def fill(app: web.Application, n: int, rng: random.Random) -> float:
 
 
 async def fill_turns(
-    app: web.Application, n: int, rng: random.Random, asking: bool = False
+    app: web.Application, n: int, rng: random.Random, asking: bool = False, person: str = ""
 ) -> float:
     """n imported turns (sessions of 20, a minute apart) with their vectors, 2000 per batch.
     `asking`: every assistant turn ends with a question, so every user turn after one is a
-    reply and gets its key as `embed_turn` stores it (`vectors/replies`): half the turns."""
+    reply and gets its key as `embed_turn` stores it (`vectors/replies`): half the turns.
+    `person`: every tenth turn names them and is linked to them, as the enrichment links a
+    turn to the people it names (what a person filter finds)."""
     db, embedder = app[keys.DB], embedder_of(app)
     started = time.perf_counter()
     day0 = time.time() - 400 * 86400
     for start in range(0, n, 2000):
         texts = [said(rng) for _ in range(start, min(n, start + 2000))]
+        if person:
+            texts = [
+                t + (f" with {person}" if (start + i) % 10 == 0 else "")
+                for i, t in enumerate(texts)
+            ]
         if asking:
             texts = [
                 t + (" Where was that?" if (start + i) % 2 else "") for i, t in enumerate(texts)
@@ -175,6 +184,9 @@ async def fill_turns(
                     text=text, ts=day0 + at * 60, ref=f"bench:{at}",
                 )  # fmt: skip
                 knn.put_turn_vector(conn, turn.id, vector)
+                if person and at % 10 == 0:
+                    named = Mention(person, person, "person", (0, len(person)))
+                    link_turn_entities(conn, turn.id, [named], turn.user_id, turn.ts)
                 stored.append((turn.id, text))
             return stored
 
@@ -235,7 +247,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     # The query's embedding is asked of `vectors.embedder` (the service's own is the jobs').
     timed = memory.vectors.embedder = TimedEmbedder(memory.vectors.embedder)
     if args.turns:
-        fill_s = await fill_turns(app, args.turns, rng, args.asking)
+        fill_s = await fill_turns(app, args.turns, rng, args.asking, args.person)
     else:
         fill_s = await fill(app, args.facts, rng)
     timed.at_least_s = args.embed_ms / 1000  # after the fill: only the questions wait

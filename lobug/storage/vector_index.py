@@ -31,6 +31,7 @@ REBUILD = "*"  # a `vector_changes.tbl` that means: the tables were replaced, lo
 CHANGES_TABLE = "vector_changes"
 
 Accept = Callable[[list[int]], set[int]]  # ids → the ones the caller may see
+Scored = tuple[np.ndarray, np.ndarray]  # (similarity, id) of the rows a query scored
 EXACT_MAX = 20_000  # rows up to which every query scores every row exactly
 SHORTLIST = 2_000  # rows scored exactly past EXACT_MAX, chosen by their sign bits
 
@@ -101,7 +102,7 @@ class _Table:
         packed = np.packbits(vector > 0)
         return np.pad(packed, (0, self.code_bytes - len(packed)))
 
-    def candidates(self, query: np.ndarray, shortlist: int | None) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, query: np.ndarray, shortlist: int | None) -> Scored:
         """(similarity, id) of every row, or of the `shortlist` rows whose signs are nearest
         the query's (Hamming distance), each scored exactly."""
         if shortlist is None or self.size <= shortlist:
@@ -138,6 +139,9 @@ class VectorIndex:
         self.stale = False  # a load is owed: the tables were replaced, or a load failed
         self._seen: int | None = None  # the last change id when the last load found no tables
         self.dim: int | None = None
+        # The last scoring of each table: a search asks the same query of the same table up to
+        # three times (its own reach, the period and the speaker it names: other filters only).
+        self._last: dict[str, tuple[_Table, int, bytes, int | None, Scored]] = {}
 
     # -- loading and keeping in step -------------------------------------------------------
     def build(self, conn: Any) -> int:
@@ -148,6 +152,7 @@ class VectorIndex:
         applied, dim, tables = _read_all(conn)
         with self._lock:
             self._tables = tables or {}
+            self._last = {}
             self._applied = applied
             self.dim = dim
             self.ready = tables is not None
@@ -227,13 +232,49 @@ class VectorIndex:
             if found is None or found.size == 0:
                 return []
             short = SHORTLIST if found.size > EXACT_MAX else None
-            sims, ids = found.candidates(unit, short)
+            sims, ids = self._scored(table, found, unit, short)
         hits = _best(sims, ids, k, accept, max_distance)
         if len(hits) < k and short is not None:
             with self._lock:
-                sims, ids = found.candidates(unit, None)
+                sims, ids = self._scored(table, found, unit, None)
             hits = _best(sims, ids, k, accept, max_distance)
         return hits
+
+    def _scored(self, table: str, found: _Table, unit: np.ndarray, short: int | None) -> Scored:
+        """`found.candidates`, or the last call's when nothing changed since (under the lock:
+        at 10k rows the product reads 15 MB, ~1.5 ms)."""
+        key = unit.tobytes()
+        last = self._last.get(table)
+        if last is not None and last[:4] == (found, self._applied, key, short):
+            return last[4]
+        scored = found.candidates(unit, short)
+        self._last[table] = (found, self._applied, key, short, scored)
+        return scored
+
+    def among(
+        self,
+        conn: Any,
+        table: str,
+        query: Sequence[float],
+        row_ids: Sequence[int],
+        k: int,
+        *,
+        max_distance: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """(id, cosine distance) of the k rows of `row_ids` nearest the query, nearest first
+        (ties: the lower id, as `nearest`): the rows a narrow filter sees, read by the caller,
+        scored alone instead of filtering the nearest of all."""
+        unit = self._query(query)
+        if unit is None or k <= 0:
+            return []
+        with self._lock:
+            self._sync(conn)
+            found = self._tables.get(table)
+            if found is None:
+                return []
+            at = [p for i in row_ids if (p := found.pos.get(i)) is not None]
+            sims, ids = found.matrix[at] @ unit, found.ids[at]
+        return _best(sims, ids, k, lambda batch: set(batch), max_distance)
 
     def similarities(
         self, conn: Any, table: str, query: Sequence[float], row_ids: Sequence[int]

@@ -103,6 +103,35 @@ def test_the_index_finds_what_sqlite_vec_finds_with_filters(db: Database) -> Non
     assert len(bob[0]) == 25
 
 
+def test_one_query_under_several_filters_scores_the_table_once(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search asks the same vector of the same table under its reach, the period and the
+    speaker it names: the rows are scored once, each filter still gets vec0's answer, and a
+    write in between (a new nearest row) is seen."""
+    rng = np.random.default_rng(4)
+    facts(db, rng.standard_normal((200, DIM)))
+    facts(db, rng.standard_normal((200, DIM)), user_id="bob")
+    index = db.vector_index
+    assert index is not None
+    index.build(db.writer)
+    scored = []
+    candidates = vector_index._Table.candidates
+    monkeypatch.setattr(
+        vector_index._Table, "candidates", lambda t, *a: scored.append(1) or candidates(t, *a)
+    )
+    query = rng.standard_normal(DIM)
+    for user in ("default", "bob", "default"):
+        same(*both(db, query, 10, Reach(user_id=user)))
+    assert len(scored) == 1
+    [newest] = facts(db, query[None, :], user_id="bob")  # the query itself: the nearest row
+    indexed, scanned = both(db, query, 10, Reach(user_id="bob"))
+    same(indexed, scanned)
+    assert indexed[0][0] == newest and len(scored) == 2
+    same(*both(db, rng.standard_normal(DIM), 10, Reach(user_id="bob")))  # another query
+    assert len(scored) == 3
+
+
 def test_similarities_of_many_rows_in_one_look_as_sqlite_vec_says(db: Database) -> None:
     """A search asks for the similarities of the rows it needs at once: one look at the
     changes, the same numbers as vec_distance_cosine, none for a row without a vector; and

@@ -155,6 +155,21 @@ ANSWERS = (
 )
 
 
+# A filter that may see few rows (`narrow`) has them read first, up to this many: the KNN
+# scores them alone and every other list tests ids against them, where the nearest of all,
+# filtered, looked up thousands of rows to keep k (a bound on work, not on what is found).
+NARROW_ROWS = 2048
+
+
+def narrow(corpus: Corpus, flt: Reach) -> bool:
+    """Whether `flt` names what may see few rows, each by an index: over the turns a period,
+    a speaker, a person or a session; over the memories a person or a session (a period is
+    read through their source turns, row by row)."""
+    f = flt.filters
+    mine = f.person is not None or f.session_id is not None
+    return mine or (corpus is TURNS and (flt.said_in is not None or flt.speaker is not None))
+
+
 class Reads:
     """What one search has read, so it reads each thing once: the rows of its candidates (every
     column: the re-score, the context lists and the answering lists all ask for some), which
@@ -167,6 +182,7 @@ class Reads:
         self._answers: dict[int, int | None] = {}  # turn id -> the question it answers
         self._seen: dict[tuple[Any, ...], dict[int, bool]] = {}  # filter -> id -> it sees it
         self._shared: dict[tuple[str, str], bool] = {}  # (table, user) -> another user's rows
+        self._every: dict[tuple[Any, ...], frozenset[int] | None] = {}  # filter -> all it sees
         self.similar: dict[tuple[str, int], float] = {}  # (vector table, id) -> cosine sim.
 
     def rows(self, conn: Any, corpus: Corpus, ids: Iterable[int]) -> dict[int, Any]:
@@ -185,6 +201,8 @@ class Reads:
     def visible(self, conn: Any, corpus: Corpus, flt: Reach, ids: Iterable[int]) -> set[int]:
         """Which of `ids` `flt` sees, each id looked up once per filter (by rowid: an index
         that cannot filter ranked them); the question a turn answers is read with it."""
+        if (every := self.every(conn, corpus, flt)) is not None:
+            return {i for i in ids if i in every}
         where, params = where_clause(corpus, flt)
         seen = self._seen.setdefault((corpus.table, where, *params), {})
         # A turn's answered question is read with it, for the turns the filter shows only.
@@ -207,6 +225,23 @@ class Reads:
 
         return {i for i in _read_missing(seen, ids, read, absent=False) if seen[i]}
 
+    def every(self, conn: Any, corpus: Corpus, flt: Reach) -> frozenset[int] | None:
+        """Every id a narrow filter sees (`narrow`), when it sees at most `NARROW_ROWS` rows;
+        else None. Counted, then read, once per filter, by the filter's own index: `visible`
+        and `replies` then test ids against the set, and the KNN scores these rows alone."""
+        if not narrow(corpus, flt):
+            return None
+        where, params = where_clause(corpus, flt)
+        key = (corpus.table, where, *params)
+        if key not in self._every:
+            self._every[key] = None
+            scope = f"SELECT d.id FROM {corpus.table} d WHERE {where} LIMIT ?"
+            (count,) = conn.execute(f"SELECT count(*) FROM ({scope})", (*params, NARROW_ROWS + 1))
+            if count[0] <= NARROW_ROWS:
+                rows = conn.execute(scope, (*params, NARROW_ROWS + 1)).fetchall()
+                self._every[key] = frozenset(int(r[0]) for r in rows)
+        return self._every[key]
+
     def shared(self, conn: Any, corpus: Corpus, user_id: str) -> bool:
         """Whether the table holds rows of another user than `user_id`, read once: two seeks
         of an index led by user_id (the first user above this one, the first below)."""
@@ -226,6 +261,9 @@ class Reads:
         question each answers read with them."""
         where, params = where_clause(TURNS, flt)
         seen = self._seen.setdefault((TURNS.table, where, *params), {})
+        every = self.every(conn, TURNS, flt)
+        if every is not None:  # its rows are known: tested here, not in every statement
+            where, params = "d.user_id = ?", [flt.user_id]
         found: set[int] = set()
         for chunk in _chunks(sorted(set(ids))):
             marks = ",".join("?" * len(chunk))
@@ -236,10 +274,11 @@ class Reads:
                 f" idx_turns_reply_to WHERE d.reply_to IN ({marks}) AND {where}",
                 (*chunk, *params),
             )
-            for r in rows:
-                seen[int(r[0])] = True
-                self._answers[int(r[0])] = int(r[1]) or None
-                found.add(int(r[0]))
+            for turn_id, asked in rows:
+                if every is None or turn_id in every:
+                    seen[turn_id] = True
+                    self._answers[turn_id] = int(asked) or None
+                    found.add(turn_id)
         return found
 
     def answers(self, conn: Any, ids: Iterable[int]) -> dict[int, int]:

@@ -82,10 +82,16 @@ def vector_knn(
     """(id, cosine distance) of the k nearest visible rows within max_distance, nearest first
     (kept in `reads`: the fusion and the cut need the similarities again)."""
     reads = reads or Reads()
-    visible = partial(reads.visible, conn, corpus, flt or Reach())
-    found = knn.nearest(
-        conn, corpus.vectors, query_vec, k, accept=visible, max_distance=max_distance
-    )
+    flt = flt or Reach()
+    if (every := reads.every(conn, corpus, flt)) is not None:  # a narrow filter: its rows alone
+        found = knn.among(
+            conn, corpus.vectors, query_vec, sorted(every), k, max_distance=max_distance
+        )
+    else:
+        visible = partial(reads.visible, conn, corpus, flt)
+        found = knn.nearest(
+            conn, corpus.vectors, query_vec, k, accept=visible, max_distance=max_distance
+        )
     reads.nearest(corpus.vectors, found)
     return found
 
