@@ -1,0 +1,156 @@
+"""A narrow filter (a period, a speaker, a person, a session) has its rows read once and scored
+alone (`corpus.Reads.every`, `knn.among`): the nearest turns it sees must be exactly those of a
+brute-force scan of every row it sees, with the vector index and with sqlite-vec alike, and
+past `NARROW_ROWS` the search falls back to filtering the nearest of all, with the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lobug.conversation import insert_turn
+from lobug.memory.graph.entities import link_turn_entities
+from lobug.memory.graph.ner import Mention
+from lobug.memory.query import QueryFilters, Reach
+from lobug.memory.search import corpus
+from lobug.memory.search.corpus import TURNS, Reads, where_clause
+from lobug.memory.search.hybrid import vector_knn
+from lobug.memory.vectors import knn
+from lobug.storage.database import Database
+from lobug.storage.migrations import migrate
+from lobug.storage.sqlite import connect
+from lobug.storage.vector_index import VectorIndex
+from lobug.storage.vectors import create_vector_tables, write_meta
+
+DIM = 16
+DAY = 86400.0
+MARIA = Mention("Maria", "Maria", "person", (0, 5))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    path = tmp_path / "narrow.db"
+    conn = connect(path)
+    migrate(conn)
+    conn.execute("BEGIN")
+    write_meta(conn, "embedding_dim", str(DIM))
+    write_meta(conn, "embedding_model", "test")
+    create_vector_tables(conn, DIM)
+    conn.execute("COMMIT")
+    conn.close()
+    database = Database(path, vector_index=VectorIndex())
+    database.open_sync()
+    rng = np.random.default_rng(7)
+
+    def fill(conn: Any) -> None:
+        for at in range(600):
+            user = "bob" if at % 7 == 0 else "default"  # another user's turns, never seen
+            turn = insert_turn(
+                conn, session_id=f"s{at // 20}", role=("user", "assistant")[at % 2],
+                text=f"turn {at}", ts=at * DAY / 10, user_id=user,
+                speaker="Noor" if at % 5 == 0 else None,
+            )  # fmt: skip
+            knn.put_turn_vector(conn, turn.id, [float(x) for x in rng.standard_normal(DIM)])
+            if at % 9 == 0:
+                link_turn_entities(conn, turn.id, [MARIA], user, turn.ts)
+
+    database.write_sync(fill)
+    assert database.vector_index is not None
+    database.vector_index.build(database.writer)
+    yield database
+    database.close_sync()
+
+
+FILTERS = {
+    "period": Reach(said_in=(10 * DAY, 25 * DAY)),
+    "speaker": Reach(speaker="Noor"),
+    "person": Reach(filters=QueryFilters(person="maria")),
+    "session": Reach(filters=QueryFilters(session_id="s3")),
+    "person in a period": Reach(filters=QueryFilters(person="Maria"), said_in=(0, 30 * DAY)),
+}
+
+
+def scanned(conn: Any, flt: Reach, query: np.ndarray, k: int) -> list[int]:
+    """Every row the filter sees, by SQL, ranked by exact cosine similarity (ties: lower id)."""
+    where, params = where_clause(TURNS, flt)
+    rows = conn.execute(
+        f"SELECT v.turn_id, v.embedding FROM turn_vectors v JOIN turns d ON d.id = v.turn_id"
+        f" WHERE {where}",
+        params,
+    ).fetchall()
+    unit = query / np.linalg.norm(query)
+    scored = []
+    for turn_id, blob in rows:
+        vector = np.frombuffer(blob, dtype=np.float32)
+        scored.append((-float(vector @ unit) / float(np.linalg.norm(vector)), int(turn_id)))
+    return [turn_id for _, turn_id in sorted(scored)[:k]]
+
+
+@pytest.mark.parametrize("name", FILTERS)
+def test_a_narrow_filter_finds_what_a_scan_of_its_rows_finds(db: Database, name: str) -> None:
+    flt = FILTERS[name]
+    conn = db.writer
+    assert corpus.narrow(TURNS, flt)
+    rng = np.random.default_rng(3)
+    for query in rng.standard_normal((10, DIM)):
+        expected = scanned(conn, flt, query, 25)
+        assert len(expected) >= 5  # the filter sees some rows, not all
+        reads = Reads()
+        found = vector_knn(conn, list(query), 25, corpus=TURNS, flt=flt, reads=reads)
+        assert [i for i, _ in found] == expected
+        assert reads.every(conn, TURNS, flt) is not None  # scored alone, not filtered
+        conn.vector_index = None  # sqlite-vec's distances, row by row
+        try:
+            plain = vector_knn(conn, list(query), 25, corpus=TURNS, flt=flt)
+        finally:
+            conn.vector_index = db.vector_index
+        assert [i for i, _ in plain] == expected
+
+
+def test_past_narrow_rows_the_nearest_of_all_are_filtered_to_the_same_answer(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(corpus, "NARROW_ROWS", 20)
+    conn = db.writer
+    flt = FILTERS["speaker"]  # ~100 of the user's turns: more than 20
+    query = np.random.default_rng(5).standard_normal(DIM)
+    reads = Reads()
+    found = vector_knn(conn, list(query), 25, corpus=TURNS, flt=flt, reads=reads)
+    assert reads.every(conn, TURNS, flt) is None
+    assert [i for i, _ in found] == scanned(conn, flt, query, 25)
+
+
+def test_once_its_rows_are_read_a_narrow_filter_reads_nothing_more(db: Database) -> None:
+    """`visible` and `replies` test ids against the rows read: no statement per candidate."""
+    conn = db.writer
+    flt = FILTERS["person"]
+    where, params = where_clause(TURNS, flt)
+    sees = {int(r[0]) for r in conn.execute(f"SELECT d.id FROM turns d WHERE {where}", params)}
+    reads = Reads()
+    assert reads.every(conn, TURNS, flt) == sees
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        assert reads.visible(conn, TURNS, flt, range(1, 700)) == sees
+    finally:
+        conn.set_trace_callback(None)
+    assert statements == []
+    marks = ",".join("?" * len(sees))
+    asked = [
+        r[0] for r in conn.execute(f"SELECT reply_to FROM turns WHERE id IN ({marks})", [*sees])
+    ]
+    asked = sorted({a for a in asked if a is not None})
+    replying = {
+        int(r[0])
+        for r in conn.execute(
+            f"SELECT d.id FROM turns d WHERE d.reply_to IN ({','.join('?' * len(asked))})"
+            f" AND {where}",
+            (*asked, *params),
+        )
+    }
+    assert replying and reads.replies(conn, flt, asked) == replying
