@@ -21,6 +21,7 @@ figure is what the API adds on top of an embedder of that speed. Without it they
 
 Usage: .venv/bin/python scripts/bench_api_query.py [--facts 10000 | --turns 100000]
        [--queries 300] [--dim 384] [--return bullets|full] [--top-k 5] [--embed-ms 0]
+       [--person NAME (with --turns: every tenth turn names them)] [--period]
 Goal (2-core machine, 384-d): p95 <= max(10 ms, 2x raw KNN) at 10k; <= 15 ms at 100k.
 """
 
@@ -36,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,9 @@ def fact(rng: random.Random, i: int) -> str:
     )
 
 
+FIRST_DAY_AGO = 400  # --turns: the first turn's day; the turns span a week from it
+
+
 def said(rng: random.Random) -> str:
     """A short turn from a small vocabulary: every word is in thousands of turns."""
     return (
@@ -159,7 +164,7 @@ async def fill_turns(
     turn to the people it names (what a person filter finds)."""
     db, embedder = app[keys.DB], embedder_of(app)
     started = time.perf_counter()
-    day0 = time.time() - 400 * 86400
+    day0 = time.time() - FIRST_DAY_AGO * 86400
     for start in range(0, n, 2000):
         texts = [said(rng) for _ in range(start, min(n, start + 2000))]
         if person:
@@ -216,8 +221,14 @@ def raw_knn(path: Path, table: str, vectors: Sequence[Sequence[float]], k: int =
     return timings
 
 
-def question(rng: random.Random) -> str:
-    return f"what about my {rng.choice(ADJS)} {rng.choice(NOUNS)} in {rng.choice(PLACES)}?"
+def question(rng: random.Random, period: bool = False) -> str:
+    """A question from the turns' vocabulary; `period`: naming one of the week of turns' days
+    ("… on March 3, 2025?", `search.when`), so its `when` list ranks that day's ~1,440 turns."""
+    asked = f"what about my {rng.choice(ADJS)} {rng.choice(NOUNS)} in {rng.choice(PLACES)}"
+    if not period:
+        return asked + "?"
+    day = datetime.fromtimestamp(time.time() - (FIRST_DAY_AGO - rng.randrange(1, 6)) * 86400)
+    return f"{asked} on {day:%B} {day.day}, {day.year}?"
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -256,7 +267,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     async with aiohttp.ClientSession() as session:
         for i in range(args.warmup + args.queries):
             body = {
-                "query": question(rng),
+                "query": question(rng, args.period),
                 "top_k": args.top_k,
                 "return": args.mode,
                 "session_id": "bench",
@@ -320,6 +331,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--kinds", default="fact,episode",
                         help="with --turns: the kinds filter sent (\"\" for none)")  # fmt: skip
     parser.add_argument("--person", default="", help="a person filter sent with every query")
+    parser.add_argument(
+        "--period", action="store_true", help="with --turns: each question names one of its days"
+    )
     parser.add_argument(
         "--asking", action="store_true", help="assistant turns ask: half the turns are keyed"
     )

@@ -31,6 +31,7 @@ from lobug.memory.vectors.gate import VectorGate
 from lobug.memory.vectors.knn import VECTOR_KINDS, VECTOR_STATUSES
 from lobug.memory.vectors.query import RecentVectors
 from lobug.storage.database import Database
+from lobug.storage.sqlite import placeholders
 from lobug.workers.queue import Job
 from lobug.workers.runner import Handler, NotReady, PermanentFailure, RetryLater
 
@@ -226,7 +227,7 @@ def turns_to_embed(conn: Any, turn_id: int, limit: int) -> tuple[list[tuple[int,
     ):
         others[row["id"]] = int(json.loads(row["payload"]).get("turn_id", 0))
     ids = list(dict.fromkeys([turn_id, *others.values()]))
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = conn.execute(
         f"SELECT id, text FROM turns WHERE id IN ({marks}) AND {CONVERSATION_TURN} ORDER BY id",
         ids,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -176,6 +177,11 @@ def capabilities(conn: Any) -> Capabilities:
 
 
 LIKE_ESCAPE = "\\"
+
+
+def placeholders(values: Collection[Any]) -> str:
+    """The `?` marks of an `IN (…)` list, one per value: "?,?,?"."""
+    return ",".join("?" * len(values))
 
 
 def escape_like(text: str) -> str:

@@ -17,6 +17,7 @@ from lobug.memory.records.scope import (
     memory_dict,
     turn_dict,
 )
+from lobug.storage.sqlite import placeholders
 
 MAX_SESSIONS = 100
 MAX_TURNS = 500
@@ -90,7 +91,7 @@ def _summaries(
     if not session_ids:
         return {}
     where, params = scope.where("m")
-    marks = ",".join("?" * len(session_ids))
+    marks = placeholders(session_ids)
     # A summary covers a run of turns (cascades.store_summary links them as its sources),
     # which may span sessions: it belongs to every session it has a turn from.
     rows = conn.execute(
@@ -111,7 +112,7 @@ def contents(conn: Any, scope: Scope, user_id: str, ids: list[int]) -> dict[int,
     if not ids:
         return {}
     where, params = scope.where("m")
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = conn.execute(
         f"SELECT m.id, m.content FROM memories m WHERE m.user_id = ? AND m.id IN ({marks})"
         f" AND {where}",

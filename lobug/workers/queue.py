@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lobug.storage.sqlite import IntegrityError
+from lobug.storage.sqlite import IntegrityError, placeholders
 
 JOB_STATES = ("pending", "running", "done", "failed")
 # A job the process died while running (a power cut, the watchdog's kill of a frozen loop) this
@@ -83,7 +83,7 @@ def claim(conn: Any, *, now: float, kinds: Iterable[str] | None = None) -> Job |
     params: list[Any] = [now]
     if kinds is not None:
         kinds = list(kinds)
-        sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+        sql += f" AND kind IN ({placeholders(kinds)})"
         params += kinds
     row = conn.execute(sql + " ORDER BY run_after, id LIMIT 1", params).fetchone()
     if row is None:
@@ -171,7 +171,7 @@ def counts(conn: Any) -> dict[str, int]:
 
 def counts_by_kind(conn: Any, kinds: Sequence[str]) -> dict[str, dict[str, int]]:
     """Live jobs of these kinds: state -> kind -> count (done jobs left out)."""
-    marks = ",".join("?" * len(kinds))
+    marks = placeholders(kinds)
     rows = conn.execute(
         f"SELECT kind, state, COUNT(*) FROM jobs WHERE kind IN ({marks})"
         " AND state != 'done' GROUP BY kind, state",
@@ -184,14 +184,14 @@ def counts_by_kind(conn: Any, kinds: Sequence[str]) -> dict[str, dict[str, int]]
 
 
 def pending_count(conn: Any, kinds: Sequence[str]) -> int:
-    marks = ",".join("?" * len(kinds))
+    marks = placeholders(kinds)
     sql = f"SELECT COUNT(*) FROM jobs WHERE state = 'pending' AND kind IN ({marks})"
     return int(conn.execute(sql, tuple(kinds)).fetchone()[0])
 
 
 def next_run_after(conn: Any, kinds: Sequence[str]) -> float | None:
     """When the earliest pending job of these kinds may run; None when there is none."""
-    marks = ",".join("?" * len(kinds))
+    marks = placeholders(kinds)
     row = conn.execute(
         f"SELECT MIN(run_after) FROM jobs WHERE state = 'pending' AND kind IN ({marks})",
         tuple(kinds),
@@ -217,14 +217,14 @@ def retry(conn: Any, *, now: float, job_ids: Iterable[int] | None = None) -> int
     params: list[Any] = [now, now]
     if job_ids is not None:
         ids = list(job_ids)
-        sql += f" AND id IN ({','.join('?' * len(ids))})"
+        sql += f" AND id IN ({placeholders(ids)})"
         params += ids
     return int(conn.execute(sql, params).rowcount)
 
 
 def purge(conn: Any, *, states: Iterable[str] = ("done",), older_than: float | None = None) -> int:
     states = list(states)
-    sql = f"DELETE FROM jobs WHERE state IN ({','.join('?' * len(states))})"
+    sql = f"DELETE FROM jobs WHERE state IN ({placeholders(states)})"
     params: list[Any] = list(states)
     if older_than is not None:
         sql += " AND updated_at < ?"

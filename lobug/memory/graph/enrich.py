@@ -27,6 +27,7 @@ from lobug.memory.graph.entities import (
     link_turn_entities,
 )
 from lobug.memory.graph.ner import ACCURATE, FAST
+from lobug.storage.sqlite import placeholders
 
 BATCH = 200  # rows the regexes look at again a night, at most (no model: cheap)
 ACCURATE_LIMIT = 50  # rows re-extracted by the accurate NER a night (seed 003)
@@ -160,7 +161,7 @@ def link_turns_fast(conn: Any, turn_ids: Sequence[int], *, now: float) -> int:
     (`LINKED_TURN`) and not looked at yet: what `embed_turn` runs for a new turn."""
     if not turn_ids:
         return 0
-    marks = ",".join("?" * len(turn_ids))
+    marks = placeholders(turn_ids)
     rows = conn.execute(
         f"SELECT id, user_id, text FROM turns WHERE id IN ({marks}) AND {LINKED_TURN}"
         " AND NOT EXISTS (SELECT 1 FROM turn_ner n WHERE n.turn_id = turns.id)",
@@ -281,7 +282,7 @@ def merge_entities(conn: Any, kept_id: int, gone_id: int) -> None:
 
 def fill_profiles(conn: Any, user_id: str) -> int:
     """Profiles (re)written; an unchanged one is not written again."""
-    marks = ",".join("?" * len(PROFILE_TYPES))
+    marks = placeholders(PROFILE_TYPES)
     entities = conn.execute(
         f"SELECT * FROM entities WHERE user_id = ? AND type IN ({marks}) ORDER BY id",
         (user_id, *PROFILE_TYPES),

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lobug.memory.graph.ner import COMMON_WORDS, ENTITY_TYPES, Mention, extract_entities
+from lobug.storage.sqlite import placeholders
 
 __all__ = [
     "ENTITY_TYPES",
@@ -124,7 +125,7 @@ def entities_in_text(conn: Any, user_id: str, text: str, max_words: int = 4) -> 
         return []
     found: list[int] = []
     for chunk in _chunks(grams, 400):  # stay under SQLite's bound-parameter limit
-        marks = ",".join("?" * len(chunk))
+        marks = placeholders(chunk)
         rows = conn.execute(
             f"SELECT id FROM entities WHERE user_id = ? AND (lower(canonical_name) IN ({marks})"
             f" OR EXISTS (SELECT 1 FROM json_each(entities.aliases) WHERE lower(value)"

@@ -28,6 +28,7 @@ from typing import Any
 from lobug.memory.table import memory_events
 from lobug.memory.table.rows import add_history, unexpired
 from lobug.memory.vectors import knn
+from lobug.storage.sqlite import placeholders
 
 RELATED_TO = "related_to"
 SUPERSEDES = "supersedes"
@@ -128,7 +129,7 @@ def link_derived(
     if not source_ids:
         return 0
     ids = sorted(set(source_ids) - {memory_id})
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     return int(
         conn.execute(
             "INSERT OR IGNORE INTO relations"
@@ -169,9 +170,9 @@ def live_edges(
     `now`, not past their `expires_at`): (other id, strength), strongest first."""
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
-    live = ",".join("?" * len(LIVE_STATUSES))
-    kinds = ",".join("?" * len(types))
+    marks = placeholders(ids)
+    live = placeholders(LIVE_STATUSES)
+    kinds = placeholders(types)
     other = f"o.status IN ({live})" + ("" if now is None else f" AND {unexpired('o')}")
     params = (*types, *LIVE_STATUSES, *(() if now is None else (now,)))
     rows = conn.execute(
@@ -226,13 +227,13 @@ def related_facts(
                 best[other] = (via, strength)
     if not best:
         return []
-    marks = ",".join("?" * len(best))
+    marks = placeholders(best)
     rows = {
         int(r["id"]): r
         for r in conn.execute(
             f"SELECT * FROM memories WHERE id IN ({marks}) AND user_id = ? AND kind = 'fact'"
             f" AND status = 'active' AND valid_until IS NULL"
-            f" AND store IN ({','.join('?' * len(stores))})",
+            f" AND store IN ({placeholders(stores)})",
             (*best, user_id, *stores),
         )
     }

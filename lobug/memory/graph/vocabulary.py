@@ -17,6 +17,7 @@ from typing import Any
 
 from lobug.access import STORES_BY_TRUST
 from lobug.storage.database import Database
+from lobug.storage.sqlite import placeholders
 
 DEFAULT_USER = "default"
 MAX_TERMS = 64  # more than any hint can hold: speech bounds them by its token budget
@@ -95,8 +96,8 @@ def household_terms(
     told in private is never suggested to a guest's microphone, and one from a memory forgotten
     or past its `expires_at` to no one."""
     terms = user_names(conn, user_id, stores, now=now)
-    marks = ",".join("?" * len(stores))
-    types = ",".join("?" * len(SPOKEN_TYPES))
+    marks = placeholders(stores)
+    types = placeholders(SPOKEN_TYPES)
     # Ranked first, then checked in order until `limit` pass: the visibility test runs on the
     # top of the list, not on every entity of a large graph. (`LIMIT -1` keeps SQLite from
     # flattening the ranked list into the filter: 4x faster at 20k entities.)
@@ -117,7 +118,7 @@ def household_terms(
 
 def user_names(conn: Any, user_id: str, stores: Sequence[str], *, now: float) -> list[str]:
     """The names the user goes by, newest fact first, from live facts in `stores`."""
-    marks = ",".join("?" * len(stores))
+    marks = placeholders(stores)
     rows = conn.execute(  # the full-text index finds the candidates; the pattern decides
         f"SELECT m.content FROM memories_fts f JOIN memories m ON m.id = f.rowid"
         f" WHERE memories_fts MATCH 'user AND (name OR called OR goes)' AND m.user_id = ?"

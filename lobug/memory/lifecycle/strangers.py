@@ -8,7 +8,7 @@ from typing import Any
 
 from lobug.access import STRANGER
 from lobug.memory.table.delta import READER_SEP
-from lobug.storage.sqlite import has_table
+from lobug.storage.sqlite import has_table, placeholders
 from lobug.storage.vector_index import record_change
 
 DAY_S = 86400.0
@@ -29,7 +29,7 @@ def prune_stranger_turns(conn: Any, *, now: float, keep_days: float) -> int:
         )
     ]
     if ids:
-        marks = ",".join("?" * len(ids))
+        marks = placeholders(ids)
         if has_table(conn, "turn_vectors"):
             gone = conn.execute(
                 f"SELECT turn_id FROM turn_vectors WHERE turn_id IN ({marks})", ids

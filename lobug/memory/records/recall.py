@@ -19,12 +19,13 @@ from lobug import errors
 from lobug.access import Principal
 from lobug.memory import enqueue
 from lobug.memory.query import EPISODE, QueryFilters, QueryRequest, QueryResult, Reach, tokens_of
-from lobug.memory.records.scope import Scope, marks, memory_dict
+from lobug.memory.records.scope import Scope, memory_dict
 from lobug.memory.records.service import USER, Records
 from lobug.memory.search import prompt_context
 from lobug.memory.summaries import base_memory
 from lobug.memory.summaries.cascades import short_cascade_due
 from lobug.memory.table import delta
+from lobug.storage.sqlite import placeholders
 
 API_DEVICE = "api"
 MAX_DELTA = 50  # per response; the header itself shows at most 3
@@ -226,7 +227,7 @@ class Recall:
             return
         rows = await self.db.read(
             lambda c: c.execute(
-                f"SELECT * FROM memories WHERE user_id = ? AND id IN ({marks(ids)})",
+                f"SELECT * FROM memories WHERE user_id = ? AND id IN ({placeholders(ids)})",
                 (user_id, *ids),
             ).fetchall()
         )

@@ -28,6 +28,7 @@ from lobug.memory.shapes.reports import HistoryEvent
 from lobug.memory.shapes.retrieval import Turn
 from lobug.memory.table.delta import Change
 from lobug.memory.table.rows import loads, row_dict
+from lobug.storage.sqlite import placeholders
 
 TURN_STORE = "private"
 
@@ -94,11 +95,13 @@ class Scope:
         """SQL condition (and its parameters) selecting the memories this scope sees."""
         if not self.stores or self.categories == frozenset():
             return "0", []
-        clause = f"{alias}.store IN ({marks(self.stores)})"
+        clause = f"{alias}.store IN ({placeholders(self.stores)})"
         params: list[Any] = list(self.stores)
         if self.categories is not None:
             names = sorted(self.categories)
-            clause += f" AND COALESCE({alias}.category, '{UNCATEGORIZED}') IN ({marks(names)})"
+            clause += (
+                f" AND COALESCE({alias}.category, '{UNCATEGORIZED}') IN ({placeholders(names)})"
+            )
             params += names
         if self.now is not None:
             clause += (
@@ -153,10 +156,6 @@ def expired(row: Mapping[str, Any], now: float | None) -> bool:
         and expires <= now
         and row["status"] != "soft_deleted"
     )
-
-
-def marks(values: Iterable[Any]) -> str:
-    return ",".join("?" * len(list(values)))
 
 
 def etag(row: Mapping[str, Any]) -> str:
@@ -226,7 +225,7 @@ def within_scope(conn: Any, found: dict[str, Any], *, scope: Scope, user_id: str
         where, params = scope.where("m")
         ids = sorted(linked)
         rows = conn.execute(
-            f"SELECT m.id FROM memories m WHERE m.user_id = ? AND m.id IN ({marks(ids)})"
+            f"SELECT m.id FROM memories m WHERE m.user_id = ? AND m.id IN ({placeholders(ids)})"
             f" AND {where}",
             (user_id, *ids, *params),
         ).fetchall()

@@ -50,6 +50,7 @@ from lobug.memory.search.fts import (
     query_tokens,
 )
 from lobug.memory.search.lexical import matcher
+from lobug.storage.sqlite import placeholders
 
 # The first rows: of each deep list, those whose replies join the candidates
 # (`context_ranks`); of the results, those the lead re-scores (`ScoringWeights.context_top`).
@@ -268,7 +269,7 @@ class QuestionWords:
         found = {i: self._known[i] for i in ids if i in self._known}
         rest = [i for i in ids if i not in self._known]
         if rest:
-            marks = ",".join("?" * len(rest))
+            marks = placeholders(rest)
             rows = conn.execute(
                 f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
                 f" AND rowid IN ({marks})",

@@ -9,6 +9,7 @@ from typing import Any
 from lobug.conversation import OWNER_TURN
 from lobug.memory.query import Reach
 from lobug.memory.table.rows import unexpired
+from lobug.storage.sqlite import placeholders
 
 UNCATEGORIZED = "general"  # what lobug.access calls a memory without a category
 
@@ -49,7 +50,7 @@ def where_clause(corpus: Corpus, flt: Reach) -> tuple[str, list[Any]]:
 
     def one_of(column: str, values: Sequence[str] | None) -> None:
         if values is not None:
-            clauses.append(f"d.{column} IN ({','.join('?' * len(values))})" if values else "0")
+            clauses.append(f"d.{column} IN ({placeholders(values)})" if values else "0")
             params.extend(values)
 
     def compare(expression: str, op: str, value: Any) -> None:
@@ -135,7 +136,7 @@ def _categories(clauses: list[str], params: list[Any], categories: Sequence[str]
     if not categories:
         clauses.append("0")
         return
-    test = f"d.category IN ({','.join('?' * len(categories))})"
+    test = f"d.category IN ({placeholders(categories)})"
     if UNCATEGORIZED in categories:
         test = f"({test} OR d.category IS NULL)"
     clauses.append(test)
@@ -191,7 +192,7 @@ class Reads:
         known = self._rows.setdefault(corpus.table, {})
 
         def read(chunk: Sequence[int]) -> Iterator[tuple[int, Any]]:
-            marks = ",".join("?" * len(chunk))
+            marks = placeholders(chunk)
             for r in conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", chunk):
                 yield int(r["id"]), dict(zip(r.keys(), r, strict=True))
 
@@ -209,7 +210,7 @@ class Reads:
         answers = f", coalesce({ANSWERS}, 0)" if corpus is TURNS else ""
 
         def read(chunk: Sequence[int]) -> Iterator[tuple[int, bool]]:
-            marks = ",".join("?" * len(chunk))
+            marks = placeholders(chunk)
             # NOT INDEXED: look the ids up by rowid. Without statistics (a database not yet
             # ANALYZEd) the planner chose the user_id index and scanned every row of the user
             # (100k turns: 6.8 ms instead of 0.03 ms per call, twice per search).
@@ -266,7 +267,7 @@ class Reads:
             where, params = "d.user_id = ?", [flt.user_id]
         found: set[int] = set()
         for chunk in _chunks(sorted(set(ids))):
-            marks = ",".join("?" * len(chunk))
+            marks = placeholders(chunk)
             rows = conn.execute(
                 # By the reply_to index (m015), whatever else the filter names: the planner
                 # may pick the user_id one, every turn of the user (see `visible`).
@@ -286,7 +287,7 @@ class Reads:
         one: the context lists' one column of their hundreds of candidates, read once."""
 
         def read(chunk: Sequence[int]) -> Iterator[tuple[int, Any]]:
-            marks = ",".join("?" * len(chunk))
+            marks = placeholders(chunk)
             sql = f"SELECT d.id, {ANSWERS} FROM turns d WHERE d.id IN ({marks})"
             return ((int(r[0]), r[1]) for r in conn.execute(sql, chunk))
 

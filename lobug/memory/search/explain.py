@@ -23,6 +23,7 @@ from lobug.memory.query import QueryRequest, Reach
 from lobug.memory.search.corpus import MEMORIES
 from lobug.memory.search.runner import Plan, Similarity, memory_sources, rank_all
 from lobug.memory.search.scoring import Fused, ScoringWeights, rescore
+from lobug.storage.sqlite import placeholders
 
 DECISIONS = 10
 # Upkeep noise: retrievals wrote a HIT row each until issue 42 (now only `hits` counts them);
@@ -122,7 +123,7 @@ def explain(
 
 def decisions(conn: Any, memory_id: int, limit: int = DECISIONS) -> list[dict[str, Any]]:
     """The memory's latest history events (promoted, archived, merged, …), newest first."""
-    marks = ",".join("?" * len(QUIET_EVENTS))
+    marks = placeholders(QUIET_EVENTS)
     rows = conn.execute(
         f"SELECT event, old_value, new_value, actor, meta, ts FROM history WHERE memory_id = ?"
         f" AND event NOT IN ({marks}) ORDER BY id DESC LIMIT ?",

@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from lobug.memory.search.wordforms import forms
-from lobug.storage.sqlite import escape_like, has_table
+from lobug.storage.sqlite import escape_like, has_table, placeholders
 
 # Small on purpose: FTS5's bm25 already discounts common words; these only keep a spoken
 # question ("what's the name of the…") from matching every turn through its glue words.
@@ -135,7 +135,7 @@ def word_rows(conn: Any, vocab: str, token: str) -> int:
         row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (token,)).fetchone()
     count = int(row[0] or 0) if row is not None else 0
     if others := forms(token)[1:]:  # rows holding any form: at most the sum of the counts
-        marks = ",".join("?" * len(others))
+        marks = placeholders(others)
         row = conn.execute(
             f"SELECT sum(doc) FROM {vocab} WHERE term IN ({marks})", others
         ).fetchone()

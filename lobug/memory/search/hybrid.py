@@ -30,7 +30,7 @@ from lobug.memory.search.lexical import bm25_ranks, text_ranks
 from lobug.memory.search.scoring import Fused, RescoreBreakdown, ScoringWeights, fuse, rescore
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.knn import VEC_MAX_K
-from lobug.storage.sqlite import has_table
+from lobug.storage.sqlite import has_table, placeholders
 
 # The whole retrieval surface in one place: corpus and filter types, the lexical lists.
 __all__ = [
@@ -118,7 +118,7 @@ def entity_ranks(
     if not entity_ids:
         return []
     where, params = where_clause(corpus, flt)
-    marks = ",".join("?" * len(entity_ids))
+    marks = placeholders(entity_ids)
     if corpus.table == "memories":
         rows = conn.execute(
             f"SELECT d.id, COUNT(DISTINCT me.entity_id) AS n FROM memory_entities me"

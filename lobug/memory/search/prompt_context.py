@@ -35,6 +35,7 @@ from lobug.memory.search.scoring import ScoringWeights
 from lobug.memory.summaries import base_memory
 from lobug.memory.table import delta
 from lobug.memory.table.rows import unexpired
+from lobug.storage.sqlite import placeholders
 
 CONTEXT_DEPTH = 20  # candidates per ranked list: the prompt takes a handful
 HEADER_BULLETS = 3  # seed 001 §1
@@ -144,11 +145,11 @@ def read_always(
     sql = (
         "SELECT id, kind, category, content, store FROM memories WHERE user_id = ?"
         " AND status = 'active' AND valid_until IS NULL"
-        f" AND COALESCE(category, ?) IN ({','.join('?' * len(names))})"
+        f" AND COALESCE(category, ?) IN ({placeholders(names)})"
     )
     params: list[Any] = [user_id, UNCATEGORIZED, *names]
     if stores is not None:
-        sql += f" AND store IN ({','.join('?' * len(stores))})"
+        sql += f" AND store IN ({placeholders(stores)})"
         params += list(stores)
     if now is not None:  # seed 002: past its expires_at, hidden (issue 27)
         sql += f" AND {unexpired()}"
@@ -275,7 +276,7 @@ def _sources(conn: Any, ids: Sequence[int]) -> set[int]:
     """The turns the memories `ids` came from."""
     if not ids:
         return set()
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = conn.execute(
         f"SELECT turn_id FROM memory_sources WHERE memory_id IN ({marks})", tuple(ids)
     )
@@ -286,7 +287,7 @@ def _said(conn: Any, ids: Sequence[int]) -> dict[int, tuple[float, str]]:
     """(when, by whom: its role) of each turn id."""
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = conn.execute(f"SELECT id, ts, role FROM turns WHERE id IN ({marks})", tuple(ids))
     return {int(r[0]): (float(r[1]), str(r[2])) for r in rows}
 

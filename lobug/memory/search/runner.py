@@ -43,7 +43,7 @@ from lobug.memory.search.scoring import Fused, ScoringWeights, fuse
 from lobug.memory.search.when import Period
 from lobug.memory.vectors import replies
 from lobug.storage.database import Database
-from lobug.storage.sqlite import has_table
+from lobug.storage.sqlite import has_table, placeholders
 from lobug.storage.vector_index import index_of
 from lobug.storage.vectors import pack
 
@@ -668,7 +668,7 @@ def memory_sources(conn: Any, ids: Sequence[int]) -> dict[int, tuple[dict[str, A
     """The turns each memory came from (provenance), oldest first, one entry per turn."""
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = conn.execute(
         f"SELECT DISTINCT s.memory_id, s.turn_id, t.ref FROM memory_sources s"
         f" JOIN turns t ON t.id = s.turn_id WHERE s.memory_id IN ({marks})"

@@ -32,6 +32,7 @@ from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.gate import VectorGate
 from lobug.storage.database import Database
+from lobug.storage.sqlite import placeholders
 
 log = logging.getLogger(__name__)
 SUMMARY_MAX_TOKENS = 320  # one paragraph of 3-5 sentences, with room to spare
@@ -117,7 +118,7 @@ def store_summary(
     now: float,
 ) -> int | None:
     ids = [line.id for line in lines]
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     still = conn.execute(
         f"SELECT COUNT(*) FROM turns WHERE id IN ({marks}) AND summarized = 0", ids
     ).fetchone()[0]
@@ -198,7 +199,7 @@ def store_base(
     conn: Any, user_id: str, summaries: list[store.MemoryRow], content: str, *, now: float
 ) -> bool:
     ids = [s.id for s in summaries]
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     still = conn.execute(
         f"SELECT COUNT(*) FROM memories WHERE id IN ({marks}) AND incorporated = 0", ids
     ).fetchone()[0]

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lobug.storage.sqlite import placeholders
+
 HOTPATH, CONTEXT, WORKER = "hotpath", "context", "worker"  # nodes (and "episodic": cascades)
 OK, ERROR, SKIPPED = "ok", "error", "skipped"  # statuses
 DAY_S = 86400.0
@@ -72,7 +74,7 @@ def similarity(*distances: float | None) -> float | None:
 def from_history(conn: Any, after_id: int, *, node: str, now: float) -> int:
     """One event per status or layer change written to `history` after row `after_id` (a GC
     pass's: archive, delete, ttl, purge, promote, demote); returns how many."""
-    marks = ",".join("?" * len(HISTORY_OPS))
+    marks = placeholders(HISTORY_OPS)
     rows = conn.execute(
         "SELECT h.user_id, h.memory_id, h.event, m.category FROM history h"
         " LEFT JOIN memories m ON m.id = h.memory_id"

@@ -20,7 +20,7 @@ from typing import Any
 from lobug.memory import enqueue
 from lobug.memory.transfer.export_file import TYPES
 from lobug.memory.vectors.knn import VECTOR_KINDS
-from lobug.storage.sqlite import storable_text
+from lobug.storage.sqlite import placeholders, storable_text
 
 ID_TABLES = {"turn": "turns", "memory": "memories", "entity": "entities"}
 # Columns holding JSON text, by name in every table, and what the code reads them as.
@@ -129,7 +129,7 @@ def import_records(
         try:
             cur = conn.execute(
                 f"INSERT INTO {table} ({', '.join(names)})"
-                f" VALUES ({', '.join('?' * len(names))}) ON CONFLICT DO NOTHING",
+                f" VALUES ({placeholders(names)}) ON CONFLICT DO NOTHING",
                 [row[n] for n in names],
             )
         except Exception as exc:  # noqa: BLE001 - the driver's IntegrityError, either driver
@@ -244,7 +244,7 @@ def enqueue_vectors(conn: Any, report: RecordReport, *, now: float) -> int:
         for memory_id in report.memory_ids
         if conn.execute(
             f"SELECT 1 FROM memories WHERE id = ? AND status = 'active'"
-            f" AND kind IN ({','.join('?' * len(VECTOR_KINDS))})",
+            f" AND kind IN ({placeholders(VECTOR_KINDS)})",
             (memory_id, *VECTOR_KINDS),
         ).fetchone()
     ]
@@ -257,7 +257,7 @@ def _ids_free(conn: Any, table: str, ids: Iterable[int]) -> bool:
     wanted = list(ids)
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
+        marks = placeholders(chunk)
         if conn.execute(f"SELECT 1 FROM {table} WHERE id IN ({marks}) LIMIT 1", chunk).fetchone():
             return False
     return True

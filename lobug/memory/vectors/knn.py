@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lobug.memory.table.rows import MemoryRow
-from lobug.storage.sqlite import has_table
+from lobug.storage.sqlite import has_table, placeholders
 from lobug.storage.vector_index import KEYS, Accept, index_of, record_change
 from lobug.storage.vectors import pack
 
@@ -152,7 +152,7 @@ def among(
         chunk = row_ids[at : at + 500]
         found += conn.execute(
             f"SELECT {KEYS[table]}, vec_distance_cosine(embedding, ?) FROM {table}"
-            f" WHERE {KEYS[table]} IN ({','.join('?' * len(chunk))})",
+            f" WHERE {KEYS[table]} IN ({placeholders(chunk)})",
             (blob, *chunk),
         ).fetchall()
     near = sorted(
@@ -175,7 +175,7 @@ def nearest_facts(
     """The k active facts of `user_id` closest to `vector`, nearest first, with their distance."""
 
     def accept(ids: list[int]) -> set[int]:
-        marks = ",".join("?" * len(ids))
+        marks = placeholders(ids)
         rows = conn.execute(
             f"SELECT id FROM memories WHERE id IN ({marks}) AND user_id = ?"
             " AND kind = 'fact' AND status = 'active'",
@@ -186,7 +186,7 @@ def nearest_facts(
     near = nearest(conn, "memory_vectors", vector, k, accept=accept, max_distance=max_distance)
     if not near:
         return []
-    marks = ",".join("?" * len(near))
+    marks = placeholders(near)
     rows = conn.execute(
         f"SELECT * FROM memories WHERE id IN ({marks})", [memory_id for memory_id, _ in near]
     ).fetchall()

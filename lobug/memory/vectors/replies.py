@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from lobug.conversation import CONVERSATION_TURN
+from lobug.storage.sqlite import placeholders
 from lobug.storage.vectors import pack
 
 TABLE = "turn_reply_keys"
@@ -75,7 +76,7 @@ def _rows(conn: Any, ids: Sequence[int]) -> dict[int, tuple[str | None, str, boo
     """(session, text, part of the conversation, the turn it answers) of each turn id."""
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = conn.execute(
         f"SELECT id, session_id, text, {CONVERSATION_TURN}, reply_to FROM turns"
         f" WHERE id IN ({marks})",
@@ -107,7 +108,7 @@ def similarity(conn: Any, query: np.ndarray, turn_ids: Collection[int]) -> dict[
     found: dict[int, float] = {}
     for at in range(0, len(ids), 500):
         chunk = ids[at : at + 500]
-        marks = ",".join("?" * len(chunk))
+        marks = placeholders(chunk)
         rows = [
             (int(turn_id), blob)
             for turn_id, blob in conn.execute(

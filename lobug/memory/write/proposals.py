@@ -22,6 +22,7 @@ from lobug.memory.write.consent import (
     reject,
 )
 from lobug.storage.database import Database
+from lobug.storage.sqlite import placeholders
 
 
 class Proposals:
@@ -71,7 +72,7 @@ class Proposals:
                 return []
             if allowed is not None:
                 names = sorted(allowed)
-                sql += f" AND COALESCE(category, ?) IN ({','.join('?' * len(names))})"
+                sql += f" AND COALESCE(category, ?) IN ({placeholders(names)})"
                 params += [UNCATEGORIZED, *names]
             return list(conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*params, limit]))
 

@@ -30,6 +30,7 @@ from lobug.memory.write.candidate import Candidate
 from lobug.memory.write.fact_keys import key_string
 from lobug.memory.write.judge import Judgement, Verdict
 from lobug.memory.write.pii import pii_tags
+from lobug.storage.sqlite import placeholders
 
 ACTOR = "extractor"
 NEAR_K = judge.NEAR_K  # vector neighbours checked for the distance band
@@ -301,7 +302,7 @@ def _same_exchange(conn: Any, memory_id: int, turn_ids: Sequence[int]) -> bool:
     """Whether the memory was already extracted from these turns (one exchange, one mention)."""
     if not turn_ids:
         return False
-    marks = ",".join("?" * len(turn_ids))
+    marks = placeholders(turn_ids)
     row = conn.execute(
         f"SELECT 1 FROM memory_sources WHERE memory_id = ? AND reason = 'extracted'"
         f" AND turn_id IN ({marks}) LIMIT 1",
