@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from lobug.memory.calendar import MONTH, MONTH_NAMES, month_of
+
 log = logging.getLogger(__name__)
 
 ENTITY_TYPES = ("person", "organization", "location", "email", "url", "date", "tag", "other")
@@ -27,13 +29,6 @@ class Mention:
     span: tuple[int, int]
 
 
-_MONTHS = (
-    "january february march april may june july august september october november december"
-).split()
-_MONTH_RE = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
-)
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("email", re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
     ("url", re.compile(r"\bhttps?://[^\s<>\"')\]]+|\bwww\.[^\s<>\"')\]]+", re.I)),
@@ -41,10 +36,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("tag", re.compile(r"(?<![\w#&])#([A-Za-z][\w-]{0,49})")),
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b")),
     ("date", re.compile(r"\b\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})\b")),
-    ("date", re.compile(rf"\b{_MONTH_RE}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b", re.I)),
+    ("date", re.compile(rf"\b{MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?\b", re.I)),
     (
         "date",
-        re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH_RE}(?:,? \d{{4}})?\b", re.I),
+        re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{MONTH}(?:,? \d{{4}})?\b", re.I),
     ),
 ]
 _NAME_WORD = r"(?:[A-Z][a-z]+(?:['’-](?!s\b)[A-Za-z]+)?|[A-Z]{2,}|Mc[A-Z][a-z]+|O'[A-Z][a-z]+)"
@@ -67,7 +62,7 @@ COMMON_WORDS = frozenset(
     coffee tea everything nothing something anything everyone someone nobody all any some
     maybe perhaps actually anyway btw by for in on at to from with after before since
     until""".split()
-    + _MONTHS
+    + MONTH_NAMES
 )
 _ORG_HINT = re.compile(
     r"\b(?:inc|corp|corporation|llc|ltd|gmbh|co)\.?$|\b(?:company|bank|university|college|"
@@ -136,23 +131,14 @@ def _canonical_date(raw: str) -> str:
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         return text
     words = [w for w in re.sub(r"(\d)(?:st|nd|rd|th)\b", r"\1", text).split() if w != "of"]
-    found: int | None = next(
-        (
-            i
-            for i, name in enumerate(_MONTHS, 1)
-            for w in words
-            if not w.isdigit() and name.startswith(w[:3])
-        ),
-        None,
-    )
+    named = next((m for w in words if (m := month_of(w)) is not None), None)
     numbers = [int(w) for w in words if w.isdigit()]
-    if found is None or not numbers:
+    if named is None or not numbers:
         return " ".join(raw.split())
-    month = found
     day = numbers[0]
     if len(numbers) > 1:
-        return f"{numbers[1]:04d}-{month:02d}-{day:02d}"
-    return f"{_MONTHS[month - 1].capitalize()} {day}"
+        return f"{numbers[1]:04d}-{named:02d}-{day:02d}"
+    return f"{MONTH_NAMES[named - 1].capitalize()} {day}"
 
 
 def _name_entity(text: str, m: re.Match[str]) -> Mention | None:

@@ -237,8 +237,8 @@ class Reads:
         if key not in self._every:
             self._every[key] = None
             scope = f"SELECT d.id FROM {corpus.table} d WHERE {where} LIMIT ?"
-            (count,) = conn.execute(f"SELECT count(*) FROM ({scope})", (*params, NARROW_ROWS + 1))
-            if count[0] <= NARROW_ROWS:
+            count = conn.execute(f"SELECT count(*) FROM ({scope})", (*params, NARROW_ROWS + 1))
+            if count.fetchone()[0] <= NARROW_ROWS:
                 rows = conn.execute(scope, (*params, NARROW_ROWS + 1)).fetchall()
                 self._every[key] = frozenset(int(r[0]) for r in rows)
         return self._every[key]

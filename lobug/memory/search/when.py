@@ -31,74 +31,31 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, tzinfo
 
+from lobug.memory.calendar import (
+    DATE_PATTERNS,
+    MONTH,
+    MONTHS,
+    NUMBER,
+    NUMBERS,
+    SEASON,
+    SEASONS,
+    WEEKDAY,
+    YEAR,
+    written_date,
+)
+
 Period = tuple[float, float]
 
-MONTHS = {
-    name: i
-    for i, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-WEEKDAYS = tuple(f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun"))
-SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # first month
-NUMBERS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "a couple of": 2,
-    "two": 2,
-    "three": 3,
-    "a few": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-}
-_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-_SEASON = "|".join(SEASONS)
-_WEEKDAY = "|".join(WEEKDAYS)
-_NUMBER = r"\d{1,3}|" + "|".join(sorted(NUMBERS, key=len, reverse=True))
-_YEAR = r"(?:19|20)\d{2}"
 
-_AGO = re.compile(rf"\b({_NUMBER})\s+(day|week|month|year)s?\s+ago\b", re.I)
+_AGO = re.compile(rf"\b({NUMBER})\s+(day|week|month|year)s?\s+ago\b", re.I)
 _RELATIVE = re.compile(r"\b(this|last|past|previous)\s+(week|month|year)\b", re.I)
 _SEASON_RE = re.compile(
-    rf"\b(?:(this|last|in|during|over)\s+(?:the\s+)?)({_SEASON})(?:\s+(?:of\s+)?({_YEAR}))?\b",
+    rf"\b(?:(this|last|in|during|over)\s+(?:the\s+)?)({SEASON})(?:\s+(?:of\s+)?({YEAR}))?\b",
     re.I,
 )
-_DAY_OF_MONTH = re.compile(
-    rf"\b(?:on\s+)?({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+({_YEAR}))?\b", re.I
-)
-# "on 7 July, 2023", "the 3rd of May": the day before the month, as most of the world says it.
-# Without a year it needs "on"/"the" before it or an ordinal ("2 may be" is not a date).
-_DAY_MONTH = re.compile(
-    rf"\b(?:(on|the)\s+)?(\d{{1,2}})(st|nd|rd|th)?\s+(?:of\s+)?({_MONTH})\b\.?"
-    rf"(?:,?\s+({_YEAR}))?",
-    re.I,
-)
-_MONTH_RE = re.compile(rf"\b(in|last|this|during|since)\s+({_MONTH})\.?(?:\s+({_YEAR}))?\b", re.I)
-_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?\s+({_YEAR})\b", re.I)
-_YEAR_RE = re.compile(rf"\b(?:in|during)\s+({_YEAR})\b", re.I)
+_MONTH_RE = re.compile(rf"\b(in|last|this|during|since)\s+({MONTH})\.?(?:\s+({YEAR}))?\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b({MONTH})\.?\s+({YEAR})\b", re.I)
+_YEAR_RE = re.compile(rf"\b(?:in|during)\s+({YEAR})\b", re.I)
 _DAYS = {
     "today": (0, 1),
     "tonight": (0, 1),
@@ -123,9 +80,9 @@ _FEAST_RE = re.compile(
 _DAY_PARTS = r"morning|afternoon|evening"
 # Whether to ask dateparser at all (it costs ~25 ms a question): a weekday, a part of the
 # day, a weekend or a feast is named.
-_SPOKEN = re.compile(rf"\b(?:{_WEEKDAY}|weekend|{_DAY_PARTS})\b|{_FEAST_RE.pattern}", re.I)
+_SPOKEN = re.compile(rf"\b(?:{WEEKDAY}|weekend|{_DAY_PARTS})\b|{_FEAST_RE.pattern}", re.I)
 _SPOKEN_PARSED = re.compile(
-    rf"\b(?:{_WEEKDAY}|{_DAY_PARTS}|{'|'.join(n for n in MONTHS if len(n) > 3)})\b", re.I
+    rf"\b(?:{WEEKDAY}|{_DAY_PARTS}|{'|'.join(n for n in MONTHS if len(n) > 3)})\b", re.I
 )
 _EARLIER = re.compile(r"\bearlier this (year|month)\b", re.I)
 # A question that asks for a time ("When did …?", "What year …", "How long …"), and a turn
@@ -151,10 +108,10 @@ _QUESTION = re.compile(
 )
 _SAYS_WHEN = re.compile(
     rf"\b(?:today|tonight|yesterday|tomorrow|recently|lately|the other day|ago"
-    rf"|(?:{_NUMBER})\s+(?:day|week|month|year)s?"
+    rf"|(?:{NUMBER})\s+(?:day|week|month|year)s?"
     r"|(?:last|this|next|past|previous)\s+(?:week|weekend|month|year|night|morning|evening"
-    rf"|{_SEASON}|\w+day)|{_WEEKDAY}|weekend"
-    rf"|{_YEAR}|the\s+\d{{1,2}}(?:st|nd|rd|th)|(?:in|on|since|until)\s+(?:{_MONTH})"
+    rf"|{SEASON}|\w+day)|{WEEKDAY}|weekend"
+    rf"|{YEAR}|the\s+\d{{1,2}}(?:st|nd|rd|th)|(?:in|on|since|until)\s+(?:{MONTH})"
     r"|(?:january|february|march|april|june|july|august|september|october|november|december)"
     r")\b",
     re.I,
@@ -188,17 +145,36 @@ def period(text: str, now: float, zone: tzinfo | None = None) -> Period | None:
     return None
 
 
+# The phrases that name a period, as `period` reads them.
+_PHRASES = (_AGO, _RELATIVE, _SEASON_RE, *DATE_PATTERNS, _MONTH_RE, _MONTH_YEAR, _YEAR_RE,
+            _DAYS_RE, _EARLIER)  # fmt: skip
+# What is left of "on the 3rd of May" without its date: not a value of its own.
+_LEAD_WORDS = frozenset("on in at the of since during by from until to for".split())
+
+
+def without_period(text: str) -> str:
+    """`text` without the phrase naming a period at its end ("Seattle last month", "Denver in
+    May 2024", "Acme two weeks ago" → "Seattle", "Denver", "Acme"), as a question's period is
+    read: what is written is dated by the same words as what is asked (`write.fact_keys`).
+    Kept whole when the period is all it says ("May 3", "on the 3rd of May"), and a weekday
+    or a part of the day stays: "yoga on Friday mornings" is what is done."""
+    end = len(text.rstrip(" ,."))
+    starts = [m.start() for p in _PHRASES for m in p.finditer(text) if m.end() == end]
+    if not starts:
+        return text
+    rest = text[: min(starts)].rstrip(" ,")
+    return rest if set(re.findall(r"\w+", rest.casefold())) - _LEAD_WORDS else text
+
+
 def period_words(text: str) -> set[str]:
     """The words of every phrase in `text` that names a period ("in March 2025", "two weeks
     ago", "last Christmas"), case-folded: for a question that names one, they say when, not
     what, so the `when` list's match leaves them out (`context.QuestionWords.match`): a month
     said of something else ("we march with the band") would be the question's rarest word,
     asked for in every group."""
-    spans = (_AGO, _RELATIVE, _SEASON_RE, _DAY_OF_MONTH, _DAY_MONTH, _MONTH_RE, _MONTH_YEAR,
-             _YEAR_RE, _DAYS_RE, _EARLIER, _SPOKEN)  # fmt: skip
     return {
         word
-        for pattern in spans
+        for pattern in (*_PHRASES, _SPOKEN)
         for found in pattern.finditer(text)
         for word in re.findall(r"\w+", found.group(0).casefold())
     }
@@ -350,30 +326,17 @@ def _season(text: str, today: datetime) -> Span | None:
 
 
 def _day_of_month(text: str, today: datetime) -> Span | None:
-    m = _DAY_OF_MONTH.search(text)
-    if m is not None:
-        month, day, given = MONTHS[m.group(1).lower()], int(m.group(2)), m.group(3)
-    elif (d := _day_month(text)) is not None:
-        month, day, given = d
-    else:
+    found = written_date(text)
+    if found is None:
         return None
+    month, day, year = found
     if not 1 <= day <= 31:
         return None
-    year = int(given) if given else _latest_start(today, month).year
     try:
-        start = datetime(year, month, day, tzinfo=today.tzinfo)
+        start = datetime(year or _latest_start(today, month).year, month, day, tzinfo=today.tzinfo)
     except ValueError:
         return None
     return start - timedelta(days=1), start + timedelta(days=2)
-
-
-def _day_month(text: str) -> tuple[int, int, str | None] | None:
-    """(month, day, year or None) of the first "7 July, 2023" / "on the 3rd of May"."""
-    for m in _DAY_MONTH.finditer(text):
-        lead, suffix, year, name = m.group(1), m.group(3), m.group(5), m.group(4).lower()
-        if year or (lead and suffix) or ((lead or suffix) and name != "may"):
-            return MONTHS[name], int(m.group(2)), year
-    return None
 
 
 def _month(text: str, today: datetime) -> Span | None:

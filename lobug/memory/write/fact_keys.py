@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from lobug.memory.search.when import without_period
 from lobug.memory.table.dedup import normalize
 
 
@@ -86,11 +87,14 @@ _ATTRIBUTE_ALIASES = {
     "first name": "name",
     "name": "name",
 }
-_TRAILING_TIME = re.compile(
+# What a value says at its end besides itself: how things stand ("now", "again", "as a nurse",
+# "for work", "since the move"), and a time said without a period ("a while ago"). A period
+# ("last month", "in May 2024", "two weeks ago") is read by the search's own parser
+# (`when.without_period`): what is written is dated by the words a question is.
+_TRAILING = re.compile(
     r"(?:,?\s+(?:now|these days|nowadays|currently|recently|again|anymore|any more|for now|"
-    r"last (?:week|month|year)|this (?:week|month|year)|a while ago|\d+ \w+ ago|yesterday|"
-    r"today|in \d{4}|since .+|for (?:work|good|a while|now|\d+ \w+)|as (?:an? )?\w+ \w+|"
-    r"as (?:an? )?\w+))+$",
+    r"a while ago|\d+ \w+ ago|since .+|for (?:work|good|a while|now|\d+ \w+)|"
+    r"as (?:an? )?\w+ \w+|as (?:an? )?\w+))+$",
     re.I,
 )
 _POSSESSIVE_SUBJECT = re.compile(
@@ -113,9 +117,17 @@ def parse_fact(fact: str) -> FactKey | None:
         if attribute in ("favorite", "possessive"):
             what = _normalise_attribute(groups["what"])
             attribute = what if attribute == "possessive" else f"favorite {what}"
-        value = _TRAILING_TIME.sub("", groups["v"]).strip(" ,") or None
-        return FactKey(subject, attribute, value, negated=bool(groups.get("neg")))
+        return FactKey(subject, attribute, _value(groups["v"]), negated=bool(groups.get("neg")))
     return None
+
+
+def _value(said: str) -> str | None:
+    """The value without what its end says of time and of how things stand ("Seattle last
+    month for work" → "Seattle"), however they are interleaved."""
+    value = said
+    while (shorter := without_period(_TRAILING.sub("", value))) != value:
+        value = shorter
+    return value.strip(" ,") or None
 
 
 def subject_attribute(fact: str) -> tuple[str, str] | None:

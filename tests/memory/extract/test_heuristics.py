@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from lobug.memory.extract.heuristics import extract_candidates
 from lobug.memory.extract.procedures import procedural_candidates
 from lobug.memory.write.candidate import Candidate
-from lobug.memory.write.fact_keys import parse_fact, subject_attribute
+from lobug.memory.write.fact_keys import contradicts, parse_fact, subject_attribute
 from lobug.memory.write.validator import validate_fact
 
 
@@ -201,6 +201,12 @@ def test_every_candidate_passes_the_validator(text: str) -> None:
         ("The user's sister Jen lives in Portland.", ("jen", "residence"), "Portland"),
         ("Jen moved to Denver.", ("jen", "residence"), "Denver"),
         ("Maria's birthday is May 3.", ("maria", "birthday"), "May 3"),
+        ("Maria's birthday is the 3rd of May.", ("maria", "birthday"), "the 3rd of May"),
+        # A period at the end is read as a question's is (`when.without_period`).
+        ("The user moved to Seattle in May.", ("user", "residence"), "Seattle"),
+        ("Jen moved to Denver two weeks ago.", ("jen", "residence"), "Denver"),
+        ("The user moved to Berlin on March 3, 2025, for work.", ("user", "residence"), "Berlin"),
+        ("The user works at Acme since last spring.", ("user", "employer"), "Acme"),
     ],
 )
 def test_subject_attribute_and_value(fact: str, key: tuple[str, str], value: str) -> None:
@@ -214,6 +220,12 @@ def test_the_same_key_for_old_and_new_values() -> None:
     assert subject_attribute(old) == subject_attribute(new)
     old_key, new_key = parse_fact(old), parse_fact(new)
     assert old_key is not None and new_key is not None and old_key.value != new_key.value
+
+
+def test_the_same_value_dated_is_no_contradiction() -> None:
+    """Said again with when it happened, a value is the same claim; another value is not."""
+    assert not contradicts("The user moved to Denver in May 2024.", "The user lives in Denver.")
+    assert contradicts("The user moved to Seattle last month.", "The user lives in Denver.")
 
 
 def test_negated_facts_have_a_key_but_no_value() -> None:
