@@ -193,8 +193,11 @@ class Reads:
 
         def read(chunk: Sequence[int]) -> Iterator[tuple[int, Any]]:
             marks = placeholders(chunk)
-            for r in conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", chunk):
-                yield int(r["id"]), dict(zip(r.keys(), r, strict=True))
+            found = conn.execute(f"SELECT * FROM {corpus.table} WHERE id IN ({marks})", chunk)
+            names = [column[0] for column in found.description]  # once, not per row
+            for r in found:
+                row = dict(zip(names, r, strict=True))
+                yield row["id"], row
 
         wanted = _read_missing(known, ids, read)
         return {i: row for i in wanted if (row := known[i]) is not None}

@@ -364,7 +364,7 @@ def normalised_per_kind(
     out = []
     for f in fused:
         top = best[_untag(f.id)[0].table]
-        out.append(replace(f, rrf_norm=f.rrf / top if top else 0.0))
+        out.append(Fused(f.id, f.rrf, f.rrf / top if top else 0.0, f.ranks))  # not `replace`: µs
     return out
 
 
@@ -395,15 +395,15 @@ def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) ->
         question=plan.words,
         reads=plan.reads,
     )
-    ranked = list(ranked)
-    for at, item in enumerate(ranked[: w.context_top]):
+    # In place: the hits are this search's own (made by its re-score), and three `replace`
+    # calls per turn cost more than the context score they carry.
+    for item in ranked[: w.context_top]:
         if item.hit.id in scores and item.corpus is TURNS:
             extra = w.w_context * scores[item.hit.id]
-            score = item.hit.score + extra
-            why = item.hit.breakdown and replace(item.hit.breakdown, context=extra, final=score)
-            ranked[at] = replace(item, hit=replace(item.hit, score=score, breakdown=why))
-    ranked.sort(key=lambda r: -r.hit.score)
-    return ranked
+            item.hit.score += extra
+            if item.hit.breakdown is not None:
+                item.hit.breakdown.context, item.hit.breakdown.final = extra, item.hit.score
+    return sorted(ranked, key=lambda r: -r.hit.score)
 
 
 def _tag(corpus: Corpus, row_id: int) -> int:
