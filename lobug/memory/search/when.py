@@ -34,6 +34,7 @@ from datetime import datetime, timedelta, tzinfo
 from lobug.memory.calendar import (
     DATE_PATTERNS,
     MONTH,
+    MONTH_NAMES,
     MONTHS,
     NUMBER,
     NUMBERS,
@@ -112,7 +113,7 @@ _SAYS_WHEN = re.compile(
     r"|(?:last|this|next|past|previous)\s+(?:week|weekend|month|year|night|morning|evening"
     rf"|{SEASON}|\w+day)|{WEEKDAY}|weekend"
     rf"|{YEAR}|the\s+\d{{1,2}}(?:st|nd|rd|th)|(?:in|on|since|until)\s+(?:{MONTH})"
-    r"|(?:january|february|march|april|june|july|august|september|october|november|december)"
+    rf"|{'|'.join(m for m in MONTH_NAMES if m != 'may')}"  # "may" alone is the verb
     r")\b",
     re.I,
 )
