@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from lobug.conversation import insert_turn
-from lobug.memory.graph.entities import link_turn_entities
+from lobug.memory.graph.entities import link_entities, link_turn_entities
 from lobug.memory.graph.ner import Mention
 from lobug.memory.query import QueryFilters, Reach
 from lobug.memory.search import corpus
-from lobug.memory.search.corpus import TURNS, Reads, where_clause
+from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, Reads, where_clause
 from lobug.memory.search.hybrid import vector_knn
+from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 from lobug.storage.database import Database
 from lobug.storage.migrations import migrate
@@ -58,6 +59,14 @@ def db(tmp_path: Path) -> Iterator[Database]:
             knn.put_turn_vector(conn, turn.id, [float(x) for x in rng.standard_normal(DIM)])
             if at % 9 == 0:
                 link_turn_entities(conn, turn.id, [MARIA], user, turn.ts)
+            if at % 2 == 0:  # and a fact, linked to Maria one time in three
+                fact = store.insert_memory(
+                    conn, user_id=user, kind="fact", content=f"fact {at}", now=turn.ts,
+                    actor="test",
+                )  # fmt: skip
+                knn.put_memory_vector(conn, fact, [float(x) for x in rng.standard_normal(DIM)])
+                if at % 3 == 0:
+                    link_entities(conn, fact, [MARIA], user, turn.ts)
 
     database.write_sync(fill)
     assert database.vector_index is not None
@@ -75,12 +84,12 @@ FILTERS = {
 }
 
 
-def scanned(conn: Any, flt: Reach, query: np.ndarray, k: int) -> list[int]:
+def scanned(conn: Any, flt: Reach, query: np.ndarray, k: int, corpus: Corpus = TURNS) -> list[int]:
     """Every row the filter sees, by SQL, ranked by exact cosine similarity (ties: lower id)."""
-    where, params = where_clause(TURNS, flt)
+    where, params = where_clause(corpus, flt)
     rows = conn.execute(
-        f"SELECT v.turn_id, v.embedding FROM turn_vectors v JOIN turns d ON d.id = v.turn_id"
-        f" WHERE {where}",
+        f"SELECT v.{corpus.vec_key}, v.embedding FROM {corpus.vectors} v"
+        f" JOIN {corpus.table} d ON d.id = v.{corpus.vec_key} WHERE {where}",
         params,
     ).fetchall()
     unit = query / np.linalg.norm(query)
@@ -110,6 +119,19 @@ def test_a_narrow_filter_finds_what_a_scan_of_its_rows_finds(db: Database, name:
         finally:
             conn.vector_index = db.vector_index
         assert [i for i, _ in plain] == expected
+
+
+def test_a_person_filter_over_the_memories_is_narrow_too(db: Database) -> None:
+    flt = Reach(filters=QueryFilters(person="Maria"))
+    conn = db.writer
+    assert corpus.narrow(MEMORIES, flt) and not corpus.narrow(MEMORIES, FILTERS["period"])
+    for query in np.random.default_rng(9).standard_normal((5, DIM)):
+        expected = scanned(conn, flt, query, 10, MEMORIES)
+        assert len(expected) == 10
+        reads = Reads()
+        found = vector_knn(conn, list(query), 10, corpus=MEMORIES, flt=flt, reads=reads)
+        assert [i for i, _ in found] == expected
+        assert reads.every(conn, MEMORIES, flt) is not None
 
 
 def test_past_narrow_rows_the_nearest_of_all_are_filtered_to_the_same_answer(
