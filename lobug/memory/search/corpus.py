@@ -163,12 +163,13 @@ NARROW_ROWS = 2048
 
 
 def narrow(corpus: Corpus, flt: Reach) -> bool:
-    """Whether `flt` names what may see few rows, each by an index: over the turns a period,
-    a speaker, a person or a session; over the memories a person or a session (a period is
-    read through their source turns, row by row)."""
+    """Whether `flt` names what may see few rows, each found by an index: over the turns a
+    period, a speaker, a person or a session; over the memories a person (their period is read
+    through the source turns and their session has no index: row by row, either)."""
     f = flt.filters
-    mine = f.person is not None or f.session_id is not None
-    return mine or (corpus is TURNS and (flt.said_in is not None or flt.speaker is not None))
+    if corpus is not TURNS:
+        return f.person is not None
+    return any(v is not None for v in (f.person, f.session_id, flt.said_in, flt.speaker))
 
 
 class Reads:
