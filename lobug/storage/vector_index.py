@@ -110,7 +110,10 @@ class _Table:
         words = self.codes[: self.size].view(np.uint64)
         mask = self.signs(query).view(np.uint64)
         hamming = np.bitwise_count(words ^ mask).sum(axis=1, dtype=np.uint32)
-        rows = np.argpartition(hamming, shortlist - 1)[:shortlist]
+        return self.scored_at(query, np.argpartition(hamming, shortlist - 1)[:shortlist])
+
+    def scored_at(self, query: np.ndarray, rows: Any) -> Scored:
+        """(similarity, id) of the rows at these positions, scored exactly."""
         return self.matrix[rows] @ query, self.ids[rows]
 
     def similarities(self, query: np.ndarray, row_ids: Sequence[int]) -> dict[int, float]:
@@ -227,8 +230,7 @@ class VectorIndex:
         if unit is None or k <= 0:
             return []
         with self._lock:
-            self._sync(conn)
-            found = self._tables.get(table)
+            found = self._current(conn, table)
             if found is None or found.size == 0:
                 return []
             short = SHORTLIST if found.size > EXACT_MAX else None
@@ -268,12 +270,12 @@ class VectorIndex:
         if unit is None or k <= 0:
             return []
         with self._lock:
-            self._sync(conn)
-            found = self._tables.get(table)
+            found = self._current(conn, table)
             if found is None:
                 return []
-            at = [p for i in row_ids if (p := found.pos.get(i)) is not None]
-            sims, ids = found.matrix[at] @ unit, found.ids[at]
+            sims, ids = found.scored_at(
+                unit, [p for i in row_ids if (p := found.pos.get(i)) is not None]
+            )
         return _best(sims, ids, k, lambda batch: set(batch), max_distance)
 
     def similarities(
@@ -285,9 +287,13 @@ class VectorIndex:
         if unit is None or not row_ids:
             return {}
         with self._lock:
-            self._sync(conn)
-            found = self._tables.get(table)
+            found = self._current(conn, table)
             return {} if found is None else found.similarities(unit, row_ids)
+
+    def _current(self, conn: Any, table: str) -> _Table | None:
+        """`table` after the changes logged since the last look (under the lock)."""
+        self._sync(conn)
+        return self._tables.get(table)
 
     def _query(self, query: Sequence[float]) -> np.ndarray | None:
         vector = np.asarray(query, dtype=np.float32)

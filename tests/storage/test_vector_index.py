@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from dbutil import vector_store
 
 from lobug.memory.query import Reach
 from lobug.memory.search.corpus import MEMORIES, Reads
@@ -34,16 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    path = tmp_path / "v.db"
-    conn = connect(path)
-    migrate(conn)
-    conn.execute("BEGIN")
-    write_meta(conn, "embedding_dim", str(DIM))
-    write_meta(conn, "embedding_model", "test")
-    create_vector_tables(conn, DIM)
-    conn.execute("COMMIT")
-    conn.close()
-    return path
+    return vector_store(tmp_path / "v.db", DIM)
 
 
 @pytest.fixture

@@ -155,13 +155,12 @@ def among(
             f" WHERE {KEYS[table]} IN ({placeholders(chunk)})",
             (blob, *chunk),
         ).fetchall()
-    near = sorted(
+    near = [
         (int(i), float(d))
         for i, d in found
         if d is not None and (max_distance is None or float(d) <= max_distance)
-    )
-    near.sort(key=lambda hit: hit[1])  # stable: equal distances keep the lower id first
-    return near[:k]
+    ]
+    return sorted(near, key=lambda hit: (hit[1], hit[0]))[:k]  # ties: the lower id first
 
 
 def nearest_facts(

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from dbutil import vector_store
 
 from lobug.conversation import insert_turn
 from lobug.memory.graph.entities import link_entities, link_turn_entities
@@ -23,10 +24,7 @@ from lobug.memory.search.hybrid import vector_knn
 from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 from lobug.storage.database import Database
-from lobug.storage.migrations import migrate
-from lobug.storage.sqlite import connect
 from lobug.storage.vector_index import VectorIndex
-from lobug.storage.vectors import create_vector_tables, write_meta
 
 DIM = 16
 DAY = 86400.0
@@ -35,16 +33,7 @@ MARIA = Mention("Maria", "Maria", "person", (0, 5))
 
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
-    path = tmp_path / "narrow.db"
-    conn = connect(path)
-    migrate(conn)
-    conn.execute("BEGIN")
-    write_meta(conn, "embedding_dim", str(DIM))
-    write_meta(conn, "embedding_model", "test")
-    create_vector_tables(conn, DIM)
-    conn.execute("COMMIT")
-    conn.close()
-    database = Database(path, vector_index=VectorIndex())
+    database = Database(vector_store(tmp_path / "narrow.db", DIM), vector_index=VectorIndex())
     database.open_sync()
     rng = np.random.default_rng(7)
 
