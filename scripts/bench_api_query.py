@@ -15,6 +15,11 @@ vocabulary, each with its vector (the stress of issue 13: every query word match
 thousands of rows). The anchor is measured in the same run: a raw sqlite-vec KNN (k = 10) over
 the same vectors with the same query vectors, on a connection of its own.
 
+A second anchor, the door's floor, is measured in the same run: the same questions again with
+the search answered empty once the question is embedded (`floor_p50_ms`, `floor_p95_ms`):
+what the HTTP path costs around the search (client, middlewares, validation, access checks,
+the delta), so p95 − floor is what the search itself adds.
+
 `--embed-ms X` makes each question's embedding take at least X ms, as a real embedder does
 (the hashing one takes a few µs): the word lists, which need no vector, run meanwhile, so the
 figure is what the API adds on top of an embedder of that speed. Without it they add in full.
@@ -231,6 +236,52 @@ def question(rng: random.Random, period: bool = False) -> str:
     return f"{asked} on {day:%B} {day.day}, {day.year}?"
 
 
+async def ask(
+    url: str,
+    timed: TimedEmbedder,
+    questions: Sequence[str],
+    args: argparse.Namespace,
+    *,
+    empty: MemoryService | None = None,
+) -> tuple[list[float], list[float], list[float], list[int]]:
+    """Each question POSTed in turn: (ms beyond the embedder, CPU ms, embedder ms, results) of
+    those past the warm-up. `empty`: its search answers nothing once the question is embedded
+    (the door's floor: every step of the request but the search)."""
+    if empty is not None:
+
+        async def nothing(req: Any) -> list[Any]:
+            await (await empty.vectors.later(req.query))
+            return []
+
+        empty.query = nothing  # type: ignore[method-assign]
+    latencies, cpu_ms, embed_ms, counts = [], [], [], []
+    async with aiohttp.ClientSession() as session:
+        for i, text in enumerate(questions):
+            body: dict[str, Any] = {
+                "query": text,
+                "top_k": args.top_k,
+                "return": args.mode,
+                "session_id": "bench",
+            }
+            if args.turns and args.kinds:
+                body["kinds"] = args.kinds.split(",")
+            if args.person:
+                body["filters"] = {"person": args.person}
+            timed.spent = 0.0
+            started, cpu_started = time.perf_counter(), time.process_time()
+            async with session.post(url, json=body) as resp:
+                answer = await resp.json()
+                assert resp.status == 200, answer
+            total = time.perf_counter() - started
+            cpu = time.process_time() - cpu_started
+            if i >= args.warmup:
+                latencies.append((total - timed.spent) * 1000)
+                cpu_ms.append(cpu * 1000)
+                embed_ms.append(timed.spent * 1000)
+                counts.append(len(answer["results"]))
+    return latencies, cpu_ms, embed_ms, counts
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(7)
     data = Path(tempfile.mkdtemp(prefix="lobug-bench-api-"))
@@ -262,33 +313,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     else:
         fill_s = await fill(app, args.facts, rng)
     timed.at_least_s = args.embed_ms / 1000  # after the fill: only the questions wait
-    latencies, cpu_ms, embed_ms, counts = [], [], [], []
-    asked: list[str] = []
-    async with aiohttp.ClientSession() as session:
-        for i in range(args.warmup + args.queries):
-            body = {
-                "query": question(rng, args.period),
-                "top_k": args.top_k,
-                "return": args.mode,
-                "session_id": "bench",
-            }
-            if args.turns and args.kinds:
-                body["kinds"] = args.kinds.split(",")
-            if args.person:
-                body["filters"] = {"person": args.person}
-            timed.spent = 0.0
-            started, cpu_started = time.perf_counter(), time.process_time()
-            async with session.post(url, json=body) as resp:
-                answer = await resp.json()
-                assert resp.status == 200, answer
-            total = time.perf_counter() - started
-            cpu = time.process_time() - cpu_started
-            if i >= args.warmup:
-                asked.append(body["query"])
-                latencies.append((total - timed.spent) * 1000)
-                cpu_ms.append(cpu * 1000)
-                embed_ms.append(timed.spent * 1000)
-                counts.append(len(answer["results"]))
+    questions = [question(rng, args.period) for _ in range(args.warmup + args.queries)]
+    latencies, cpu_ms, embed_ms, counts = await ask(url, timed, questions, args)
+    asked = questions[args.warmup :]
+    floor = await ask(url, timed, questions, args, empty=memory)
     await runner.cleanup()
     table = "turn_vectors" if args.turns else "memory_vectors"
     anchor = raw_knn(app[keys.DB].path, table, await timed.inner.embed(asked))
@@ -316,6 +344,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "embed_ms_at_least": args.embed_ms,
         "embed_ms_mean_excluded": round(statistics.fmean(embed_ms), 3),
         "results_mean": round(statistics.fmean(counts), 2),
+        "floor_p50_ms": round(pct(floor[0], 50), 2),
+        "floor_p95_ms": round(pct(floor[0], 95), 2),
         "anchor_raw_knn_k10_p50_ms": round(pct(anchor, 50), 2),
         "anchor_raw_knn_k10_p95_ms": round(pct(anchor, 95), 2),
         "p95_over_anchor": round(p95 / max(pct(anchor, 95), 1e-9), 2),

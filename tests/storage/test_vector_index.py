@@ -95,6 +95,23 @@ def test_the_index_finds_what_sqlite_vec_finds_with_filters(db: Database) -> Non
     assert len(bob[0]) == 25
 
 
+def test_the_net_widens_by_the_share_a_filter_keeps(db: Database) -> None:
+    """Filters keeping every share of the rows, from most to one and none: each answer is
+    vec0's, whether the first slice held enough, the share kept in it sized the next, or more
+    slices were needed (`vector_index.wider`)."""
+    rng = np.random.default_rng(6)
+    for user, n in (("most", 700), ("fifth", 200), ("twentieth", 50), ("one", 1)):
+        facts(db, rng.standard_normal((n, DIM)), user_id=user)
+    assert db.vector_index is not None
+    db.vector_index.build(db.writer)
+    for query in rng.standard_normal((10, DIM)):
+        for user, n in (("most", 700), ("fifth", 200), ("twentieth", 50), ("one", 1), ("no", 0)):
+            for k in (1, 20, 60):
+                indexed, scanned = both(db, query, k, Reach(user_id=user))
+                same(indexed, scanned)
+                assert len(indexed) == min(k, n)
+
+
 def test_one_query_under_several_filters_scores_the_table_once(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

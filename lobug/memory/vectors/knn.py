@@ -12,15 +12,16 @@ from typing import Any
 
 from lobug.memory.table.rows import MemoryRow
 from lobug.storage.sqlite import has_table, placeholders
-from lobug.storage.vector_index import KEYS, Accept, index_of, record_change
+from lobug.storage.vector_index import KEYS, Accept, index_of, record_change, wider
 from lobug.storage.vectors import pack
 
 log = logging.getLogger(__name__)
 
 VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
 # vec0 cannot filter by our columns: fetch more neighbours than k (k + OVERSAMPLE, or
-# k × OVERSAMPLE_RATIO when larger), filter, and widen the net ×4 while rows the filter drops
-# (other users, archived, other stores) crowd out the kept ones. The exact scan costs more with
+# k × OVERSAMPLE_RATIO when larger), filter, and widen the net by the share the filter kept
+# (`vector_index.wider`) while rows it drops (other users, archived, other stores) crowd out
+# the kept ones. The exact scan costs more with
 # a larger k, so start a little above it: one user's active facts (the common case) need no more.
 OVERSAMPLE = 8
 OVERSAMPLE_RATIO = 1.25
@@ -126,7 +127,7 @@ def nearest(
         # Past the distance floor a wider net cannot find anything closer.
         if len(hits) >= k or far or fetched < fetch or fetch >= VEC_MAX_K:
             return hits[:k]
-        fetch = min(VEC_MAX_K, fetch * 4)
+        fetch = min(VEC_MAX_K, fetch + wider(k - len(hits), len(hits) / fetched, fetched))
 
 
 def among(
