@@ -19,6 +19,7 @@ from lobug.memory.graph.entities import link_entities, link_turn_entities
 from lobug.memory.graph.ner import Mention
 from lobug.memory.query import QueryFilters, Reach
 from lobug.memory.search import corpus
+from lobug.memory.search.context import QuestionWords
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, Reads, where_clause
 from lobug.memory.search.hybrid import vector_knn
 from lobug.memory.table import rows as store
@@ -165,3 +166,55 @@ def test_once_its_rows_are_read_a_narrow_filter_reads_nothing_more(db: Database)
         )
     }
     assert replying and reads.replies(conn, flt, asked) == replying
+
+
+@pytest.fixture
+def worded(tmp_path: Path) -> Iterator[Database]:
+    """600 turns saying "kayak": the shortest (bm25's best) are nobody's in particular; Maria's,
+    session s7's, Noor's and those of days 10-12 say it at more length."""
+    database = Database(vector_store(tmp_path / "worded.db", DIM))
+    database.open_sync()
+
+    def fill(conn: Any) -> None:
+        for at in range(600):
+            named = at % 9 == 0 or at // 20 == 7 or at % 5 == 0 or 100 <= at < 130
+            longer = f"we took the kayak out again {' on' * (at % 11)}"
+            text = longer if named else f"kayak {at}"
+            turn = insert_turn(
+                conn, session_id=f"s{at // 20}", role="user", text=text, ts=at * DAY / 10,
+                speaker="Noor" if at % 5 == 0 else None,
+            )  # fmt: skip
+            if at % 9 == 0:
+                link_turn_entities(conn, turn.id, [MARIA], "default", turn.ts)
+
+    database.write_sync(fill)
+    yield database
+    database.close_sync()
+
+
+@pytest.mark.parametrize("name", ["person", "session", "speaker", "period"])
+def test_a_narrow_filter_ranks_the_words_among_its_own_rows(worded: Database, name: str) -> None:
+    """The context list's words (`QuestionWords.best`) under a narrow filter are the best of the
+    filter's rows, as ranking only those rows by bm25 finds them, not the few of the whole
+    log's best that the filter happens to see (the shortest turns, nobody's, are those)."""
+    flt = {
+        "person": Reach(filters=QueryFilters(person="Maria")),
+        "session": Reach(filters=QueryFilters(session_id="s7")),
+        "speaker": Reach(speaker="Noor"),
+        "period": Reach(said_in=(10 * DAY, 13 * DAY)),
+    }[name]
+    conn = worded.writer
+    where, params = where_clause(TURNS, flt)
+    ranked = {
+        int(r[0]): float(r[1])
+        for r in conn.execute(
+            "SELECT turns_fts.rowid, -bm25(turns_fts) FROM turns_fts CROSS JOIN turns d"
+            " ON d.id = turns_fts.rowid WHERE turns_fts MATCH 'kayak' AND " + where,
+            params,
+        )
+    }
+    assert len(ranked) >= 15
+    best = QuestionWords("default", "Where is the kayak?", reads=Reads()).best(conn, 10, flt)
+    assert len(best) == 10
+    assert all(ranked[i] == score for i, score in best.items())
+    assert sorted(best.values(), reverse=True) == sorted(ranked.values(), reverse=True)[:10]
