@@ -179,6 +179,14 @@ def capabilities(conn: Any) -> Capabilities:
 LIKE_ESCAPE = "\\"
 
 
+def tuples(conn: Any) -> Any:
+    """A cursor whose rows are plain tuples, not the connection's `sqlite3.Row`s: for reads of
+    hundreds of rows a search makes per question (a Row per row cost a fifth of the read)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor
+
+
 def placeholders(values: Collection[Any]) -> str:
     """The `?` marks of an `IN (…)` list, one per value: "?,?,?"."""
     return ",".join("?" * len(values))
