@@ -21,8 +21,8 @@ VEC_MAX_K = 4096  # sqlite-vec's ceiling for `k = ?`
 # vec0 cannot filter by our columns: fetch more neighbours than k (k + OVERSAMPLE, or
 # k × OVERSAMPLE_RATIO when larger), filter, and widen the net by the share the filter kept
 # (`vector_index.wider`) while rows it drops (other users, archived, other stores) crowd out
-# the kept ones. The exact scan costs more with
-# a larger k, so start a little above it: one user's active facts (the common case) need no more.
+# the kept ones. The exact scan costs more with a larger k, so start a little above it: one
+# user's active facts (the common case) need no more.
 OVERSAMPLE = 8
 OVERSAMPLE_RATIO = 1.25
 
