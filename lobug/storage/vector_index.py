@@ -353,8 +353,9 @@ def wider(missing: int, kept: float, taken: int) -> int:
     """How many more candidates to check for `missing` more rows when the filter kept the
     share `kept` of the `taken` checked so far: enough at that share, and half as many again
     (a period keeping ~40% of the nearest had 832 of them looked up at ×4, now ~650 with
-    rarely a third look: bench_api_query --period); ×4 in all when it kept none. Both KNNs
-    widen so: this index's and sqlite-vec's (`knn.nearest`)."""
+    rarely a third look: bench_api_query --period); ×4 in all when it kept none. Every
+    filtered best-of widens so: this index's KNN, sqlite-vec's (`knn.nearest`) and the
+    `bm25` list's (`lexical.bm25_ranks`)."""
     if kept <= 0:
         return 3 * taken
     return max(8, math.ceil(missing / kept * 1.5))

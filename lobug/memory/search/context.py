@@ -42,6 +42,7 @@ from lobug.memory.search import who
 from lobug.memory.search.asking import statements
 from lobug.memory.search.corpus import TURNS, Reads, where_clause
 from lobug.memory.search.fts import (
+    among,
     common_words,
     fold,
     found_words,
@@ -50,7 +51,6 @@ from lobug.memory.search.fts import (
     query_tokens,
 )
 from lobug.memory.search.lexical import matcher
-from lobug.storage.sqlite import placeholders
 
 # The first rows: of each deep list, those whose replies join the candidates
 # (`context_ranks`); of the results, those the lead re-scores (`ScoringWeights.context_top`).
@@ -233,7 +233,7 @@ class QuestionWords:
         better).
 
         A narrow filter (a period, a speaker, a person, a session: `Reads.every`, its rows
-        read first) ranks among its rows (`_among`); a period or a speaker with more rows has
+        read first) ranks among its rows (`fts.among`); a period or a speaker with more rows has
         its filter inside the FTS5 query (`_within`: the index read first, each match's row
         looked up by rowid). Either way the best of their turns are found however many turns
         of other periods, speakers or people hold the words too. Any other reach ranks
@@ -251,7 +251,7 @@ class QuestionWords:
         found, read = self._best.get(key, ({}, 0))
         if depth > read:
             if (every := self.reads.every(conn, TURNS, flt)) is not None:
-                found = _among(conn, match, depth, every)
+                found = dict(among(conn, TURNS.fts, match, every, depth))
             elif flt.said_in is not None or flt.speaker is not None:
                 found = _within(conn, match, depth, where, params)
             elif self.reads.shared(conn, TURNS, self.user_id):
@@ -265,37 +265,13 @@ class QuestionWords:
 
     def scores(self, conn: Any, ids: Collection[int]) -> dict[int, float]:
         """−bm25 of the words in each of the turns `ids` that holds any: from `best` where it
-        has them, one FTS5 query within the rest. `+rowid`: the match is read once and its
-        rows kept by id; a bare `rowid IN` has FTS5 evaluate the query once per id, each time
-        with bm25's statistics over the whole index (10k turns, 30 ids: 5.7 ms, now 0.7 ms;
-        100 ids: 18 ms, now 0.8; the same scores)."""
+        has them, one FTS5 query within the rest (`fts.among`)."""
         match = self.match(conn)
         if match is None or not ids:
             return {}
         found = {i: self._known[i] for i in ids if i in self._known}
-        rest = [i for i in ids if i not in self._known]
-        if rest:
-            marks = placeholders(rest)
-            rows = conn.execute(
-                f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-                f" AND +rowid IN ({marks})",
-                (match, *rest),
-            ).fetchall()
-            found.update({int(r[0]): float(r[1]) for r in rows})
+        found.update(among(conn, TURNS.fts, match, [i for i in ids if i not in self._known]))
         return found
-
-
-def _among(conn: Any, match: str, depth: int, rows: Collection[int]) -> dict[int, float]:
-    """The `depth` best of `rows` (a narrow filter's): the match read once, its rows kept by
-    id (`+rowid`, as in `QuestionWords.scores`), bm25 worked out for those alone."""
-    if not rows:
-        return {}
-    found = conn.execute(
-        f"SELECT rowid, -bm25({TURNS.fts}) FROM {TURNS.fts} WHERE {TURNS.fts} MATCH ?"
-        f" AND +rowid IN ({placeholders(rows)}) ORDER BY bm25({TURNS.fts}) LIMIT ?",
-        (match, *rows, depth),
-    ).fetchall()
-    return {int(r[0]): float(r[1]) for r in found}
 
 
 def _within(

@@ -147,6 +147,33 @@ def word_rows(conn: Any, vocab: str, token: str) -> int:
     return count
 
 
+def among(
+    conn: Any,
+    table: str,
+    match: str,
+    rows: Collection[int],
+    k: int | None = None,
+    *,
+    newest_first: bool = False,
+) -> list[tuple[int, float]]:
+    """(rowid, −bm25) of the rows of `rows` (ids) that `match` holds, best first, the first
+    `k` (None: all, unordered); `newest_first`: ties by the higher rowid. The match is read
+    once and its rows kept by id (`+rowid IN`): a bare `rowid IN` has FTS5 evaluate the query
+    once per id, each time with bm25's statistics over the whole index (10k turns, 30 ids:
+    5.7 ms, here 0.7; 100 ids: 18 ms, here 0.8; the same scores)."""
+    if not rows:
+        return []
+    sql = (
+        f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?"
+        f" AND +rowid IN ({placeholders(rows)})"
+    )
+    if k is None:
+        return [(int(i), float(s)) for i, s in conn.execute(sql, (match, *rows))]
+    order = f"bm25({table})" + (", rowid DESC" if newest_first else "")
+    found = conn.execute(f"{sql} ORDER BY {order} LIMIT ?", (match, *rows, k))
+    return [(int(i), float(s)) for i, s in found]
+
+
 def fts_term(token: str, *, prefix: bool = True) -> str:
     """One query word as an FTS5 string (with `*` for a prefix match on 4+ letters)."""
     # Every token becomes an FTS5 string, so AND/OR/NOT/NEAR, `*`, `^`, `:` and column names

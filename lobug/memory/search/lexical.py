@@ -10,6 +10,7 @@ from lobug.memory.query import Reach
 from lobug.memory.search.corpus import MEMORIES, Corpus, Reads, where_clause
 from lobug.memory.search.fts import (
     MIN_PREFIX_CHARS,
+    among,
     common_words,
     fold,
     found_words,
@@ -22,6 +23,7 @@ from lobug.memory.search.fts import (
     token_matches,
 )
 from lobug.memory.search.wordforms import forms
+from lobug.storage.vector_index import wider
 
 MAX_FETCH = 4096
 
@@ -40,8 +42,11 @@ def bm25_ranks(
 
     Ranked in the FTS index alone, then filtered: joining every match to its row to test the
     filter costs more than the ranking when a query word is common. Like the vector list, the
-    net widens while invisible rows (archived, other stores) crowd out the rest. When the
-    table holds another user's rows, ranked within the user (`Reads.shared`: the user's
+    net widens while invisible rows (archived, other stores) crowd out the rest
+    (`vector_index.wider`). A narrow filter (`Reads.every`: a person, a session, a period)
+    ranks among its rows, read first, in one query (`fts.among`): filtering the best of all,
+    a person in a tenth of the turns widened four times, each time ranking every match. When
+    the table holds another user's rows, ranked within the user (`Reads.shared`: the user's
     filter inside the FTS5 query, each match's row looked up by rowid), so another user's rows
     never crowd this user's out, however many there are (issue 43's growth test).
     """
@@ -50,6 +55,8 @@ def bm25_ranks(
     flt = flt or Reach()
     reads = reads or Reads()
     fts = corpus.fts
+    if (every := reads.every(conn, corpus, flt)) is not None:
+        return [i for i, _ in among(conn, fts, fts_query, every, k, newest_first=True)]
     if reads.shared(conn, corpus, flt.user_id):
         rank = (
             f"SELECT {fts}.rowid FROM {fts} CROSS JOIN {corpus.table} d ON d.id = {fts}.rowid"
@@ -68,7 +75,7 @@ def bm25_ranks(
         found = [i for i in ids if i in visible]
         if len(found) >= k or len(ids) < fetch or fetch >= MAX_FETCH:
             return found[:k]
-        fetch = min(MAX_FETCH, fetch * 4)
+        fetch = min(MAX_FETCH, fetch + wider(k - len(found), len(found) / fetch, fetch))
 
 
 def text_ranks(

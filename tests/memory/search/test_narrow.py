@@ -22,6 +22,7 @@ from lobug.memory.search import corpus
 from lobug.memory.search.context import QuestionWords
 from lobug.memory.search.corpus import MEMORIES, TURNS, Corpus, Reads, where_clause
 from lobug.memory.search.hybrid import vector_knn
+from lobug.memory.search.lexical import bm25_ranks
 from lobug.memory.table import rows as store
 from lobug.memory.vectors import knn
 from lobug.storage.database import Database
@@ -218,3 +219,35 @@ def test_a_narrow_filter_ranks_the_words_among_its_own_rows(worded: Database, na
     assert len(best) == 10
     assert all(ranked[i] == score for i, score in best.items())
     assert sorted(best.values(), reverse=True) == sorted(ranked.values(), reverse=True)[:10]
+
+
+@pytest.mark.parametrize("name", ["person", "session"])
+def test_a_narrow_filter_ranks_its_bm25_list_in_one_read(worded: Database, name: str) -> None:
+    """The `bm25` list under a narrow filter is the best of its rows by bm25 (ties: the newest),
+    read in one FTS5 query once the rows are known, where filtering the best of all widened
+    the net again and again (a person in a ninth of the turns: four rankings of every match)."""
+    flt = {
+        "person": Reach(filters=QueryFilters(person="Maria")),
+        "session": Reach(filters=QueryFilters(session_id="s7")),
+    }[name]
+    conn = worded.writer
+    where, params = where_clause(TURNS, flt)
+    expected = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT turns_fts.rowid FROM turns_fts CROSS JOIN turns d ON d.id = turns_fts.rowid"
+            " WHERE turns_fts MATCH 'kayak' AND " + where + " ORDER BY bm25(turns_fts),"
+            " turns_fts.rowid DESC LIMIT 10",
+            params,
+        )
+    ]
+    reads = Reads()
+    reads.every(conn, TURNS, flt)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        found = bm25_ranks(conn, '"kayak"', 10, corpus=TURNS, flt=flt, reads=reads)
+    finally:
+        conn.set_trace_callback(None)
+    assert found == expected and len(found) == 10
+    assert len([s for s in statements if "MATCH" in s]) == 1, statements
