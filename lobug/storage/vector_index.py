@@ -15,7 +15,6 @@ and is near nothing (vec0 returns NULL for it), so it is not indexed.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -345,20 +344,20 @@ def _best(
         taken = fetch
         if len(hits) >= k:
             break
-        fetch = min(total, taken + wider(k - len(hits), len(hits) / taken, taken))
+        fetch = min(total, taken + wider(k, len(hits), taken))
     return hits[:k]
 
 
-def wider(missing: int, kept: float, taken: int) -> int:
-    """How many more candidates to check for `missing` more rows when the filter kept the
-    share `kept` of the `taken` checked so far: enough at that share, and half as many again
+def wider(k: int, kept: int, taken: int) -> int:
+    """How many more candidates to check for k rows when the filter kept `kept` of the `taken`
+    checked so far: enough for the rest at that share, and half as many again
     (a period keeping ~40% of the nearest had 832 of them looked up at ×4, now ~650 with
     rarely a third look: bench_api_query --period); ×4 in all when it kept none. Every
     filtered best-of widens so: this index's KNN, sqlite-vec's (`knn.nearest`) and the
     `bm25` list's (`lexical.bm25_ranks`)."""
     if kept <= 0:
         return 3 * taken
-    return max(8, math.ceil(missing / kept * 1.5))
+    return max(8, -(-3 * (k - kept) * taken // (2 * kept)))  # ceil, in whole numbers
 
 
 def prune_changes(conn: Any, upto: int) -> int:

@@ -75,7 +75,7 @@ def bm25_ranks(
         found = [i for i in ids if i in visible]
         if len(found) >= k or len(ids) < fetch or fetch >= MAX_FETCH:
             return found[:k]
-        fetch = min(MAX_FETCH, fetch + wider(k - len(found), len(found) / fetch, fetch))
+        fetch = min(MAX_FETCH, fetch + wider(k, len(found), fetch))
 
 
 def text_ranks(

@@ -127,7 +127,7 @@ def nearest(
         # Past the distance floor a wider net cannot find anything closer.
         if len(hits) >= k or far or fetched < fetch or fetch >= VEC_MAX_K:
             return hits[:k]
-        fetch = min(VEC_MAX_K, fetch + wider(k - len(hits), len(hits) / fetched, fetched))
+        fetch = min(VEC_MAX_K, fetch + wider(k, len(hits), fetched))
 
 
 def among(

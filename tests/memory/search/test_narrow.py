@@ -193,17 +193,21 @@ def worded(tmp_path: Path) -> Iterator[Database]:
     database.close_sync()
 
 
-@pytest.mark.parametrize("name", ["person", "session", "speaker", "period"])
+# The worded store's narrow filters: the turns each names say "kayak" at more length.
+WORDED = {
+    "person": Reach(filters=QueryFilters(person="Maria")),
+    "session": Reach(filters=QueryFilters(session_id="s7")),
+    "speaker": Reach(speaker="Noor"),
+    "period": Reach(said_in=(10 * DAY, 13 * DAY)),
+}
+
+
+@pytest.mark.parametrize("name", WORDED)
 def test_a_narrow_filter_ranks_the_words_among_its_own_rows(worded: Database, name: str) -> None:
     """The context list's words (`QuestionWords.best`) under a narrow filter are the best of the
     filter's rows, as ranking only those rows by bm25 finds them, not the few of the whole
     log's best that the filter happens to see (the shortest turns, nobody's, are those)."""
-    flt = {
-        "person": Reach(filters=QueryFilters(person="Maria")),
-        "session": Reach(filters=QueryFilters(session_id="s7")),
-        "speaker": Reach(speaker="Noor"),
-        "period": Reach(said_in=(10 * DAY, 13 * DAY)),
-    }[name]
+    flt = WORDED[name]
     conn = worded.writer
     where, params = where_clause(TURNS, flt)
     ranked = {
@@ -226,10 +230,7 @@ def test_a_narrow_filter_ranks_its_bm25_list_in_one_read(worded: Database, name:
     """The `bm25` list under a narrow filter is the best of its rows by bm25 (ties: the newest),
     read in one FTS5 query once the rows are known, where filtering the best of all widened
     the net again and again (a person in a ninth of the turns: four rankings of every match)."""
-    flt = {
-        "person": Reach(filters=QueryFilters(person="Maria")),
-        "session": Reach(filters=QueryFilters(session_id="s7")),
-    }[name]
+    flt = WORDED[name]
     conn = worded.writer
     where, params = where_clause(TURNS, flt)
     expected = [
