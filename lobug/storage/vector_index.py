@@ -317,9 +317,9 @@ def _best(
     accept: Accept,
     max_distance: float | None,
 ) -> list[tuple[int, float]]:
-    """The k best rows `accept` keeps. Candidates are taken best first in growing slices
-    (k + 8, then as many as the share kept so far says: `wider`) and filtered by `accept`,
-    until k are kept or none is left."""
+    """The k best rows `accept` keeps (ties: the lower id). Candidates are taken best first in
+    growing slices (k + 8, then as many as the share kept so far says: `wider`) and filtered
+    by `accept`, until k are kept or none is left."""
     if max_distance is not None:
         keep = sims >= 1.0 - max_distance
         sims, ids = sims[keep], ids[keep]
@@ -328,12 +328,7 @@ def _best(
     taken = 0
     hits: list[tuple[int, float]] = []
     while taken < total:
-        if fetch < total:
-            part = np.argpartition(-sims, fetch - 1)[:fetch]
-            order = part[np.lexsort((ids[part], -sims[part]))]
-        else:
-            order = np.lexsort((ids, -sims))
-        batch = order[taken:fetch]
+        batch = _first(sims, ids, fetch)[taken:]
         batch_ids = [int(i) for i in ids[batch]]
         visible = accept(batch_ids)
         hits += [
@@ -346,6 +341,20 @@ def _best(
             break
         fetch = min(total, taken + wider(k, len(hits), taken))
     return hits[:k]
+
+
+def _first(sims: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the n best rows by similarity, then the lower id, best first: the same rows
+    however large n, so each slice `_best` takes continues the one before (`argpartition`
+    alone keeps any of the rows tied at its edge, and which depended on the slice's size)."""
+    if n < len(ids):
+        edge = sims[np.argpartition(-sims, n - 1)[n - 1]]
+        above = np.flatnonzero(sims > edge)
+        tied = np.flatnonzero(sims == edge)
+        rows = np.concatenate([above, tied[np.argsort(ids[tied])][: n - len(above)]])
+    else:
+        rows = np.arange(len(ids))
+    return rows[np.lexsort((ids[rows], -sims[rows]))]
 
 
 def wider(k: int, kept: int, taken: int) -> int:

@@ -112,6 +112,30 @@ def test_the_net_widens_by_the_share_a_filter_keeps(db: Database) -> None:
                 assert len(indexed) == min(k, n)
 
 
+def test_rows_tied_with_the_query_are_kept_lower_id_first_whatever_the_slices(
+    db: Database,
+) -> None:
+    """Hundreds of rows equally near the query (the same vector) and a filter keeping a third:
+    the net widens over slices whose edge falls among the tied rows, and the k kept are the
+    lowest ids, as ranking every row by (distance, id) finds them."""
+    rng = np.random.default_rng(8)
+    near, far = rng.standard_normal(DIM), rng.standard_normal(DIM)
+    ids = facts(db, np.array([near] * 300 + [far] * 300))
+    assert db.vector_index is not None
+    db.vector_index.build(db.writer)
+    unit = near / np.linalg.norm(near)
+    for k in (1, 20, 90, 150):
+        found = db.vector_index.nearest(
+            db.writer,
+            "memory_vectors",
+            unit,
+            k,
+            accept=lambda batch: {i for i in batch if i % 3 == 0},
+        )
+        kept = [i for i in ids[:300] if i % 3 == 0] + [i for i in ids[300:] if i % 3 == 0]
+        assert [i for i, _ in found] == kept[:k]
+
+
 def test_one_query_under_several_filters_scores_the_table_once(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
