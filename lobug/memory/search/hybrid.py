@@ -27,7 +27,14 @@ from lobug.memory.search.corpus import (
 )
 from lobug.memory.search.fts import fts_available
 from lobug.memory.search.lexical import bm25_ranks, text_ranks
-from lobug.memory.search.scoring import Fused, RescoreBreakdown, ScoringWeights, fuse, rescore
+from lobug.memory.search.scoring import (
+    Fused,
+    RescoreBreakdown,
+    ScoringWeights,
+    fuse,
+    rescore,
+    rescored_score,
+)
 from lobug.memory.vectors import knn
 from lobug.memory.vectors.knn import VEC_MAX_K
 from lobug.storage.sqlite import has_table, placeholders
@@ -52,10 +59,27 @@ LIST_ORDER = ("vector", "bm25", "context", "entity", "when", "who", "dated", "la
 
 @dataclass(slots=True)  # not frozen: one per candidate, a frozen __init__ costs µs
 class SearchHit:
+    """A fused row and its score. Re-scored, it keeps what it was re-scored with (`rescored`:
+    the row, the weights, when, its relation strength), and builds its breakdown when one is
+    asked for (`breakdown`): a search re-scores ~80 rows and explains the few it returns."""
+
     id: int
     score: float
     fused: Fused
-    breakdown: RescoreBreakdown | None = None
+    rescored_with: tuple[Mapping[str, Any], ScoringWeights, float, float] | None = None
+    context: float = 0.0  # what the lead added (`runner.lead`), already in `score`
+    _breakdown: RescoreBreakdown | None = None
+
+    @property
+    def breakdown(self) -> RescoreBreakdown | None:
+        """Every term of the score (`scoring.rescore`), the lead's included; None when it
+        was fused only."""
+        if self._breakdown is None:
+            if self.rescored_with is None:
+                return None
+            self._breakdown = rescore(self.fused, *self.rescored_with)[1]
+        self._breakdown.context, self._breakdown.final = self.context, self.score
+        return self._breakdown
 
     def explain(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -248,6 +272,6 @@ def rescored(
     related = relations.max_related_strength(conn, ids, now) if corpus.table == "memories" else {}
     hits = []
     for f in fused:
-        score, breakdown = rescore(f, rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))
-        hits.append(SearchHit(f.id, score, f, breakdown))
+        why = (rows.get(f.id, {}), weights, now, related.get(f.id, 0.0))
+        hits.append(SearchHit(f.id, rescored_score(f, *why), f, why))
     return hits, rows

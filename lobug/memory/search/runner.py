@@ -399,10 +399,8 @@ def lead(conn: Any, plan: Plan, ranked: list[Ranked], similarity: Similarity) ->
     # calls per turn cost more than the context score they carry.
     for item in ranked[: w.context_top]:
         if item.hit.id in scores and item.corpus is TURNS:
-            extra = w.w_context * scores[item.hit.id]
-            item.hit.score += extra
-            if item.hit.breakdown is not None:
-                item.hit.breakdown.context, item.hit.breakdown.final = extra, item.hit.score
+            item.hit.context = w.w_context * scores[item.hit.id]
+            item.hit.score += item.hit.context
     return sorted(ranked, key=lambda r: -r.hit.score)
 
 

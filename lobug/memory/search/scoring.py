@@ -206,19 +206,9 @@ def rescore(
     related_strength: float = 0.0,
 ) -> tuple[float, RescoreBreakdown]:
     """Combine fused relevance with the memory's own score, confidence and relation strength."""
-    seed = weights.salience
-    memory = seed.score(memory_row, now, weights.rescore_lambda)
-    memory_norm = min(1.0, memory.total / seed.most) if seed.most else 0.0
-    confidence = min(1.0, max(0.0, float(_field(memory_row, "confidence", 1.0))))
-    rate = float(_field(memory_row, "decay_rate", ORDINARY_RATE))
-    kept = retrievability(rate, memory.age_days)
-    floor = weights.confidence_floor
-    conf_mult = floor + (1.0 - floor) * confidence
-    boost = weights.w_rel * max(0.0, min(1.0, related_strength))
-    status = status_weight(memory_row)
-    strength = weights.w_strength * kept
-    relevance = fused.rrf_norm + weights.w_memory * memory_norm + strength
-    final = (relevance * conf_mult + boost) * status
+    memory, memory_norm, confidence, kept, strength, conf_mult, boost, status, final = _terms(
+        fused, memory_row, weights, now, related_strength
+    )
     return final, RescoreBreakdown(
         rrf=fused.rrf,
         rrf_norm=fused.rrf_norm,
@@ -234,6 +224,42 @@ def rescore(
         status_mult=status,
         final=final,
     )
+
+
+def rescored_score(
+    fused: Fused,
+    memory_row: Mapping[str, Any],
+    weights: ScoringWeights,
+    now: float,
+    related_strength: float = 0.0,
+) -> float:
+    """`rescore`'s final score alone: a search re-scores ~80 candidates and shows a few, so
+    the breakdown is built for those only (`hybrid.SearchHit.breakdown`)."""
+    return _terms(fused, memory_row, weights, now, related_strength)[-1]
+
+
+def _terms(
+    fused: Fused,
+    memory_row: Mapping[str, Any],
+    weights: ScoringWeights,
+    now: float,
+    related_strength: float,
+) -> tuple[ScoreBreakdown, float, float, float, float, float, float, float, float]:
+    """The re-score's terms (the formula above), the final score last."""
+    seed = weights.salience
+    memory = seed.score(memory_row, now, weights.rescore_lambda)
+    memory_norm = min(1.0, memory.total / seed.most) if seed.most else 0.0
+    confidence = min(1.0, max(0.0, float(_field(memory_row, "confidence", 1.0))))
+    rate = float(_field(memory_row, "decay_rate", ORDINARY_RATE))
+    kept = retrievability(rate, memory.age_days)
+    floor = weights.confidence_floor
+    conf_mult = floor + (1.0 - floor) * confidence
+    boost = weights.w_rel * max(0.0, min(1.0, related_strength))
+    status = status_weight(memory_row)
+    strength = weights.w_strength * kept
+    relevance = fused.rrf_norm + weights.w_memory * memory_norm + strength
+    final = (relevance * conf_mult + boost) * status
+    return memory, memory_norm, confidence, kept, strength, conf_mult, boost, status, final
 
 
 def status_weight(row: Mapping[str, Any]) -> float:
