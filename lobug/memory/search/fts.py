@@ -167,11 +167,11 @@ def among(
         f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?"
         f" AND +rowid IN ({placeholders(rows)})"
     )
-    if k is None:
-        return [(int(i), float(s)) for i, s in conn.execute(sql, (match, *rows))]
-    order = f"bm25({table})" + (", rowid DESC" if newest_first else "")
-    found = conn.execute(f"{sql} ORDER BY {order} LIMIT ?", (match, *rows, k))
-    return [(int(i), float(s)) for i, s in found]
+    params: tuple[Any, ...] = (match, *rows)
+    if k is not None:
+        sql += f" ORDER BY bm25({table}){', rowid DESC' if newest_first else ''} LIMIT ?"
+        params += (k,)
+    return [(int(i), float(s)) for i, s in conn.execute(sql, params)]
 
 
 def fts_term(token: str, *, prefix: bool = True) -> str:
